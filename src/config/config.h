@@ -1,0 +1,123 @@
+// The typed training configuration: what a TOML config file resolves to, and the
+// functions that parse, validate and print it. No libtorch or MPI here, so every tool
+// (check, plan, schedule) can read a config cheaply.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trident {
+
+/// [model]: the transformer's shape.
+struct ModelConfig {
+  std::string arch = "gpt2";
+  int64_t layers = 2;
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t vocab = 256;
+  int64_t seq_len = 32;
+  int64_t vocab_multiple = 1;  ///< pad the embedding's rows to a multiple of this
+};
+
+/// [parallel]: the layout and how the parallel machinery behaves.
+struct ParallelConfig {
+  int64_t dp = 0;  ///< 0 in the file means: derive from world size
+  int64_t pp = 1;
+  int64_t tp = 1;
+  int64_t zero_stage = 0;
+  std::string schedule = "1f1b";
+  std::string activation_checkpointing = "none";
+  int64_t bucket_size = 1 << 20;  ///< elements per gradient bucket
+  double timeout_s = 300;
+  std::string grad_reduce_dtype = "fp32";
+};
+
+/// [train]: batch sizes, length of the run, numerics.
+struct TrainSection {
+  int64_t micro_batch_size = 2;
+  int64_t global_batch_size = 8;
+  int64_t steps = 100;
+  int64_t stop_at = 0;  ///< 0: run to steps
+  std::string precision = "fp32";
+  int64_t seed = 1234;
+  int64_t log_every = 1;
+  int64_t threads = 0;  ///< intra-op threads per rank, 0 = auto
+};
+
+/// [optimizer]: AdamW with linear warm-up and cosine decay to min_lr.
+struct OptimizerConfig {
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int64_t warmup_steps = 10;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  ///< 0 disables
+};
+
+/// [data]: where tokens come from.
+struct DataConfig {
+  std::string source = "synthetic";  ///< "synthetic" or a token file path
+  int64_t markov_successors = 8;
+};
+
+/// [checkpoint]: saving and resuming.
+struct CheckpointConfig {
+  std::string dir = "";
+  int64_t save_every = 0;
+  std::string load = "";
+  int64_t keep_last = 0;
+};
+
+/// [logging]: where a run writes its outputs.
+struct LoggingConfig {
+  std::string run_dir = "";
+  std::string metrics = "";
+  std::string trace = "";
+};
+
+/// A whole, validated configuration.
+struct TrainConfig {
+  ModelConfig model;
+  ParallelConfig parallel;
+  TrainSection train;
+  OptimizerConfig optimizer;
+  DataConfig data;
+  CheckpointConfig checkpoint;
+  LoggingConfig logging;
+  std::string source;  ///< where it came from (file path or "<string>"), for messages
+
+  /// Micro-batches per step on each dp rank: global_batch_size / (micro_batch_size * dp).
+  int64_t micro_batches() const;
+  /// vocab rounded up to a multiple of lcm(vocab_multiple, tp).
+  int64_t padded_vocab() const;
+};
+
+/// Thrown for any bad config; what() is the one message shown to the user.
+class ConfigError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Reads the file at `path`, applies --set overrides ("section.key=value", the value
+/// read as a TOML value; a bare word is a string) and validates.
+/// world_size > 0: checks dp*pp*tp == world_size, deriving dp when it is 0.
+/// world_size == 0: dp becomes 1 when it is 0, and there is no world check.
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides,
+                        int world_size);
+
+/// As load_config, from TOML text; `source_name` is used in messages.
+TrainConfig parse_config(const std::string& toml_text, const std::string& source_name,
+                         const std::vector<std::string>& overrides, int world_size);
+
+/// The resolved config as TOML text (every key, defaults filled in);
+/// parse_config(to_toml(c)) gives c back.
+std::string to_toml(const TrainConfig& c);
+
+/// Markdown reference of every key (section, key, type, default, meaning), generated
+/// from the schema table; docs/config.md is this text.
+std::string config_reference_markdown();
+
+}  // namespace trident

@@ -1,0 +1,228 @@
+// Reading a config: TOML text and --set overrides into a TrainConfig, each value
+// type-checked against the schema and remembered with its file line for messages.
+#include <toml++/toml.h>  // toml::parse, nodes with source positions
+
+#include <cerrno>
+#include <cstring>     // std::strerror
+#include <filesystem>  // telling a missing file from a directory
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "config/config.h"
+#include "config/config_schema.h"
+#include "config/config_validate.h"
+
+namespace trident {
+namespace config_detail {
+namespace {
+
+/// A node as a message describes it: string "four", float 4.5, an array.
+std::string describe_node(const toml::node& node) {
+  if (const auto* s = node.as_string()) return "string " + format_value(s->get());
+  if (const auto* i = node.as_integer()) return "integer " + std::to_string(i->get());
+  if (const auto* f = node.as_floating_point()) return "float " + format_value(f->get());
+  if (const auto* b = node.as_boolean())
+    return std::string("boolean ") + (b->get() ? "true" : "false");
+  if (node.is_array()) return "an array";
+  if (node.is_table()) return "a table";
+  return "a date/time";
+}
+
+/// The node's value as `type`, or nothing when the types do not fit. An integer is a
+/// fine float; nothing else converts.
+std::optional<ConfigValue> convert(const toml::node& node, ValueType type) {
+  switch (type) {
+    case ValueType::kInt:
+      if (const auto* i = node.as_integer()) return ConfigValue(i->get());
+      break;
+    case ValueType::kFloat:
+      if (const auto* f = node.as_floating_point()) return ConfigValue(f->get());
+      if (const auto* i = node.as_integer()) return ConfigValue(static_cast<double>(i->get()));
+      break;
+    case ValueType::kString:
+      if (const auto* s = node.as_string()) return ConfigValue(s->get());
+      break;
+  }
+  return std::nullopt;
+}
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) text += (i ? separator : "") + items[i];
+  return text;
+}
+
+/// "; did you mean 'optimizer.lr'?" or "; valid keys in [model]: arch, layers, ...".
+std::string suggest_key(const std::string& section, const std::string& key) {
+  std::vector<std::string> same_key_elsewhere, keys_in_section;
+  for (const KeySpec& spec : config_schema()) {
+    if (key == spec.key) same_key_elsewhere.push_back(spec.full_name());
+    if (section == spec.section) keys_in_section.emplace_back(spec.key);
+  }
+  if (!same_key_elsewhere.empty()) return "; did you mean '" + same_key_elsewhere.front() + "'?";
+  if (keys_in_section.empty()) {  // a key outside any section: look everywhere
+    std::vector<std::string> all;
+    for (const KeySpec& spec : config_schema()) all.push_back(spec.full_name());
+    const std::string near = nearest(key, all);
+    return near.empty() ? "; keys belong in a section: " + join(config_sections(), ", ")
+                        : "; did you mean '" + near + "'?";
+  }
+  const std::string near = nearest(key, keys_in_section);
+  if (!near.empty()) return "; did you mean '" + section + "." + near + "'?";
+  return "; valid keys in [" + section + "]: " + join(keys_in_section, ", ");
+}
+
+std::string suggest_section(const std::string& section) {
+  const std::string near = nearest(section, config_sections());
+  if (!near.empty()) return "; did you mean '[" + near + "]'?";
+  return "; valid sections: " + join(config_sections(), ", ");
+}
+
+/// Collects values into a TrainConfig, remembering where each came from.
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : origins_(source) { config_.source = source; }
+
+  void read_file_table(const toml::table& root) {
+    for (const auto& [name, node] : root) {
+      const std::string section(name.str());
+      const int line = line_of(name, node);
+      const toml::table* table = node.as_table();
+      if (table == nullptr && is_section(section)) {
+        errors_.push_back(at(line) + "'" + section + "' must be a table ([" + section + "]), got " +
+                          describe_node(node));
+      } else if (table == nullptr) {
+        errors_.push_back(at(line) + "unknown key '" + section + "'" + suggest_key("", section));
+      } else if (!is_section(section)) {
+        errors_.push_back(at(line) + "unknown section '[" + section + "]'" +
+                          suggest_section(section));
+      } else {
+        for (const auto& [key, value] : *table) {
+          const int key_line = line_of(key, value);
+          const std::string full = section + "." + std::string(key.str());
+          if (assign(section, std::string(key.str()), value, at(key_line)))
+            origins_.set_file_line(full, key_line);
+        }
+      }
+    }
+  }
+
+  void read_override(const std::string& text) {
+    const std::string where = "--set " + text + ": ";
+    const size_t eq = text.find('=');
+    const size_t dot = text.find('.');
+    if (eq == std::string::npos || dot == std::string::npos || dot > eq) {
+      errors_.push_back("--set '" + text +
+                        "': expected section.key=value, e.g. --set model.layers=4");
+      return;
+    }
+    const std::string section = trim(text.substr(0, dot));
+    const std::string key = trim(text.substr(dot + 1, eq - dot - 1));
+    const std::string raw = trim(text.substr(eq + 1));
+    if (!is_section(section)) {
+      errors_.push_back(where + "unknown section '[" + section + "]'" + suggest_section(section));
+      return;
+    }
+    // The value is read as TOML (4, 1e-3, "text"); anything else is a bare string.
+    toml::table parsed;
+    try {
+      parsed = toml::parse("v = " + raw, std::string_view("--set"));
+    } catch (const toml::parse_error&) {
+      parsed = toml::table{};
+      parsed.insert("v", raw);
+    }
+    const KeySpec* spec = find_key(section, key);
+    if (spec && spec->field.type == ValueType::kString && !parsed["v"].is_string())
+      parsed.insert_or_assign("v", raw);  // --set data.source=2024 means the text 2024
+    if (assign(section, key, *parsed.get("v"), where))
+      origins_.set_override(section + "." + key, text);
+  }
+
+  TrainConfig finish(int world_size) {
+    if (errors_.empty()) errors_ = validate_config(config_, origins_, world_size);
+    if (!errors_.empty()) throw ConfigError(join(errors_, "\n"));
+    return config_;
+  }
+
+ private:
+  /// Stores `node` in section.key; records an error and returns false when it cannot.
+  bool assign(const std::string& section, const std::string& key, const toml::node& node,
+              const std::string& where) {
+    const std::string full = section + "." + key;
+    const KeySpec* spec = find_key(section, key);
+    if (spec == nullptr) {
+      errors_.push_back(where + "unknown key '" + full + "'" + suggest_key(section, key));
+      return false;
+    }
+    const std::optional<ConfigValue> value = convert(node, spec->field.type);
+    if (!value) {
+      const char* article = spec->field.type == ValueType::kInt ? "an " : "a ";
+      const char* also = spec->field.type == ValueType::kFloat ? " (or an integer)" : "";
+      errors_.push_back(where + full + " must be " + article + type_name(spec->field.type) + also +
+                        ", got " + describe_node(node));
+      return false;
+    }
+    spec->field.set(config_, *value);
+    return true;
+  }
+
+  static bool is_section(const std::string& name) {
+    for (const std::string& section : config_sections())
+      if (section == name) return true;
+    return false;
+  }
+
+  static int line_of(const toml::key& key, const toml::node& node) {
+    if (key.source().begin.line > 0) return static_cast<int>(key.source().begin.line);
+    return static_cast<int>(node.source().begin.line);
+  }
+
+  std::string at(int line) const {
+    return origins_.source() + (line > 0 ? ":" + std::to_string(line) : "") + ": ";
+  }
+
+  static std::string trim(const std::string& s) {
+    const size_t begin = s.find_first_not_of(" \t");
+    if (begin == std::string::npos) return "";
+    return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
+  }
+
+  TrainConfig config_;
+  Origins origins_;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace
+}  // namespace config_detail
+
+TrainConfig parse_config(const std::string& toml_text, const std::string& source_name,
+                         const std::vector<std::string>& overrides, int world_size) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(source_name));
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    throw ConfigError(source_name + ":" + std::to_string(begin.line) + ":" +
+                      std::to_string(begin.column) +
+                      ": TOML syntax error: " + std::string(e.description()));
+  }
+  config_detail::Reader reader(source_name);
+  reader.read_file_table(root);
+  for (const std::string& text : overrides) reader.read_override(text);
+  return reader.finish(world_size);
+}
+
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides,
+                        int world_size) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path + ": cannot read the config file: it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open the config file: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path, overrides, world_size);
+}
+
+}  // namespace trident

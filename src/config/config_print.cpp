@@ -1,0 +1,81 @@
+// Printing from the schema: a resolved config as TOML, and the markdown reference of
+// every key that docs/config.md holds.
+#include "config/config.h"
+#include "config/config_schema.h"
+
+namespace trident {
+
+using config_detail::config_schema;
+using config_detail::format_value;
+using config_detail::KeySpec;
+using config_detail::type_name;
+
+std::string to_toml(const TrainConfig& c) {
+  std::string out = "# trident config, resolved: every key, defaults filled in\n";
+  std::string section;
+  for (const KeySpec& spec : config_schema()) {
+    if (section != spec.section) {
+      section = spec.section;
+      out += "\n[" + section + "]\n";
+    }
+    out += std::string(spec.key) + " = " + format_value(spec.field.get(c)) + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+constexpr const char* kIntro = R"(# Configuration reference
+
+<!-- Generated from the schema table in src/config/config_schema.cpp by
+config_reference_markdown(); test_config fails when this file differs from it.
+Regenerate: TRIDENT_UPDATE_DOCS=1 build/tests/test_config --gtest_filter='ConfigDocs.*' -->
+
+A run is described by one TOML file with the sections below; any key may be left out
+and then takes its default. `--set section.key=value` overrides a key from the command
+line (the value is read as TOML: `4`, `1e-3`, `"text"`; a bare word is a string), e.g.
+`trident train configs/tiny.toml --set parallel.tp=2 --set train.precision=fp64`.
+
+The whole config is checked before anything runs. A message names the key, the file and
+line (or the `--set` it came from) and what would be valid; an unknown key gets the
+nearest valid name suggested. Besides each key's own range, these must hold:
+
+- `model.hidden` is divisible by `model.heads`, `model.heads` by `parallel.tp`, and
+  `model.layers` by `parallel.pp`;
+- `parallel.dp * parallel.pp * parallel.tp` equals the number of ranks; `dp = 0` (the
+  default) derives dp as ranks / (pp * tp);
+- `train.global_batch_size` is divisible by `train.micro_batch_size * parallel.dp`
+  (each dp rank runs global / (micro * dp) micro-batches per step);
+- `optimizer.min_lr <= optimizer.lr` and `train.stop_at <= train.steps`.
+
+The embedding is padded to `model.vocab` rounded up to a multiple of
+lcm(`model.vocab_multiple`, `parallel.tp`).
+)";
+
+std::string default_text(const KeySpec& spec) {
+  if (std::string(spec.section) == "parallel" && std::string(spec.key) == "dp")
+    return "`0` (derived)";
+  return "`" + format_value(spec.field.get(TrainConfig{})) + "`";
+}
+
+}  // namespace
+
+std::string config_reference_markdown() {
+  std::string out = kIntro;
+  std::string section;
+  for (const KeySpec& spec : config_schema()) {
+    if (section != spec.section) {
+      section = spec.section;
+      out += "\n## [" + section + "]\n\n";
+      out += "| key | type | default | allowed | meaning |\n";
+      out += "|---|---|---|---|---|\n";
+    }
+    const std::string allowed = spec.allowed.describe();
+    out += "| `" + std::string(spec.key) + "` | " + type_name(spec.field.type) + " | " +
+           default_text(spec) + " | " + (allowed.empty() ? "any" : allowed) + " | " + spec.meaning +
+           " |\n";
+  }
+  return out;
+}
+
+}  // namespace trident

@@ -1,0 +1,290 @@
+// The schema table (every config key, its default, allowed values and meaning) and
+// the small helpers built on it: value formatting, key lookup, suggestions.
+#include "config/config_schema.h"
+
+#include <algorithm>
+#include <charconv>  // std::to_chars: shortest round-trip float text
+#include <cmath>     // std::isfinite, std::floor
+#include <cstdio>    // std::snprintf for \u escapes
+#include <numeric>   // std::lcm
+#include <type_traits>
+
+namespace trident {
+
+int64_t TrainConfig::micro_batches() const {
+  const int64_t per_step = train.micro_batch_size * std::max<int64_t>(parallel.dp, 1);
+  return per_step > 0 ? train.global_batch_size / per_step : 0;
+}
+
+int64_t TrainConfig::padded_vocab() const {
+  const int64_t multiple =
+      std::lcm(std::max<int64_t>(model.vocab_multiple, 1), std::max<int64_t>(parallel.tp, 1));
+  return (model.vocab + multiple - 1) / multiple * multiple;
+}
+
+namespace config_detail {
+namespace {
+
+template <typename T>
+constexpr ValueType value_type_of() {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return ValueType::kInt;
+  else if constexpr (std::is_same_v<T, double>)
+    return ValueType::kFloat;
+  else
+    return ValueType::kString;
+}
+
+/// The accessor for TrainConfig::*section.*member; its type follows the member's.
+template <typename Section, typename T>
+FieldRef field(Section TrainConfig::*section, T Section::*member) {
+  return FieldRef{
+      value_type_of<T>(),
+      [section, member](const TrainConfig& c) { return ConfigValue((c.*section).*member); },
+      [section, member](TrainConfig& c, const ConfigValue& v) {
+        (c.*section).*member = std::get<T>(v);
+      }};
+}
+
+Allowed any() { return {}; }
+Allowed at_least(double lo) { return Allowed{lo, std::nullopt, false, false, {}}; }
+Allowed above(double lo) { return Allowed{lo, std::nullopt, true, false, {}}; }
+Allowed half_open(double lo, double hi) { return Allowed{lo, hi, false, true, {}}; }
+Allowed one_of(std::vector<ConfigValue> choices) {
+  return Allowed{std::nullopt, std::nullopt, false, false, std::move(choices)};
+}
+Allowed one_of_strings(std::initializer_list<const char*> names) {
+  std::vector<ConfigValue> choices;
+  for (const char* name : names) choices.emplace_back(std::string(name));
+  return one_of(std::move(choices));
+}
+
+using M = ModelConfig;
+using P = ParallelConfig;
+using T = TrainSection;
+using O = OptimizerConfig;
+using D = DataConfig;
+using C = CheckpointConfig;
+using L = LoggingConfig;
+constexpr auto kModel = &TrainConfig::model;
+constexpr auto kParallel = &TrainConfig::parallel;
+constexpr auto kTrain = &TrainConfig::train;
+constexpr auto kOpt = &TrainConfig::optimizer;
+constexpr auto kData = &TrainConfig::data;
+constexpr auto kCkpt = &TrainConfig::checkpoint;
+constexpr auto kLog = &TrainConfig::logging;
+
+std::vector<KeySpec> build_schema() {
+  const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}};
+  return {
+      {"model", "arch", field(kModel, &M::arch), one_of_strings({"gpt2"}),
+       "model family; GPT-2 style for now"},
+      {"model", "layers", field(kModel, &M::layers), at_least(1), "transformer blocks"},
+      {"model", "hidden", field(kModel, &M::hidden), at_least(1),
+       "hidden size; divisible by heads"},
+      {"model", "heads", field(kModel, &M::heads), at_least(1),
+       "attention heads; divisible by parallel.tp"},
+      {"model", "vocab", field(kModel, &M::vocab), at_least(1), "tokenizer vocabulary size"},
+      {"model", "seq_len", field(kModel, &M::seq_len), at_least(1),
+       "tokens per sequence (and number of learned positions)"},
+      {"model", "vocab_multiple", field(kModel, &M::vocab_multiple), at_least(1),
+       "embedding rows are padded to a multiple of lcm(vocab_multiple, tp)"},
+
+      {"parallel", "dp", field(kParallel, &P::dp), at_least(0),
+       "data-parallel ranks; 0 derives it as world size / (pp * tp)"},
+      {"parallel", "pp", field(kParallel, &P::pp), at_least(1),
+       "pipeline stages; divides model.layers"},
+      {"parallel", "tp", field(kParallel, &P::tp), at_least(1),
+       "tensor-parallel ranks; divides model.heads"},
+      {"parallel", "zero_stage", field(kParallel, &P::zero_stage), one_of(zero_stages),
+       "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients"},
+      {"parallel", "schedule", field(kParallel, &P::schedule), one_of_strings({"gpipe", "1f1b"}),
+       "pipeline schedule"},
+      {"parallel", "activation_checkpointing", field(kParallel, &P::activation_checkpointing),
+       one_of_strings({"none", "full"}), "recompute each stage's forward before its backward"},
+      {"parallel", "bucket_size", field(kParallel, &P::bucket_size), at_least(1),
+       "elements per gradient bucket for reduce-scatter / all-reduce"},
+      {"parallel", "timeout_s", field(kParallel, &P::timeout_s), above(0),
+       "seconds a collective may take before the job aborts with a message"},
+      {"parallel", "grad_reduce_dtype", field(kParallel, &P::grad_reduce_dtype),
+       one_of_strings({"fp32", "bf16"}), "dtype gradients are reduced in"},
+
+      {"train", "micro_batch_size", field(kTrain, &T::micro_batch_size), at_least(1),
+       "sequences per micro-batch"},
+      {"train", "global_batch_size", field(kTrain, &T::global_batch_size), at_least(1),
+       "sequences per step; divisible by micro_batch_size * dp"},
+      {"train", "steps", field(kTrain, &T::steps), at_least(1),
+       "optimizer steps of the whole run (sets the LR schedule)"},
+      {"train", "stop_at", field(kTrain, &T::stop_at), at_least(0),
+       "stop after this step (for partial runs); 0 runs to steps"},
+      {"train", "precision", field(kTrain, &T::precision), one_of_strings({"fp64", "fp32", "bf16"}),
+       "compute dtype; fp64 is for parity tests"},
+      {"train", "seed", field(kTrain, &T::seed), at_least(0), "seed for initialisation and data"},
+      {"train", "log_every", field(kTrain, &T::log_every), at_least(1),
+       "write a metrics line every this many steps"},
+      {"train", "threads", field(kTrain, &T::threads), at_least(0),
+       "intra-op threads per rank; 0 chooses automatically"},
+
+      {"optimizer", "lr", field(kOpt, &O::lr), above(0), "peak learning rate"},
+      {"optimizer", "min_lr", field(kOpt, &O::min_lr), at_least(0),
+       "learning rate at the end of the cosine decay; <= lr"},
+      {"optimizer", "warmup_steps", field(kOpt, &O::warmup_steps), at_least(0),
+       "steps of linear warm-up"},
+      {"optimizer", "weight_decay", field(kOpt, &O::weight_decay), at_least(0),
+       "AdamW decoupled weight decay"},
+      {"optimizer", "beta1", field(kOpt, &O::beta1), half_open(0, 1), "AdamW beta1"},
+      {"optimizer", "beta2", field(kOpt, &O::beta2), half_open(0, 1), "AdamW beta2"},
+      {"optimizer", "eps", field(kOpt, &O::eps), above(0), "AdamW epsilon"},
+      {"optimizer", "grad_clip", field(kOpt, &O::grad_clip), at_least(0),
+       "clip the global gradient norm to this; 0 disables"},
+
+      {"data", "source", field(kData, &D::source), any(),
+       "\"synthetic\" or the path of a token file"},
+      {"data", "markov_successors", field(kData, &D::markov_successors), at_least(1),
+       "synthetic data: how many successors each token may have (fewer is easier to learn)"},
+
+      {"checkpoint", "dir", field(kCkpt, &C::dir), any(),
+       "directory to save checkpoints in; empty disables saving"},
+      {"checkpoint", "save_every", field(kCkpt, &C::save_every), at_least(0),
+       "save every this many steps; 0 disables periodic saves"},
+      {"checkpoint", "load", field(kCkpt, &C::load), any(),
+       "checkpoint to resume from; empty starts fresh"},
+      {"checkpoint", "keep_last", field(kCkpt, &C::keep_last), at_least(0),
+       "keep only the newest this many checkpoints; 0 keeps all"},
+
+      {"logging", "run_dir", field(kLog, &L::run_dir), any(),
+       "directory for the run's outputs; empty: a default under runs/"},
+      {"logging", "metrics", field(kLog, &L::metrics), any(),
+       "metrics JSONL path; empty: metrics.jsonl in run_dir"},
+      {"logging", "trace", field(kLog, &L::trace), any(),
+       "Chrome trace (JSON) path; empty: no trace"},
+  };
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  // Optimal string alignment: like Levenshtein, and a swap of neighbours costs one.
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+const char* type_name(ValueType type) {
+  switch (type) {
+    case ValueType::kInt:
+      return "integer";
+    case ValueType::kFloat:
+      return "float";
+    case ValueType::kString:
+      return "string";
+  }
+  return "?";
+}
+
+bool Allowed::accepts(const ConfigValue& v) const {
+  if (!choices.empty()) return std::find(choices.begin(), choices.end(), v) != choices.end();
+  if (std::holds_alternative<std::string>(v)) return true;
+  const double x = std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v))
+                                                      : std::get<double>(v);
+  if (!std::isfinite(x)) return false;
+  if (lo && (lo_open ? x <= *lo : x < *lo)) return false;
+  if (hi && (hi_open ? x >= *hi : x > *hi)) return false;
+  return true;
+}
+
+std::string Allowed::describe() const {
+  auto num = [](double x) {
+    return x == std::floor(x) ? std::to_string(static_cast<int64_t>(x)) : format_value(x);
+  };
+  if (!choices.empty()) {
+    std::string text = "one of ";
+    for (size_t i = 0; i < choices.size(); ++i) text += (i ? ", " : "") + format_value(choices[i]);
+    return text;
+  }
+  if (lo && hi)
+    return std::string("in ") + (lo_open ? "(" : "[") + num(*lo) + ", " + num(*hi) +
+           (hi_open ? ")" : "]");
+  if (lo) return (lo_open ? "> " : ">= ") + num(*lo);
+  if (hi) return (hi_open ? "< " : "<= ") + num(*hi);
+  return "";
+}
+
+const std::vector<KeySpec>& config_schema() {
+  static const std::vector<KeySpec> schema = build_schema();
+  return schema;
+}
+
+const std::vector<std::string>& config_sections() {
+  static const std::vector<std::string> sections = [] {
+    std::vector<std::string> names;
+    for (const KeySpec& spec : config_schema())
+      if (names.empty() || names.back() != spec.section) names.emplace_back(spec.section);
+    return names;
+  }();
+  return sections;
+}
+
+const KeySpec* find_key(const std::string& section, const std::string& key) {
+  for (const KeySpec& spec : config_schema())
+    if (section == spec.section && key == spec.key) return &spec;
+  return nullptr;
+}
+
+std::string format_value(const ConfigValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* x = std::get_if<double>(&v)) {
+    char buf[64];
+    const auto end = std::to_chars(buf, buf + sizeof(buf), *x).ptr;
+    std::string text(buf, end);
+    // "1e-04" -> "1e-4": the exponent without leading zeros reads better.
+    const size_t exp = text.find('e');
+    if (exp != std::string::npos) {
+      const size_t digits = exp + (text[exp + 1] == '-' || text[exp + 1] == '+' ? 2 : 1);
+      while (digits + 1 < text.size() && text[digits] == '0') text.erase(digits, 1);
+    }
+    // TOML needs a '.' or an exponent to read the number back as a float.
+    if (std::isfinite(*x) && text.find_first_of(".e") == std::string::npos) text += ".0";
+    return text;
+  }
+  std::string out = "\"";
+  for (const char ch : std::get<std::string>(v)) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+      char esc[8];
+      std::snprintf(esc, sizeof(esc), "\\u%04x", static_cast<unsigned>(ch));
+      out += esc;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  const size_t limit = word.size() <= 3 ? 1 : word.size() <= 6 ? 2 : 3;
+  std::string best;
+  size_t best_distance = limit + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t d = edit_distance(word, candidate);
+    if (d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+}  // namespace config_detail
+}  // namespace trident

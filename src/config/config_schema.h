@@ -1,0 +1,66 @@
+// The config schema as data: one row per key (section, key, type, default, allowed
+// values, meaning, field accessor). Parsing, validation, to_toml and the markdown
+// reference are all generated from this table. Internal to src/config.
+#pragma once
+
+#include <functional>  // std::function for field accessors
+#include <optional>
+#include <string>
+#include <variant>  // ConfigValue
+#include <vector>
+
+#include "config/config.h"
+
+namespace trident::config_detail {
+
+enum class ValueType { kInt, kFloat, kString };
+
+/// A key's value, whatever its type.
+using ConfigValue = std::variant<int64_t, double, std::string>;
+
+/// "integer", "float", "string": as messages and docs name the types.
+const char* type_name(ValueType type);
+
+/// Reads and writes one field of a TrainConfig.
+struct FieldRef {
+  ValueType type;
+  std::function<ConfigValue(const TrainConfig&)> get;
+  std::function<void(TrainConfig&, const ConfigValue&)> set;
+};
+
+/// What values a key accepts: numeric bounds and/or a list of choices.
+struct Allowed {
+  std::optional<double> lo, hi;  ///< bounds, inclusive unless *_open
+  bool lo_open = false, hi_open = false;
+  std::vector<ConfigValue> choices;  ///< when not empty: the only valid values
+
+  bool accepts(const ConfigValue& v) const;
+  /// ">= 1", "> 0", "in [0, 1)", "one of \"gpipe\", \"1f1b\"", or "" if anything goes.
+  std::string describe() const;
+};
+
+/// One row of the schema.
+struct KeySpec {
+  const char* section;
+  const char* key;
+  FieldRef field;
+  Allowed allowed;
+  const char* meaning;
+
+  std::string full_name() const { return std::string(section) + "." + key; }
+};
+
+/// The schema, in the order the sections and keys are printed.
+const std::vector<KeySpec>& config_schema();
+/// Section names, in schema order.
+const std::vector<std::string>& config_sections();
+/// The row for section.key, or nullptr.
+const KeySpec* find_key(const std::string& section, const std::string& key);
+
+/// A value as TOML writes it: 4, 0.001, 1e-08, "fp32" (floats round-trip exactly).
+std::string format_value(const ConfigValue& v);
+
+/// The candidate nearest to `word` by edit distance, or "" if none is close enough.
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace trident::config_detail

@@ -1,0 +1,120 @@
+// Validation: every key against the schema's allowed values, then the cross-key checks
+// (the layout divides the model and the batch, dp*pp*tp matches the world size).
+#include "config/config_validate.h"
+
+#include "config/config_schema.h"
+
+namespace trident::config_detail {
+namespace {
+
+using Errors = std::vector<std::string>;
+
+/// "{1, 2, 3, 6}": the divisors of n, the values that would make it divide.
+std::string divisors_of(int64_t n) {
+  std::string text = "{";
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) text += (text.size() > 1 ? ", " : "") + std::to_string(d);
+  return text + "}";
+}
+
+/// Checks that `of_key` (value n) is divisible by `by_key` (value d).
+void check_divisible(const Origins& origins, Errors& errors, const char* of_key, int64_t n,
+                     const char* by_key, int64_t d) {
+  if (d <= 0 || n % d == 0) return;
+  const std::string by(by_key), of(of_key);
+  const std::string by_short = by.substr(by.find('.') + 1), of_short = of.substr(of.find('.') + 1);
+  errors.push_back(origins.where(of) + ": " + of + " = " + std::to_string(n) +
+                   " is not divisible by " + by + " = " + std::to_string(d) + "; use " + by_short +
+                   " in " + divisors_of(n) + " or change " + of_short);
+}
+
+void check_model_shape(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  check_divisible(origins, errors, "model.hidden", c.model.hidden, "model.heads", c.model.heads);
+  check_divisible(origins, errors, "model.heads", c.model.heads, "parallel.tp", c.parallel.tp);
+  check_divisible(origins, errors, "model.layers", c.model.layers, "parallel.pp", c.parallel.pp);
+}
+
+void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Errors& errors) {
+  ParallelConfig& p = c.parallel;
+  const int64_t model_parallel = p.pp * p.tp;
+  if (world_size <= 0) {
+    if (p.dp == 0) p.dp = 1;
+    return;
+  }
+  const std::string where = origins.where("parallel.dp");
+  const std::string pp_tp = "parallel.pp * parallel.tp = " + std::to_string(p.pp) + " * " +
+                            std::to_string(p.tp) + " = " + std::to_string(model_parallel);
+  if (p.dp == 0) {
+    if (world_size % model_parallel == 0) {
+      p.dp = world_size / model_parallel;
+    } else {
+      errors.push_back(where + ": cannot derive parallel.dp: the world size " +
+                       std::to_string(world_size) + " is not divisible by " + pp_tp +
+                       "; run on a multiple of " + std::to_string(model_parallel) +
+                       " ranks or change pp/tp");
+    }
+    return;
+  }
+  const int64_t layout = p.dp * model_parallel;
+  if (layout == world_size) return;
+  std::string fix = "run with " + std::to_string(layout) + " ranks";
+  if (world_size % model_parallel == 0)
+    fix += ", or set parallel.dp = " + std::to_string(world_size / model_parallel) +
+           " (or 0 to derive it)";
+  errors.push_back(where + ": parallel.dp * parallel.pp * parallel.tp = " + std::to_string(p.dp) +
+                   " * " + std::to_string(p.pp) + " * " + std::to_string(p.tp) + " = " +
+                   std::to_string(layout) + " does not match the world size " +
+                   std::to_string(world_size) + "; " + fix);
+}
+
+void check_batch(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  if (c.parallel.dp <= 0) return;  // the world-size check failed and said so
+  const int64_t per_step = c.train.micro_batch_size * c.parallel.dp;
+  const int64_t global = c.train.global_batch_size;
+  if (global % per_step == 0) return;
+  const int64_t below = global / per_step * per_step, above = below + per_step;
+  errors.push_back(origins.where("train.global_batch_size") +
+                   ": train.global_batch_size = " + std::to_string(global) +
+                   " is not divisible by train.micro_batch_size * parallel.dp = " +
+                   std::to_string(c.train.micro_batch_size) + " * " +
+                   std::to_string(c.parallel.dp) + " = " + std::to_string(per_step) +
+                   "; use a multiple of " + std::to_string(per_step) + ", e.g. " +
+                   (below > 0 ? std::to_string(below) + " or " : "") + std::to_string(above));
+}
+
+void check_schedule_lengths(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  if (c.optimizer.min_lr > c.optimizer.lr)
+    errors.push_back(origins.where("optimizer.min_lr") +
+                     ": optimizer.min_lr = " + format_value(c.optimizer.min_lr) +
+                     " is larger than optimizer.lr = " + format_value(c.optimizer.lr) +
+                     "; min_lr must be <= lr");
+  if (c.train.stop_at > c.train.steps)
+    errors.push_back(
+        origins.where("train.stop_at") + ": train.stop_at = " + std::to_string(c.train.stop_at) +
+        " is past train.steps = " + std::to_string(c.train.steps) + "; use stop_at in [0, " +
+        std::to_string(c.train.steps) + "] (0 runs to steps)");
+}
+
+/// The cross-key checks, in order: the world-size check derives dp for check_batch.
+using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
+constexpr CrossCheck kCrossChecks[] = {check_model_shape, check_world_size, check_batch,
+                                       check_schedule_lengths};
+
+}  // namespace
+
+std::vector<std::string> validate_config(TrainConfig& c, const Origins& origins, int world_size) {
+  Errors errors;
+  for (const KeySpec& spec : config_schema()) {
+    const ConfigValue value = spec.field.get(c);
+    if (spec.allowed.accepts(value)) continue;
+    const std::string name = spec.full_name();
+    errors.push_back(origins.where(name) + ": " + name + " = " + format_value(value) +
+                     " is not valid; it must be " + spec.allowed.describe());
+  }
+  // Cross-checks divide by these values: run them only on values that are in range.
+  if (!errors.empty()) return errors;
+  for (const CrossCheck check : kCrossChecks) check(c, origins, world_size, errors);
+  return errors;
+}
+
+}  // namespace trident::config_detail

@@ -1,0 +1,184 @@
+// Every kind of config error, with the message the user sees: the key, the file and
+// line (or the --set it came from) and what would be valid.
+#include <gmock/gmock.h>  // EXPECT_THAT, HasSubstr
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "config_test_util.h"
+
+namespace trident {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing_config::error_of;
+
+TEST(ConfigErrors, UnknownKeySuggestsNearestKey) {
+  const std::string text = "# a tiny model\n\n[model]\nlayers = 2\nhiden = 64\n";
+  EXPECT_THAT(
+      error_of(text),
+      HasSubstr("configs/x.toml:5: unknown key 'model.hiden'; did you mean 'model.hidden'?"));
+}
+
+TEST(ConfigErrors, UnknownKeyInWrongSectionSuggestsTheRightSection) {
+  EXPECT_THAT(error_of("[model]\nlr = 0.1\n"),
+              HasSubstr("configs/x.toml:2: unknown key 'model.lr'; did you mean 'optimizer.lr'?"));
+}
+
+TEST(ConfigErrors, UnknownKeyFarFromAnyListsTheSectionsKeys) {
+  EXPECT_THAT(error_of("[parallel]\nexpert_parallel = 2\n"),
+              HasSubstr("configs/x.toml:2: unknown key 'parallel.expert_parallel'; valid keys "
+                        "in [parallel]: dp, pp, tp, zero_stage,"));
+}
+
+TEST(ConfigErrors, KeyOutsideAnySectionSuggestsItsSection) {
+  EXPECT_THAT(error_of("layers = 4\n"),
+              HasSubstr("configs/x.toml:1: unknown key 'layers'; did you mean 'model.layers'?"));
+}
+
+TEST(ConfigErrors, UnknownSectionSuggestsNearest) {
+  EXPECT_THAT(error_of("[train]\nsteps = 3\n\n[modle]\nlayers = 2\n"),
+              HasSubstr("configs/x.toml:4: unknown section '[modle]'; did you mean '[model]'?"));
+  EXPECT_THAT(error_of("[zzz]\n"), HasSubstr("valid sections: model, parallel, train"));
+}
+
+TEST(ConfigErrors, WrongTypeNamesTheExpectedType) {
+  EXPECT_THAT(error_of("[model]\n\nlayers = \"four\"\n"),
+              HasSubstr("configs/x.toml:3: model.layers must be an integer, got string \"four\""));
+  EXPECT_THAT(error_of("[model]\nlayers = 4.5\n"),
+              HasSubstr("configs/x.toml:2: model.layers must be an integer, got float 4.5"));
+  EXPECT_THAT(error_of("[optimizer]\nlr = \"fast\"\n"),
+              HasSubstr("optimizer.lr must be a float (or an integer), got string \"fast\""));
+  EXPECT_THAT(error_of("[train]\nprecision = 32\n"),
+              HasSubstr("configs/x.toml:2: train.precision must be a string, got integer 32"));
+  EXPECT_THAT(error_of("[model]\nlayers = [1, 2]\n"),
+              HasSubstr("model.layers must be an integer, got an array"));
+  EXPECT_THAT(error_of("model = 3\n"),
+              HasSubstr("configs/x.toml:1: 'model' must be a table ([model]), got integer 3"));
+}
+
+TEST(ConfigErrors, OutOfRangeNamesTheValidRange) {
+  EXPECT_THAT(error_of("[model]\nlayers = 0\n"),
+              HasSubstr("configs/x.toml:2: model.layers = 0 is not valid; it must be >= 1"));
+  EXPECT_THAT(error_of("[optimizer]\nlr = 0.0\n"),
+              HasSubstr("configs/x.toml:2: optimizer.lr = 0.0 is not valid; it must be > 0"));
+  EXPECT_THAT(error_of("[optimizer]\nbeta2 = 1.0\n"),
+              HasSubstr("optimizer.beta2 = 1.0 is not valid; it must be in [0, 1)"));
+  EXPECT_THAT(error_of("[optimizer]\nlr = inf\n"), HasSubstr("optimizer.lr = inf is not valid"));
+}
+
+TEST(ConfigErrors, ChoiceNotInListNamesTheChoices) {
+  EXPECT_THAT(error_of("[parallel]\nschedule = \"interleaved\"\n"),
+              HasSubstr("configs/x.toml:2: parallel.schedule = \"interleaved\" is not valid; it "
+                        "must be one of \"gpipe\", \"1f1b\""));
+  EXPECT_THAT(error_of("[parallel]\nzero_stage = 3\n"),
+              HasSubstr("parallel.zero_stage = 3 is not valid; it must be one of 0, 1, 2"));
+  EXPECT_THAT(error_of("[train]\nprecision = \"fp16\"\n"),
+              HasSubstr("it must be one of \"fp64\", \"fp32\", \"bf16\""));
+  EXPECT_THAT(error_of("[parallel]\nactivation_checkpointing = \"some\"\n"),
+              HasSubstr("one of \"none\", \"full\""));
+  EXPECT_THAT(error_of("[parallel]\ngrad_reduce_dtype = \"fp16\"\n"),
+              HasSubstr("one of \"fp32\", \"bf16\""));
+}
+
+TEST(ConfigErrors, HiddenNotDivisibleByHeads) {
+  EXPECT_THAT(error_of("[model]\nhidden = 100\nheads = 8\n"),
+              HasSubstr("configs/x.toml:2: model.hidden = 100 is not divisible by model.heads = "
+                        "8; use heads in {1, 2, 4, 5, 10, 20, 25, 50, 100} or change hidden"));
+}
+
+TEST(ConfigErrors, HeadsNotDivisibleByTp) {
+  EXPECT_THAT(error_of("[model]\nheads = 6\nhidden = 60\n[parallel]\ntp = 4\n"),
+              HasSubstr("configs/x.toml:2: model.heads = 6 is not divisible by parallel.tp = 4; "
+                        "use tp in {1, 2, 3, 6} or change heads"));
+}
+
+TEST(ConfigErrors, LayersNotDivisibleByPp) {
+  EXPECT_THAT(error_of("[model]\nlayers = 6\n[parallel]\npp = 4\n"),
+              HasSubstr("configs/x.toml:2: model.layers = 6 is not divisible by parallel.pp = 4; "
+                        "use pp in {1, 2, 3, 6} or change layers"));
+}
+
+TEST(ConfigErrors, GlobalBatchNotDivisibleByMicroBatchTimesDp) {
+  EXPECT_THAT(error_of("[train]\nmicro_batch_size = 2\nglobal_batch_size = 10\n", {}, 2),
+              HasSubstr("configs/x.toml:3: train.global_batch_size = 10 is not divisible by "
+                        "train.micro_batch_size * parallel.dp = 2 * 2 = 4; use a multiple of "
+                        "4, e.g. 8 or 12"));
+}
+
+TEST(ConfigErrors, LayoutDoesNotMatchWorldSize_dp2_pp2_tp2_world4) {
+  EXPECT_THAT(error_of("[parallel]\ndp = 2\npp = 2\ntp = 2\n", {}, 4),
+              HasSubstr("configs/x.toml:2: parallel.dp * parallel.pp * parallel.tp = 2 * 2 * 2 "
+                        "= 8 does not match the world size 4; run with 8 ranks, or set "
+                        "parallel.dp = 1 (or 0 to derive it)"));
+}
+
+TEST(ConfigErrors, DpCannotBeDerivedWhenWorldIsNotAMultiple_pp2_tp2_world6) {
+  EXPECT_THAT(error_of("[parallel]\npp = 2\ntp = 2\n", {}, 6),
+              HasSubstr("configs/x.toml: cannot derive parallel.dp: the world size 6 is not "
+                        "divisible by parallel.pp * parallel.tp = 2 * 2 = 4; run on a multiple "
+                        "of 4 ranks or change pp/tp"));
+}
+
+TEST(ConfigErrors, MinLrAboveLr) {
+  EXPECT_THAT(error_of("[optimizer]\nlr = 1e-3\nmin_lr = 1e-2\n"),
+              HasSubstr("configs/x.toml:3: optimizer.min_lr = 0.01 is larger than optimizer.lr "
+                        "= 0.001; min_lr must be <= lr"));
+}
+
+TEST(ConfigErrors, StopAtPastSteps) {
+  EXPECT_THAT(error_of("[train]\nsteps = 200\nstop_at = 300\n"),
+              HasSubstr("configs/x.toml:3: train.stop_at = 300 is past train.steps = 200; use "
+                        "stop_at in [0, 200] (0 runs to steps)"));
+}
+
+TEST(ConfigErrors, MalformedOverride) {
+  EXPECT_THAT(error_of("", {"model.layers"}),
+              HasSubstr("--set 'model.layers': expected section.key=value, e.g. --set "
+                        "model.layers=4"));
+  EXPECT_THAT(error_of("", {"layers=4"}),
+              HasSubstr("--set 'layers=4': expected section.key=value"));
+}
+
+TEST(ConfigErrors, OverrideErrorsSayTheyCameFromSet) {
+  EXPECT_THAT(error_of("", {"model.hiden=32"}),
+              HasSubstr("--set model.hiden=32: unknown key 'model.hiden'; did you mean "
+                        "'model.hidden'?"));
+  EXPECT_THAT(
+      error_of("", {"modle.layers=2"}),
+      HasSubstr("--set modle.layers=2: unknown section '[modle]'; did you mean '[model]'?"));
+  EXPECT_THAT(error_of("", {"model.layers=four"}),
+              HasSubstr("--set model.layers=four: model.layers must be an integer, got string "
+                        "\"four\""));
+  EXPECT_THAT(error_of("[model]\nlayers = 2\n", {"model.layers=0"}),
+              HasSubstr("--set model.layers=0: model.layers = 0 is not valid; it must be >= 1"));
+  EXPECT_THAT(error_of("[model]\nlayers = 6\n", {"parallel.pp=4"}),
+              HasSubstr("configs/x.toml:2: model.layers = 6 is not divisible by parallel.pp = 4"));
+}
+
+TEST(ConfigErrors, MissingFileNamesThePath) {
+  try {
+    load_config("/nonexistent/dir/run.toml", {}, 1);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(std::string(e.what()),
+                HasSubstr("/nonexistent/dir/run.toml: cannot open the config file: No such file"));
+  }
+}
+
+TEST(ConfigErrors, TomlSyntaxErrorNamesFileAndLine) {
+  const std::string message = error_of("[model]\nlayers = 4\nhidden = = 64\n");
+  EXPECT_THAT(message, HasSubstr("configs/x.toml:3:"));
+  EXPECT_THAT(message, HasSubstr("TOML syntax error"));
+  EXPECT_THAT(error_of("[model]\nlayers = 4\nlayers = 5\n"), HasSubstr("configs/x.toml:3:"));
+}
+
+TEST(ConfigErrors, AllKeyErrorsAreReportedTogether) {
+  const std::string message = error_of("[model]\nhiden = 1\nlayers = 0\n[train]\nsteps = \"x\"\n");
+  EXPECT_THAT(message, HasSubstr("configs/x.toml:2: unknown key 'model.hiden'"));
+  EXPECT_THAT(message, HasSubstr("configs/x.toml:5: train.steps must be an integer"));
+  EXPECT_THAT(message, Not(HasSubstr("is not divisible")));
+}
+
+}  // namespace
+}  // namespace trident
