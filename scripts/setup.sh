@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs from Debian's packages everything trident's build and tests need. Idempotent:
+# quick when all is present. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ccache pkg-config
+  libtorch-dev            # tensors, autograd (CPU build of libtorch 1.13)
+  libopenblas0-openmp     # without it libtorch uses the reference BLAS, ~30x slower
+  libopenmpi-dev openmpi-bin
+  libtomlplusplus-dev libgtest-dev nlohmann-json3-dev
+  python3 python3-matplotlib   # scripts/plot.py
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,79 @@
+// Communicator: one interface for the collectives and point-to-point operations of a
+// process group, asynchronous by default (each call returns a Work handle), with byte and
+// time counters per kind of operation. The MPI backend serves CPU tensors.
+#pragma once
+#include <ATen/core/Tensor.h>  // at::Tensor
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trident {
+
+enum class ReduceOp { kSum, kAverage, kMax };
+
+/// The kinds of operation the counters distinguish.
+enum class CommKind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSend, kRecv, kBarrier };
+constexpr int kNumCommKinds = 7;
+const char* comm_kind_name(CommKind kind);
+
+/// What one group has moved: calls, payload bytes (the size of the buffer this rank
+/// contributes or receives, before any algorithm-specific factor) and wall seconds from
+/// posting an operation to its completion.
+struct CommCounter {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  double seconds = 0.0;
+};
+
+/// A posted operation. wait() blocks until it completes (or ends the job when the group's
+/// timeout passes); it is idempotent.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+  /// Non-blocking: drives progress and reports whether the operation has completed.
+  virtual bool test() = 0;
+};
+using WorkHandle = std::shared_ptr<Work>;
+
+/// Waits for every handle in `works` and clears it.
+void wait_all(std::vector<WorkHandle>& works);
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  /// This rank's index in the group, and the group's size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// The group's name, for messages ("tp", "dp", ...), and its world ranks.
+  virtual const std::string& name() const = 0;
+  virtual const std::vector<int>& world_ranks() const = 0;
+
+  /// In place on a contiguous tensor.
+  virtual WorkHandle all_reduce(at::Tensor tensor, ReduceOp op = ReduceOp::kSum) = 0;
+  /// `input` holds size() equal chunks; this rank receives the reduction of its chunk.
+  virtual WorkHandle reduce_scatter(at::Tensor output, at::Tensor input,
+                                    ReduceOp op = ReduceOp::kSum) = 0;
+  /// `output` holds size() chunks, chunk r being rank r's `input`.
+  virtual WorkHandle all_gather(at::Tensor output, at::Tensor input) = 0;
+  virtual WorkHandle broadcast(at::Tensor tensor, int root) = 0;
+  /// Point-to-point by group rank; a send meets the receive with the same tag.
+  virtual WorkHandle send(at::Tensor tensor, int dst, int tag) = 0;
+  virtual WorkHandle recv(at::Tensor tensor, int src, int tag) = 0;
+  virtual WorkHandle barrier() = 0;
+
+  /// Counters, one per kind of operation.
+  const CommCounter& counter(CommKind kind) const { return counters_[static_cast<int>(kind)]; }
+  void reset_counters() { counters_ = {}; }
+  int64_t total_bytes() const;
+
+ protected:
+  std::array<CommCounter, kNumCommKinds> counters_{};
+};
+
+}  // namespace trident

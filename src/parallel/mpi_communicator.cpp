@@ -1,0 +1,252 @@
+// MPI backend of the Communicator: non-blocking MPI calls wrapped in Work handles that
+// count bytes and time, finish dtype conversions on completion, and end the job on timeout.
+#include "parallel/mpi_communicator.h"
+
+#include <c10/util/Exception.h>  // TORCH_CHECK
+#include <sched.h>               // sched_yield
+
+#include <cstdio>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+namespace trident {
+
+const char* comm_kind_name(CommKind kind) {
+  switch (kind) {
+    case CommKind::kAllReduce: return "all_reduce";
+    case CommKind::kReduceScatter: return "reduce_scatter";
+    case CommKind::kAllGather: return "all_gather";
+    case CommKind::kBroadcast: return "broadcast";
+    case CommKind::kSend: return "send";
+    case CommKind::kRecv: return "recv";
+    case CommKind::kBarrier: return "barrier";
+  }
+  return "?";
+}
+
+void wait_all(std::vector<WorkHandle>& works) {
+  for (auto& w : works) w->wait();
+  works.clear();
+}
+
+int64_t Communicator::total_bytes() const {
+  int64_t total = 0;
+  for (const auto& c : counters_) total += c.bytes;
+  return total;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The MPI datatype that moves `dtype` unchanged (bf16 travels as 16-bit words).
+MPI_Datatype transport_type(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kDouble: return MPI_DOUBLE;
+    case at::kFloat: return MPI_FLOAT;
+    case at::kLong: return MPI_INT64_T;
+    case at::kInt: return MPI_INT32_T;
+    case at::kBFloat16: return MPI_UINT16_T;
+    case at::kHalf: return MPI_UINT16_T;
+    case at::kByte: return MPI_UINT8_T;
+    default: break;
+  }
+  TORCH_CHECK(false, "communicator: unsupported dtype ", dtype,
+              " (supported: float64, float32, bfloat16, int64, int32, uint8)");
+}
+
+/// Reductions need a type MPI can add: 16-bit floats are reduced in float32.
+bool needs_upcast(at::ScalarType dtype) { return dtype == at::kBFloat16 || dtype == at::kHalf; }
+
+MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::kMax ? MPI_MAX : MPI_SUM; }
+
+void check_tensor(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(t.defined(), "communicator: ", what, " tensor is undefined");
+  TORCH_CHECK(t.is_contiguous(), "communicator: ", what, " tensor must be contiguous");
+  TORCH_CHECK(t.device().is_cpu(), "communicator: the MPI backend takes CPU tensors");
+}
+
+class MpiWork : public Work {
+ public:
+  MpiWork(const MpiCommunicator& comm, CommCounter& counter, CommKind kind, int64_t bytes,
+          std::vector<at::Tensor> keep_alive)
+      : comm_(comm), counter_(counter), kind_(kind), bytes_(bytes),
+        keep_alive_(std::move(keep_alive)), start_(Clock::now()) {
+    counter_.calls += 1;
+    counter_.bytes += bytes;
+  }
+
+  MPI_Request* request() { return &request_; }
+  void on_complete(std::function<void()> fn) { finish_ = std::move(fn); }
+
+  bool test() override {
+    if (done_) return true;
+    int flag = 0;
+    MPI_Test(&request_, &flag, MPI_STATUS_IGNORE);
+    if (flag) complete();
+    return done_;
+  }
+
+  void wait() override {
+    if (done_) return;
+    const auto deadline = start_ + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(comm_.timeout_s()));
+    int spins = 0;
+    while (!test()) {
+      if (++spins < 64) {
+        sched_yield();
+        continue;
+      }
+      if (Clock::now() > deadline) abort_on_timeout();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+ private:
+  void complete() {
+    done_ = true;
+    if (finish_) finish_();
+    keep_alive_.clear();
+    counter_.seconds += std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+  [[noreturn]] void abort_on_timeout() {
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    std::ostringstream ranks;
+    for (size_t i = 0; i < comm_.world_ranks().size(); ++i)
+      ranks << (i ? "," : "") << comm_.world_ranks()[i];
+    std::fprintf(stderr,
+                 "trident: error: rank %d: %s of %lld bytes on group '%s' (ranks %s) did not "
+                 "complete within %.1f s; another rank of the group failed or is waiting "
+                 "elsewhere (raise parallel.timeout_s if a step is legitimately this slow)\n",
+                 world_rank, comm_kind_name(kind_), static_cast<long long>(bytes_),
+                 comm_.name().c_str(), ranks.str().c_str(), comm_.timeout_s());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    std::abort();
+  }
+
+  const MpiCommunicator& comm_;
+  CommCounter& counter_;
+  CommKind kind_;
+  int64_t bytes_;
+  std::vector<at::Tensor> keep_alive_;
+  Clock::time_point start_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  std::function<void()> finish_;
+  bool done_ = false;
+};
+
+int64_t nbytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks,
+                                 double timeout_s)
+    : comm_(comm), name_(std::move(name)), world_ranks_(std::move(world_ranks)),
+      timeout_s_(timeout_s) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF && comm_ != MPI_COMM_NULL)
+    MPI_Comm_free(&comm_);
+}
+
+WorkHandle MpiCommunicator::all_reduce(at::Tensor tensor, ReduceOp op) {
+  check_tensor(tensor, "all_reduce");
+  auto& counter = counters_[static_cast<int>(CommKind::kAllReduce)];
+  at::Tensor buffer = needs_upcast(tensor.scalar_type()) ? tensor.to(at::kFloat) : tensor;
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllReduce, nbytes(tensor),
+                                        std::vector<at::Tensor>{tensor, buffer});
+  MPI_Iallreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(buffer.numel()),
+                 transport_type(buffer.scalar_type()), mpi_op(op), comm_, work->request());
+  const int n = size_;
+  work->on_complete([tensor, buffer, op, n]() mutable {
+    if (op == ReduceOp::kAverage) buffer.div_(n);
+    if (!buffer.is_same(tensor)) tensor.copy_(buffer);
+  });
+  return work;
+}
+
+WorkHandle MpiCommunicator::reduce_scatter(at::Tensor output, at::Tensor input, ReduceOp op) {
+  check_tensor(output, "reduce_scatter output");
+  check_tensor(input, "reduce_scatter input");
+  TORCH_CHECK(input.numel() == output.numel() * size_, "reduce_scatter on group '", name_,
+              "': input has ", input.numel(), " elements, expected ", output.numel() * size_);
+  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "reduce_scatter: dtypes differ");
+  auto& counter = counters_[static_cast<int>(CommKind::kReduceScatter)];
+  const bool up = needs_upcast(input.scalar_type());
+  at::Tensor in = up ? input.to(at::kFloat) : input;
+  at::Tensor out = up ? at::empty(output.sizes(), output.options().dtype(at::kFloat)) : output;
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kReduceScatter, nbytes(input),
+                                        std::vector<at::Tensor>{input, in, out, output});
+  MPI_Ireduce_scatter_block(in.data_ptr(), out.data_ptr(), static_cast<int>(out.numel()),
+                            transport_type(in.scalar_type()), mpi_op(op), comm_, work->request());
+  const int n = size_;
+  work->on_complete([output, out, op, n]() mutable {
+    if (op == ReduceOp::kAverage) out.div_(n);
+    if (!out.is_same(output)) output.copy_(out);
+  });
+  return work;
+}
+
+WorkHandle MpiCommunicator::all_gather(at::Tensor output, at::Tensor input) {
+  check_tensor(output, "all_gather output");
+  check_tensor(input, "all_gather input");
+  TORCH_CHECK(output.numel() == input.numel() * size_, "all_gather on group '", name_,
+              "': output has ", output.numel(), " elements, expected ", input.numel() * size_);
+  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "all_gather: dtypes differ");
+  auto& counter = counters_[static_cast<int>(CommKind::kAllGather)];
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllGather, nbytes(output),
+                                        std::vector<at::Tensor>{output, input});
+  const MPI_Datatype type = transport_type(input.scalar_type());
+  MPI_Iallgather(input.data_ptr(), static_cast<int>(input.numel()), type, output.data_ptr(),
+                 static_cast<int>(input.numel()), type, comm_, work->request());
+  return work;
+}
+
+WorkHandle MpiCommunicator::broadcast(at::Tensor tensor, int root) {
+  check_tensor(tensor, "broadcast");
+  auto& counter = counters_[static_cast<int>(CommKind::kBroadcast)];
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kBroadcast, nbytes(tensor),
+                                        std::vector<at::Tensor>{tensor});
+  MPI_Ibcast(tensor.data_ptr(), static_cast<int>(tensor.numel()),
+             transport_type(tensor.scalar_type()), root, comm_, work->request());
+  return work;
+}
+
+WorkHandle MpiCommunicator::send(at::Tensor tensor, int dst, int tag) {
+  check_tensor(tensor, "send");
+  auto& counter = counters_[static_cast<int>(CommKind::kSend)];
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kSend, nbytes(tensor),
+                                        std::vector<at::Tensor>{tensor});
+  MPI_Isend(tensor.data_ptr(), static_cast<int>(tensor.numel()),
+            transport_type(tensor.scalar_type()), dst, tag, comm_, work->request());
+  return work;
+}
+
+WorkHandle MpiCommunicator::recv(at::Tensor tensor, int src, int tag) {
+  check_tensor(tensor, "recv");
+  auto& counter = counters_[static_cast<int>(CommKind::kRecv)];
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kRecv, nbytes(tensor),
+                                        std::vector<at::Tensor>{tensor});
+  MPI_Irecv(tensor.data_ptr(), static_cast<int>(tensor.numel()),
+            transport_type(tensor.scalar_type()), src, tag, comm_, work->request());
+  return work;
+}
+
+WorkHandle MpiCommunicator::barrier() {
+  auto& counter = counters_[static_cast<int>(CommKind::kBarrier)];
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kBarrier, 0,
+                                        std::vector<at::Tensor>{});
+  MPI_Ibarrier(comm_, work->request());
+  return work;
+}
+
+}  // namespace trident

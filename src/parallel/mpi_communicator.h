@@ -1,0 +1,45 @@
+// MpiCommunicator: the Communicator of one MPI process group, for CPU tensors of
+// float64, float32, bfloat16 (reduced in float32), int64 and int32.
+#pragma once
+#include <mpi.h>  // MPI_Comm
+
+#include "parallel/communicator.h"
+
+namespace trident {
+
+class MpiCommunicator : public Communicator {
+ public:
+  /// Takes ownership of `comm` (freed in the destructor unless it is MPI_COMM_WORLD/SELF).
+  /// `world_ranks` are the members in group-rank order; `timeout_s` bounds every wait.
+  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks,
+                  double timeout_s);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+  const std::vector<int>& world_ranks() const override { return world_ranks_; }
+
+  WorkHandle all_reduce(at::Tensor tensor, ReduceOp op) override;
+  WorkHandle reduce_scatter(at::Tensor output, at::Tensor input, ReduceOp op) override;
+  WorkHandle all_gather(at::Tensor output, at::Tensor input) override;
+  WorkHandle broadcast(at::Tensor tensor, int root) override;
+  WorkHandle send(at::Tensor tensor, int dst, int tag) override;
+  WorkHandle recv(at::Tensor tensor, int src, int tag) override;
+  WorkHandle barrier() override;
+
+  MPI_Comm comm() const { return comm_; }
+  double timeout_s() const { return timeout_s_; }
+
+ private:
+  MPI_Comm comm_;
+  std::string name_;
+  std::vector<int> world_ranks_;
+  double timeout_s_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace trident

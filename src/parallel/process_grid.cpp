@@ -1,0 +1,78 @@
+// Rank arithmetic of the (dp, pp, tp) grid.
+#include "parallel/process_grid.h"
+
+#include <sstream>   // std::ostringstream
+#include <stdexcept> // std::invalid_argument
+
+namespace trident {
+
+const char* group_name(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kWorld: return "world";
+    case GroupKind::kTp: return "tp";
+    case GroupKind::kDp: return "dp";
+    case GroupKind::kPp: return "pp";
+    case GroupKind::kModelParallel: return "model-parallel";
+    case GroupKind::kEmbedding: return "embedding";
+  }
+  return "?";
+}
+
+ProcessGrid::ProcessGrid(int dp, int pp, int tp) : dp_(dp), pp_(pp), tp_(tp) {
+  if (dp < 1 || pp < 1 || tp < 1) {
+    throw std::invalid_argument("process grid: dp, pp and tp must each be at least 1 (got dp=" +
+                                std::to_string(dp) + " pp=" + std::to_string(pp) +
+                                " tp=" + std::to_string(tp) + ")");
+  }
+}
+
+int ProcessGrid::rank_of(GridCoord c) const { return c.tp + tp_ * (c.dp + dp_ * c.pp); }
+
+GridCoord ProcessGrid::coord_of(int rank) const {
+  GridCoord c;
+  c.tp = rank % tp_;
+  c.dp = (rank / tp_) % dp_;
+  c.pp = rank / (tp_ * dp_);
+  return c;
+}
+
+std::vector<int> ProcessGrid::group_ranks(GroupKind kind, int rank) const {
+  const GridCoord me = coord_of(rank);
+  std::vector<int> ranks;
+  switch (kind) {
+    case GroupKind::kWorld:
+      for (int r = 0; r < world_size(); ++r) ranks.push_back(r);
+      break;
+    case GroupKind::kTp:
+      for (int t = 0; t < tp_; ++t) ranks.push_back(rank_of({me.dp, me.pp, t}));
+      break;
+    case GroupKind::kDp:
+      for (int d = 0; d < dp_; ++d) ranks.push_back(rank_of({d, me.pp, me.tp}));
+      break;
+    case GroupKind::kPp:
+      for (int p = 0; p < pp_; ++p) ranks.push_back(rank_of({me.dp, p, me.tp}));
+      break;
+    case GroupKind::kModelParallel:
+      for (int p = 0; p < pp_; ++p)
+        for (int t = 0; t < tp_; ++t) ranks.push_back(rank_of({me.dp, p, t}));
+      break;
+    case GroupKind::kEmbedding:
+      if (me.pp == 0 || me.pp == pp_ - 1) {
+        ranks.push_back(rank_of({me.dp, 0, me.tp}));
+        if (pp_ > 1) ranks.push_back(rank_of({me.dp, pp_ - 1, me.tp}));
+      }
+      break;
+  }
+  return ranks;
+}
+
+std::string ProcessGrid::describe() const {
+  std::ostringstream out;
+  for (int r = 0; r < world_size(); ++r) {
+    const GridCoord c = coord_of(r);
+    out << "rank " << r << ": dp " << c.dp << " pp " << c.pp << " tp " << c.tp << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace trident
