@@ -1,0 +1,110 @@
+// The two token sources (synthetic Markov chain, memory-mapped file), how a step's
+// sequences are derived from (seed, step, index), and batch filling.
+#include "data/token_source.h"
+
+#include <cstdio>   // std::snprintf
+#include <utility>  // std::move
+
+#include "data/counter_rng.h"   // hash_name, random_u64
+#include "data/markov_chain.h"  // MarkovChain
+#include "data/token_file.h"    // TokenFile, format_count
+
+namespace trident::data {
+namespace {
+
+/// Sequences sampled from a fixed random Markov chain; each starts from the stationary
+/// distribution, so the best mean next-token loss is the chain's entropy rate.
+class SyntheticSource : public TokenSource {
+ public:
+  explicit SyntheticSource(const SourceOptions& o)
+      : seed_(o.seed), chain_(o.vocab, o.markov_successors, o.seed) {}
+
+  void sequence(int64_t step, int64_t index, int64_t length, int32_t* out) const override {
+    chain_.sample(sequence_key(seed_, step, index), length, out);
+  }
+  std::optional<double> loss_floor() const override { return chain_.entropy_rate(); }
+  std::string describe() const override {
+    char floor[32];
+    std::snprintf(floor, sizeof(floor), "%.6f", chain_.entropy_rate());
+    return "synthetic Markov chain: vocab " + format_count(chain_.vocab()) + ", " +
+           std::to_string(chain_.successors()) + " successors per state, seed " +
+           std::to_string(seed_) + "; entropy rate (loss floor) " + floor + " nats";
+  }
+
+ private:
+  uint64_t seed_;
+  MarkovChain chain_;
+};
+
+/// Windows of a token file: sequence i of step s starts at
+/// random_u64(sequence_key(seed, s, i), 0) mod (n - length + 1).
+class FileSource : public TokenSource {
+ public:
+  FileSource(TokenFile file, uint64_t seed) : file_(std::move(file)), seed_(seed) {}
+
+  void sequence(int64_t step, int64_t index, int64_t length, int32_t* out) const override {
+    const int64_t n = file_.size();
+    if (length > n) {
+      throw DataError("data file " + file_.path() + " has " + format_count(n) +
+                      " tokens, needs at least " + std::to_string(length) + " for one sequence");
+    }
+    const uint64_t windows = static_cast<uint64_t>(n - length + 1);
+    const uint64_t offset = random_u64(sequence_key(seed_, step, index), 0) % windows;
+    file_.read(static_cast<int64_t>(offset), length, out);
+  }
+  std::optional<double> loss_floor() const override { return std::nullopt; }
+  std::string describe() const override {
+    std::string line = std::string(format_name(file_.format())) + " " + file_.path();
+    if (file_.format() == TokenFormat::kMegatron) {
+      line += " (" + std::string(dtype_name(file_.dtype())) + ", " +
+              format_count(*file_.documents()) + " documents)";
+    }
+    return line + ": " + format_count(file_.size()) + " tokens";
+  }
+
+ private:
+  TokenFile file_;
+  uint64_t seed_;
+};
+
+}  // namespace
+
+uint64_t sequence_key(uint64_t seed, int64_t step, int64_t index) {
+  return random_u64(hash_name(seed, "data.sequence"), static_cast<uint64_t>(step),
+                    static_cast<uint64_t>(index));
+}
+
+std::unique_ptr<TokenSource> open_source(const SourceOptions& options) {
+  if (options.vocab < 1) {
+    throw DataError("model.vocab = " + std::to_string(options.vocab) + " must be positive");
+  }
+  if (options.seq_len < 1) {
+    throw DataError("seq_len = " + std::to_string(options.seq_len) + " must be positive");
+  }
+  if (options.source == "synthetic") return std::make_unique<SyntheticSource>(options);
+  if (options.source.empty()) {
+    throw DataError("data.source is empty; set it to a token file or to \"synthetic\"");
+  }
+  TokenFile file = TokenFile::open(options.source);
+  const int64_t needed = options.seq_len + 1;
+  if (file.size() < needed) {
+    throw DataError("data file " + file.path() + " has " + format_count(file.size()) +
+                    " tokens, needs at least seq_len+1 = " + std::to_string(needed) +
+                    "; use a longer file or a shorter seq_len");
+  }
+  file.check_vocab(options.vocab);
+  return std::make_unique<FileSource>(std::move(file), options.seed);
+}
+
+void fill_batch(const TokenSource& source, int64_t step, int64_t first, int64_t count,
+                int64_t seq_len, int32_t* out) {
+  if (step < 0 || first < 0 || count < 0 || seq_len < 1) {
+    throw DataError("fill_batch: step " + std::to_string(step) + ", first " +
+                    std::to_string(first) + ", count " + std::to_string(count) + ", seq_len " +
+                    std::to_string(seq_len) + " must be non-negative (seq_len positive)");
+  }
+  const int64_t row = seq_len + 1;  // (count, T+1): inputs are [:T], targets [1:]
+  for (int64_t k = 0; k < count; ++k) source.sequence(step, first + k, row, out + k * row);
+}
+
+}  // namespace trident::data
