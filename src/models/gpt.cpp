@@ -1,0 +1,130 @@
+// GPT-2 forward pass over tensor-parallel layers.
+#include "models/gpt.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
+#include <cmath>
+
+#include "parallel/communicator.h"
+#include "tensor_parallel/cross_entropy.h"
+#include "tensor_parallel/mappings.h"
+
+namespace trident {
+
+namespace {
+
+at::Tensor norm_param(ParamRegistry& params, const std::string& name, int64_t hidden,
+                      InitKind init) {
+  return params.create({name, {hidden}, ShardSpec{}, init});
+}
+
+}  // namespace
+
+GptBlock::GptBlock(ParamRegistry& params, Communicator& tp, const GptOptions& o, int64_t index)
+    : o_(o), local_heads_(o.heads / tp.size()) {
+  TORCH_CHECK(o.heads % tp.size() == 0, "model.heads = ", o.heads,
+              " is not divisible by parallel.tp = ", tp.size());
+  const std::string p = "h." + std::to_string(index) + ".";
+  const int64_t c = o.hidden;
+  // GPT-2: residual projections scaled by 1/sqrt(2 * layers).
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
+  ln_1_weight_ = register_parameter("ln_1_weight", norm_param(params, p + "ln_1.weight", c, InitKind::kOnes));
+  ln_1_bias_ = register_parameter("ln_1_bias", norm_param(params, p + "ln_1.bias", c, InitKind::kZeros));
+  qkv_ = register_module("qkv", std::make_shared<ColumnParallelLinear>(
+                                    params, tp, p + "attn.qkv", LinearOptions{c, 3 * c, 0.02, 3}));
+  attn_proj_ = register_module("attn_proj", std::make_shared<RowParallelLinear>(
+                                                params, tp, p + "attn.proj",
+                                                LinearOptions{c, c, residual_std}));
+  ln_2_weight_ = register_parameter("ln_2_weight", norm_param(params, p + "ln_2.weight", c, InitKind::kOnes));
+  ln_2_bias_ = register_parameter("ln_2_bias", norm_param(params, p + "ln_2.bias", c, InitKind::kZeros));
+  fc_ = register_module("fc", std::make_shared<ColumnParallelLinear>(
+                                  params, tp, p + "mlp.fc", LinearOptions{c, 4 * c, 0.02}));
+  mlp_proj_ = register_module("mlp_proj", std::make_shared<RowParallelLinear>(
+                                              params, tp, p + "mlp.proj",
+                                              LinearOptions{4 * c, c, residual_std}));
+}
+
+at::Tensor GptBlock::attention(const at::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t hd = o_.hidden / o_.heads;
+  // (B, T, 3C/tp) -> (3, B, nh/tp, T, hd): this rank's q heads, then k, then v.
+  at::Tensor qkv = qkv_->forward(x).view({B, T, 3, local_heads_, hd}).permute({2, 0, 3, 1, 4});
+  at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
+  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  at::Tensor future = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+  att = at::softmax(att, -1);                                   // (B, nh/tp, T, T)
+  at::Tensor y = at::matmul(att, v);                            // (B, nh/tp, T, hd)
+  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});     // (B, T, C/tp)
+  return attn_proj_->forward(y);
+}
+
+at::Tensor GptBlock::forward(const at::Tensor& x) {
+  const double eps = GptOptions::kLayerNormEps;
+  at::Tensor h = x + attention(at::layer_norm(x, {o_.hidden}, ln_1_weight_, ln_1_bias_, eps));
+  at::Tensor m = at::layer_norm(h, {o_.hidden}, ln_2_weight_, ln_2_bias_, eps);
+  return h + mlp_proj_->forward(at::gelu(fc_->forward(m), "tanh"));
+}
+
+GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
+    : o_(o), tp_(tp), stage_(stage), stages_(stages),
+      params_(o.seed, tp.rank(), tp.size(), o.dtype) {
+  TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
+              " is not divisible by parallel.pp = ", stages);
+  TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,
+              " is not divisible by tp = ", tp.size());
+  if (is_first()) {
+    wte_ = register_module("wte", std::make_shared<VocabParallelEmbedding>(
+                                      params_, tp, "wte", o.vocab, o.padded_vocab, o.hidden,
+                                      /*tied_copy=*/false));
+    wpe_ = register_parameter(
+        "wpe", params_.create({"wpe.weight", {o.seq_len, o.hidden}, ShardSpec{},
+                               InitKind::kNormal, 0.02, -1, /*weight_decay=*/true}));
+  }
+  const int64_t per_stage = o.layers / stages;
+  auto h = register_module("h", std::make_shared<torch::nn::Module>());
+  for (int64_t i = stage * per_stage; i < (stage + 1) * per_stage; ++i) {
+    blocks_.push_back(std::make_shared<GptBlock>(params_, tp, o, i));
+    h->register_module(std::to_string(i), blocks_.back());
+  }
+  if (is_last()) {
+    ln_f_weight_ = register_parameter("ln_f_weight", norm_param(params_, "ln_f.weight", o.hidden, InitKind::kOnes));
+    ln_f_bias_ = register_parameter("ln_f_bias", norm_param(params_, "ln_f.bias", o.hidden, InitKind::kZeros));
+    if (!is_first()) {
+      // The head's copy of the token embedding: the same layout-free init, and its
+      // gradient is summed with the first stage's over the embedding group.
+      wte_ = register_module("wte", std::make_shared<VocabParallelEmbedding>(
+                                        params_, tp, "wte", o.vocab, o.padded_vocab, o.hidden,
+                                        /*tied_copy=*/true));
+    }
+  }
+}
+
+std::vector<int64_t> GptStage::activation_shape(int64_t micro_batch_size) const {
+  return {micro_batch_size, o_.seq_len, o_.hidden};
+}
+
+at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
+                             double loss_scale) {
+  at::Tensor x;
+  if (is_first()) {
+    const int64_t T = input.size(1);
+    x = wte_->forward(input) + wpe_.narrow(0, 0, T);  // (B, T, C)
+  } else {
+    x = input;
+  }
+  for (auto& block : blocks_) x = block->forward(x);
+  if (!is_last()) return x;
+
+  const int64_t B = x.size(0), T = x.size(1);
+  x = at::layer_norm(x, {o_.hidden}, ln_f_weight_, ln_f_bias_, GptOptions::kLayerNormEps);
+  // Tied head on this rank's vocabulary slice: (B*T, C) x (V/tp, C)^T -> (B*T, V/tp).
+  at::Tensor logits = at::matmul(copy_to_tp_region(x, tp_).reshape({B * T, o_.hidden}),
+                                 wte_->weight().t());
+  at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
+                                                   wte_->vocab_start(), o_.vocab);
+  return losses.sum() * loss_scale;
+}
+
+}  // namespace trident

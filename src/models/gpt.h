@@ -1,0 +1,77 @@
+// GPT-2 (as Hugging Face's GPT2LMHeadModel computes it) built from tensor-parallel layers
+// and cut into pipeline stages: a GptStage holds one stage's blocks, plus the embeddings on
+// the first stage and the final norm, tied head and loss on the last.
+#pragma once
+#include <torch/nn/module.h>  // torch::nn::Module
+
+#include <memory>
+#include <vector>
+
+#include "tensor_parallel/layers.h"
+#include "tensor_parallel/parameter.h"
+
+namespace trident {
+class Communicator;
+
+struct GptOptions {
+  int64_t layers = 2;
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t vocab = 256;
+  int64_t padded_vocab = 256;  // a multiple of tp; the padding takes no probability
+  int64_t seq_len = 32;
+  uint64_t seed = 1234;
+  at::ScalarType dtype = at::kFloat;
+  static constexpr double kLayerNormEps = 1e-5;
+};
+
+/// Pre-LayerNorm transformer block: x + attn(ln_1(x)), then + mlp(ln_2(x)).
+class GptBlock : public torch::nn::Module {
+ public:
+  GptBlock(ParamRegistry& params, Communicator& tp, const GptOptions& o, int64_t index);
+  /// x (B, T, C) replicated over tp -> (B, T, C).
+  at::Tensor forward(const at::Tensor& x);
+
+ private:
+  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  GptOptions o_;
+  int64_t local_heads_;
+  at::Tensor ln_1_weight_, ln_1_bias_, ln_2_weight_, ln_2_bias_;
+  std::shared_ptr<ColumnParallelLinear> qkv_, fc_;
+  std::shared_ptr<RowParallelLinear> attn_proj_, mlp_proj_;
+};
+
+/// One pipeline stage of the GPT: stage `stage` of `stages` holds blocks
+/// [stage*L/stages, (stage+1)*L/stages).
+class GptStage : public torch::nn::Module {
+ public:
+  GptStage(const GptOptions& o, Communicator& tp, int stage, int stages);
+
+  bool is_first() const { return stage_ == 0; }
+  bool is_last() const { return stage_ == stages_ - 1; }
+
+  /// First stage: `input` is token ids (B, T) int64; otherwise the previous stage's
+  /// activations (B, T, C). Returns the activations (B, T, C) for the next stage, or, on
+  /// the last stage, the scalar sum of the per-token losses times `loss_scale` (one over
+  /// the global batch's token count, so that summing over micro-batches and dp ranks
+  /// gives the global mean).
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& targets, double loss_scale);
+
+  /// The shape of the activations this stage receives or sends for a micro-batch.
+  std::vector<int64_t> activation_shape(int64_t micro_batch_size) const;
+
+  ParamRegistry& params() { return params_; }
+  const GptOptions& options() const { return o_; }
+
+ private:
+  GptOptions o_;
+  Communicator& tp_;
+  int stage_, stages_;
+  ParamRegistry params_;
+  std::shared_ptr<VocabParallelEmbedding> wte_;  // first stage, and the last (tied head)
+  at::Tensor wpe_;
+  std::vector<std::shared_ptr<GptBlock>> blocks_;
+  at::Tensor ln_f_weight_, ln_f_bias_;
+};
+
+}  // namespace trident

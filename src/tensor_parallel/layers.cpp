@@ -1,0 +1,63 @@
+// Forward passes of the tensor-parallel layers; their backward comes from autograd through
+// the tp-region mappings.
+#include "tensor_parallel/layers.h"
+
+#include <ATen/ATen.h>
+
+#include "parallel/communicator.h"
+#include "tensor_parallel/mappings.h"
+
+namespace trident {
+
+ColumnParallelLinear::ColumnParallelLinear(ParamRegistry& params, Communicator& tp,
+                                           const std::string& name,
+                                           const LinearOptions& o)
+    : tp_(tp) {
+  const ShardSpec split{0, o.fused_chunks};
+  weight_ = register_parameter(
+      "weight", params.create({name + ".weight", {o.out, o.in}, split, InitKind::kNormal,
+                               o.init_std, -1, /*weight_decay=*/true}));
+  bias_ = register_parameter(
+      "bias", params.create({name + ".bias", {o.out}, split, InitKind::kZeros}));
+}
+
+at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
+  return at::linear(copy_to_tp_region(x, tp_), weight_, bias_);
+}
+
+RowParallelLinear::RowParallelLinear(ParamRegistry& params, Communicator& tp,
+                                     const std::string& name, const LinearOptions& o)
+    : tp_(tp) {
+  weight_ = register_parameter(
+      "weight", params.create({name + ".weight", {o.out, o.in}, ShardSpec{1, 1},
+                               InitKind::kNormal, o.init_std, -1, /*weight_decay=*/true}));
+  bias_ = register_parameter(
+      "bias", params.create({name + ".bias", {o.out}, ShardSpec{}, InitKind::kZeros}));
+}
+
+at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
+  return reduce_from_tp_region(at::linear(x, weight_), tp_) + bias_;
+}
+
+VocabParallelEmbedding::VocabParallelEmbedding(ParamRegistry& params, Communicator& tp,
+                                               const std::string& name, int64_t vocab,
+                                               int64_t padded_vocab, int64_t hidden,
+                                               bool tied_copy)
+    : tp_(tp) {
+  ParamSpec spec{name + ".weight", {padded_vocab, hidden}, ShardSpec{0, 1}, InitKind::kNormal, 0.02,
+                 vocab, /*weight_decay=*/true, tied_copy};
+  weight_ = register_parameter("weight", params.create(spec));
+  vocab_start_ = tp.rank() * (padded_vocab / tp.size());
+}
+
+at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids) {
+  if (tp_.size() == 1) return at::embedding(weight_, ids);
+  const int64_t rows = weight_.size(0);
+  at::Tensor local = ids - vocab_start_;
+  at::Tensor outside = (local < 0).logical_or(local >= rows);  // (B, T)
+  at::Tensor emb = at::embedding(weight_, local.masked_fill(outside, 0));
+  emb = emb.masked_fill(outside.unsqueeze(-1), 0.0);
+  return reduce_from_tp_region(emb, tp_);
+}
+
+}  // namespace trident

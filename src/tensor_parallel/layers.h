@@ -1,0 +1,69 @@
+// Megatron-style tensor-parallel layers: column-parallel and row-parallel linear layers
+// and the vocabulary-parallel embedding. Each creates its layout-free parameters through a
+// ParamRegistry and communicates over the tp group it is given.
+#pragma once
+#include <torch/nn/module.h>  // torch::nn::Module
+
+#include <string>
+
+#include "tensor_parallel/parameter.h"
+
+namespace trident {
+class Communicator;
+
+struct LinearOptions {
+  int64_t in = 0;
+  int64_t out = 0;
+  double init_std = 0.02;  // of the weight; biases start at zero
+  int fused_chunks = 1;    // column-parallel only: QKV is 3 blocks split separately
+};
+
+/// y = x W^T + b with W's output dimension split over tp: each rank computes out/tp
+/// features of the full input. Weight (out/tp, in), bias (out/tp).
+class ColumnParallelLinear : public torch::nn::Module {
+ public:
+  ColumnParallelLinear(ParamRegistry& params, Communicator& tp, const std::string& name,
+                       const LinearOptions& options);
+  /// x (..., in) replicated over tp -> (..., out/tp).
+  at::Tensor forward(const at::Tensor& x);
+
+ private:
+  Communicator& tp_;
+  at::Tensor weight_, bias_;
+};
+
+/// y = x W^T + b with W's input dimension split over tp: each rank holds in/tp inputs and
+/// its partial outputs are summed over tp. Weight (out, in/tp); the bias (out) is
+/// replicated and added once after the sum.
+class RowParallelLinear : public torch::nn::Module {
+ public:
+  RowParallelLinear(ParamRegistry& params, Communicator& tp, const std::string& name,
+                    const LinearOptions& options);
+  /// x (..., in/tp) -> (..., out) replicated over tp.
+  at::Tensor forward(const at::Tensor& x);
+
+ private:
+  Communicator& tp_;
+  at::Tensor weight_, bias_;
+};
+
+/// Token embedding with the (padded) vocabulary split over tp: rank r holds rows
+/// [r*V/tp, (r+1)*V/tp); a token outside them contributes zero and the sum over tp
+/// gives every rank the full embedding. Rows at and beyond `vocab` (padding) are zero.
+class VocabParallelEmbedding : public torch::nn::Module {
+ public:
+  VocabParallelEmbedding(ParamRegistry& params, Communicator& tp, const std::string& name,
+                         int64_t vocab, int64_t padded_vocab, int64_t hidden, bool tied_copy);
+  /// ids (B, T) int64 -> (B, T, hidden) replicated over tp.
+  at::Tensor forward(const at::Tensor& ids);
+  /// The local (V/tp, hidden) weight, for the tied output head.
+  const at::Tensor& weight() const { return weight_; }
+  int64_t vocab_start() const { return vocab_start_; }
+
+ private:
+  Communicator& tp_;
+  at::Tensor weight_;
+  int64_t vocab_start_ = 0;
+};
+
+}  // namespace trident

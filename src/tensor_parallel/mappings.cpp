@@ -1,0 +1,98 @@
+// Autograd functions behind the tp-region mappings.
+#include "tensor_parallel/mappings.h"
+
+#include <torch/autograd.h>  // torch::autograd::Function, AutogradContext
+
+#include "parallel/communicator.h"
+
+namespace trident {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The communicator rides in saved_data as an integer: it outlives every graph built
+// with it (the ParallelContext is made once in main).
+int64_t stash(Communicator& c) { return reinterpret_cast<int64_t>(&c); }
+Communicator& unstash(AutogradContext* ctx) {
+  return *reinterpret_cast<Communicator*>(ctx->saved_data["comm"].toInt());
+}
+
+at::Tensor all_reduce_copy(const at::Tensor& x, Communicator& comm) {
+  at::Tensor out = x.contiguous().clone();
+  comm.all_reduce(out)->wait();
+  return out;
+}
+
+// (..., n) on every rank -> (..., n * size), rank r's block at [r*n, (r+1)*n).
+at::Tensor all_gather_last_dim(const at::Tensor& x, Communicator& comm) {
+  const int size = comm.size();
+  at::Tensor moved = x.movedim(-1, 0).contiguous();  // (n, ...)
+  std::vector<int64_t> shape = moved.sizes().vec();
+  shape[0] *= size;
+  at::Tensor gathered = at::empty(shape, x.options());
+  comm.all_gather(gathered, moved)->wait();
+  return gathered.movedim(0, -1).contiguous();
+}
+
+at::Tensor slice_last_dim(const at::Tensor& x, Communicator& comm) {
+  const int64_t n = x.size(-1) / comm.size();
+  return x.narrow(-1, comm.rank() * n, n).contiguous();
+}
+
+struct CopyToTp : torch::autograd::Function<CopyToTp> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return x.view_as(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {all_reduce_copy(grad[0], unstash(ctx)), at::Tensor()};
+  }
+};
+
+struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    return all_reduce_copy(x, *reinterpret_cast<Communicator*>(comm));
+  }
+  static variable_list backward(AutogradContext*, variable_list grad) {
+    return {grad[0], at::Tensor()};
+  }
+};
+
+struct GatherFromTp : torch::autograd::Function<GatherFromTp> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return all_gather_last_dim(x, *reinterpret_cast<Communicator*>(comm));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {slice_last_dim(grad[0], unstash(ctx)), at::Tensor()};
+  }
+};
+
+struct ScatterToTp : torch::autograd::Function<ScatterToTp> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return slice_last_dim(x, *reinterpret_cast<Communicator*>(comm));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {all_gather_last_dim(grad[0], unstash(ctx)), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor copy_to_tp_region(const at::Tensor& x, Communicator& tp) {
+  return tp.size() == 1 ? x : CopyToTp::apply(x, stash(tp));
+}
+at::Tensor reduce_from_tp_region(const at::Tensor& x, Communicator& tp) {
+  return tp.size() == 1 ? x : ReduceFromTp::apply(x, stash(tp));
+}
+at::Tensor gather_from_tp_region(const at::Tensor& x, Communicator& tp) {
+  return tp.size() == 1 ? x : GatherFromTp::apply(x, stash(tp));
+}
+at::Tensor scatter_to_tp_region(const at::Tensor& x, Communicator& tp) {
+  return tp.size() == 1 ? x : ScatterToTp::apply(x, stash(tp));
+}
+
+}  // namespace trident

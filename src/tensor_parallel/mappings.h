@@ -1,0 +1,24 @@
+// The conjugate autograd mappings between the tensor-parallel region and the replicated
+// one, named for what they do to the tensor (Megatron's names). Each forward collective
+// has its adjoint in backward; with a tp group of one they are identities.
+#pragma once
+#include <ATen/core/Tensor.h>  // at::Tensor
+
+namespace trident {
+class Communicator;
+
+/// Forward: identity. Backward: all-reduce the gradient over tp (the input feeds every
+/// rank's shard of a column-parallel layer, so its gradient is the sum of their parts).
+at::Tensor copy_to_tp_region(const at::Tensor& x, Communicator& tp);
+
+/// Forward: all-reduce (sum) over tp, the partial outputs of a row-parallel layer.
+/// Backward: identity.
+at::Tensor reduce_from_tp_region(const at::Tensor& x, Communicator& tp);
+
+/// Forward: all-gather the last dimension over tp. Backward: keep this rank's slice.
+at::Tensor gather_from_tp_region(const at::Tensor& x, Communicator& tp);
+
+/// Forward: keep this rank's slice of the last dimension. Backward: all-gather.
+at::Tensor scatter_to_tp_region(const at::Tensor& x, Communicator& tp);
+
+}  // namespace trident

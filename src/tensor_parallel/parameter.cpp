@@ -1,0 +1,107 @@
+// Shard geometry and layout-free initialisation of parameters.
+#include "tensor_parallel/parameter.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
+#include "data/counter_rng.h"  // hash_name, normal_at
+
+namespace trident {
+
+namespace {
+
+int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= v[i];
+  return p;
+}
+
+}  // namespace
+
+std::vector<int64_t> local_shape(const ParamSpec& spec, int tp_size) {
+  std::vector<int64_t> shape = spec.global_shape;
+  if (spec.shard.replicated()) return shape;
+  const int64_t n = shape.at(spec.shard.dim);
+  TORCH_CHECK(n % (spec.shard.fused_chunks * tp_size) == 0, "parameter ", spec.name,
+              ": dimension ", spec.shard.dim, " of size ", n, " does not split into ",
+              spec.shard.fused_chunks, " x ", tp_size, " equal parts");
+  shape[spec.shard.dim] = n / tp_size;
+  return shape;
+}
+
+std::vector<ShardSlice> shard_slices(const ParamSpec& spec, int tp_rank, int tp_size) {
+  if (spec.shard.replicated()) {
+    const int64_t n = spec.global_shape.empty() ? 1 : spec.global_shape[0];
+    return {{0, 0, n}};
+  }
+  const int64_t global = spec.global_shape.at(spec.shard.dim);
+  const int chunks = spec.shard.fused_chunks;
+  const int64_t per_chunk = global / chunks;
+  const int64_t local = per_chunk / tp_size;
+  std::vector<ShardSlice> slices;
+  for (int c = 0; c < chunks; ++c)
+    slices.push_back({c * local, c * per_chunk + tp_rank * local, local});
+  return slices;
+}
+
+at::Tensor init_shard(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size) {
+  const std::vector<int64_t> shape = local_shape(spec, tp_size);
+  if (spec.init == InitKind::kZeros) return at::zeros(shape, at::kDouble);
+  if (spec.init == InitKind::kOnes) return at::ones(shape, at::kDouble);
+
+  const uint64_t key = data::hash_name(seed, spec.name);
+  at::Tensor out = at::zeros(shape, at::kDouble);
+  double* dst = out.data_ptr<double>();
+  const std::vector<int64_t>& g = spec.global_shape;
+  const size_t dim = spec.shard.replicated() ? 0 : static_cast<size_t>(spec.shard.dim);
+  // View both tensors as (outer, dim, inner) around the split dimension.
+  const int64_t outer = product(g, 0, dim);
+  const int64_t inner = product(g, dim + 1, g.size());
+  const int64_t global_dim = g.empty() ? 1 : g[dim];
+  const int64_t local_dim = shape.empty() ? 1 : shape[dim];
+  const int64_t valid_rows = spec.valid_rows < 0 ? g.at(0) : spec.valid_rows;
+  for (const ShardSlice& s : shard_slices(spec, tp_rank, tp_size)) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t l = 0; l < s.length; ++l) {
+        const int64_t gd = s.global_start + l;
+        const int64_t row = dim == 0 ? gd : o;  // the global row (dim 0 index)
+        if (row >= valid_rows) continue;
+        const int64_t global_base = (o * global_dim + gd) * inner;
+        const int64_t local_base = (o * local_dim + s.local_start + l) * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          dst[local_base + i] =
+              spec.std * data::normal_at(key, static_cast<uint64_t>(global_base + i));
+      }
+    }
+  }
+  return out;
+}
+
+void place_shard(const ParamSpec& spec, int tp_rank, int tp_size, const at::Tensor& shard,
+                 at::Tensor& global) {
+  if (spec.shard.replicated()) {
+    global.copy_(shard);
+    return;
+  }
+  const int dim = spec.shard.dim;
+  for (const ShardSlice& s : shard_slices(spec, tp_rank, tp_size))
+    global.narrow(dim, s.global_start, s.length).copy_(shard.narrow(dim, s.local_start, s.length));
+}
+
+at::Tensor cut_shard(const ParamSpec& spec, int tp_rank, int tp_size, const at::Tensor& global) {
+  if (spec.shard.replicated()) return global.clone();
+  const int dim = spec.shard.dim;
+  std::vector<at::Tensor> parts;
+  for (const ShardSlice& s : shard_slices(spec, tp_rank, tp_size))
+    parts.push_back(global.narrow(dim, s.global_start, s.length));
+  return at::cat(parts, dim).contiguous();
+}
+
+at::Tensor ParamRegistry::create(const ParamSpec& spec) {
+  at::Tensor t = init_shard(spec, seed_, tp_rank_, tp_size_).to(dtype_);
+  t.set_requires_grad(true);
+  params_.push_back({spec, t});
+  return t;
+}
+
+}  // namespace trident
