@@ -1,0 +1,83 @@
+// The pipeline runtime: executes one stage's instruction list for one optimizer step —
+// forward and backward of micro-batches (recomputing the forward first under activation
+// checkpointing), point-to-point transfers with the neighbouring stages — and records when
+// each instruction ran. It decides nothing: the order comes from the schedule.
+#pragma once
+#include <ATen/core/Tensor.h>  // at::Tensor
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "parallel/communicator.h"
+#include "pipeline/schedule.h"
+
+namespace trident {
+class GptStage;
+class ParallelContext;
+
+/// What a micro-batch gives the stage: token ids on the first stage, targets on the last.
+struct MicroBatch {
+  at::Tensor input;    // (B, T) int64
+  at::Tensor targets;  // (B, T) int64
+};
+
+/// The optimizer's part in a step; the runtime calls these at the matching instructions.
+struct StepHooks {
+  std::function<void(bool last_micro_batch)> begin_backward;
+  std::function<void()> end_backward;
+  std::function<void()> reduce_grads;
+  std::function<void()> optimizer_step;
+};
+
+struct RuntimeOptions {
+  bool checkpointing = false;  // "full": keep only each micro-batch's input, recompute
+  int64_t micro_batch_size = 1;
+  at::ScalarType dtype = at::kFloat;
+};
+
+/// One executed instruction, in seconds since the step began.
+struct InstructionRecord {
+  pipeline::Instruction instruction;
+  double start = 0.0;
+  double end = 0.0;
+  bool recompute = false;  // a backward that began by recomputing its forward
+};
+
+struct StepResult {
+  double loss = 0.0;  // the sum of this stage's micro-batch losses (last stage), else 0
+  std::vector<InstructionRecord> records;
+  int max_in_flight = 0;              // micro-batches forwarded but not yet backwarded
+  /// Most tensor bytes held above the step's start right after a forward: the in-flight
+  /// micro-batches' activations (measured when the memory tracker is installed).
+  int64_t peak_activation_bytes = 0;
+};
+
+class PipelineRuntime {
+ public:
+  PipelineRuntime(GptStage& stage, ParallelContext& ctx, const RuntimeOptions& options);
+
+  /// Runs `schedule`; `micro_batch(k)` supplies micro-batch k's data; the last stage's
+  /// loss is scaled by `loss_scale` (one over the global batch's token count).
+  StepResult run(const pipeline::Schedule& schedule,
+                 const std::function<MicroBatch(int)>& micro_batch, double loss_scale,
+                 StepHooks& hooks);
+
+ private:
+  struct InFlight {
+    at::Tensor input;   // what the stage's forward consumed (activations require grad)
+    at::Tensor output;  // the activations sent on, or the scaled loss on the last stage
+    at::Tensor grad;    // the gradient received for `output`
+  };
+  void forward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
+  void backward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
+  void progress();
+
+  GptStage& stage_;
+  ParallelContext& ctx_;
+  RuntimeOptions options_;
+  std::vector<WorkHandle> pending_sends_;
+};
+
+}  // namespace trident

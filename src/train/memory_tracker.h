@@ -1,0 +1,18 @@
+// Live CPU bytes allocated through libtorch, counted by a wrapper around its CPU
+// allocator, so that the activation memory a pipeline stage holds can be measured.
+#pragma once
+#include <cstdint>
+
+namespace trident {
+
+/// Installs the counting allocator (once per process; later calls do nothing). The
+/// allocator is process-wide in libtorch, so this is the one global the project keeps.
+void install_memory_tracker();
+bool memory_tracker_installed();
+/// Bytes currently allocated by tensors made after installation.
+int64_t live_tensor_bytes();
+/// The highest live_tensor_bytes() since the last reset.
+int64_t peak_tensor_bytes();
+void reset_peak_tensor_bytes();
+
+}  // namespace trident

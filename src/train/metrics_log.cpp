@@ -1,0 +1,63 @@
+// JSONL metrics and the console progress line.
+#include "train/metrics_log.h"
+
+#include <nlohmann/json.hpp>  // nlohmann::json
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace trident {
+
+MetricsLog::MetricsLog(const std::string& path) {
+  if (path.empty()) return;
+  file_ = std::fopen(path.c_str(), "w");
+  if (!file_)
+    throw std::runtime_error("cannot write the metrics file " + path + ": " +
+                             std::strerror(errno) + " (set logging.metrics to a writable path)");
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const StepMetrics& m) {
+  if (!file_) return;
+  nlohmann::json j = {{"step", m.step},           {"loss", m.loss},
+                      {"lr", m.lr},               {"grad_norm", m.grad_norm},
+                      {"tokens_per_s", m.tokens_per_s}, {"step_time_s", m.step_time_s},
+                      {"tflops", m.tflops}};
+  const std::string line = j.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fflush(file_);
+}
+
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+std::string progress_line(const StepMetrics& m, int64_t total_steps, double elapsed_s,
+                          std::optional<double> loss_floor) {
+  const double left = m.step > 0 ? elapsed_s / static_cast<double>(m.step) *
+                                       static_cast<double>(total_steps - m.step)
+                                 : 0.0;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "step %lld/%lld | loss %.4f%s | lr %.2e | grad %.3f | %.0f tok/s | %.3f TFLOP/s "
+                "| %s elapsed, %s left",
+                static_cast<long long>(m.step), static_cast<long long>(total_steps), m.loss,
+                loss_floor ? (" (floor " + std::to_string(*loss_floor).substr(0, 6) + ")").c_str()
+                           : "",
+                m.lr, m.grad_norm, m.tokens_per_s, m.tflops, format_duration(elapsed_s).c_str(),
+                format_duration(left).c_str());
+  return buf;
+}
+
+}  // namespace trident

@@ -1,0 +1,34 @@
+// What a run reports: one JSON object per logged step in the metrics file (JSONL), and a
+// readable progress line for the console.
+#pragma once
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "train/trainer.h"
+
+namespace trident {
+
+/// Appends one JSON line per logged step; a no-op when constructed with an empty path.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void write(const StepMetrics& m);
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+/// "step 10/200 | loss 3.2101 | lr 1.00e-03 | grad 0.512 | 12,345 tok/s | 0.012 TFLOP/s |
+/// 0:05 elapsed, 1:35 left". Plain text: no control characters.
+std::string progress_line(const StepMetrics& m, int64_t total_steps, double elapsed_s,
+                          std::optional<double> loss_floor);
+
+/// "1:05" or "1:02:03".
+std::string format_duration(double seconds);
+
+}  // namespace trident

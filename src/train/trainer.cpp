@@ -1,0 +1,158 @@
+// One optimizer step: micro-batches from the step's global batch through the schedule,
+// gradient reduction and clipping, AdamW, and the loss agreed by every rank.
+#include "train/trainer.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
+#include <chrono>
+
+#include "data/token_source.h"
+#include "models/gpt.h"
+#include "parallel/parallel_context.h"
+#include "pipeline/schedule_checker.h"
+#include "train/lr_schedule.h"
+#include "zero/zero_optimizer.h"
+
+namespace trident {
+
+at::ScalarType precision_dtype(const std::string& precision) {
+  if (precision == "fp64") return at::kDouble;
+  if (precision == "bf16") return at::kBFloat16;
+  return at::kFloat;
+}
+
+namespace {
+
+GptOptions model_options(const TrainConfig& c) {
+  GptOptions o;
+  o.layers = c.model.layers;
+  o.hidden = c.model.hidden;
+  o.heads = c.model.heads;
+  o.vocab = c.model.vocab;
+  o.padded_vocab = c.padded_vocab();
+  o.seq_len = c.model.seq_len;
+  o.seed = static_cast<uint64_t>(c.train.seed);
+  o.dtype = precision_dtype(c.train.precision);
+  return o;
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(config), ctx_(ctx) {
+  const auto& p = config.parallel;
+  TORCH_CHECK(ctx.grid().dp() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp,
+              "the parallel context does not match the config's layout");
+  data::SourceOptions source;
+  source.source = config.data.source;
+  source.vocab = config.model.vocab;
+  source.seq_len = config.model.seq_len;
+  source.seed = static_cast<uint64_t>(config.train.seed);
+  source.markov_successors = config.data.markov_successors;
+  source_ = data::open_source(source);
+
+  model_ = std::make_unique<GptStage>(model_options(config), ctx.tp(), ctx.coord().pp,
+                                      static_cast<int>(p.pp));
+  ZeroOptions zero;
+  zero.stage = static_cast<int>(p.zero_stage);
+  zero.bucket_size = p.bucket_size;
+  zero.reduce_dtype = p.grad_reduce_dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+  AdamWOptions adamw;
+  adamw.beta1 = config.optimizer.beta1;
+  adamw.beta2 = config.optimizer.beta2;
+  adamw.eps = config.optimizer.eps;
+  adamw.weight_decay = config.optimizer.weight_decay;
+  optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw);
+
+  RuntimeOptions runtime;
+  runtime.checkpointing = p.activation_checkpointing == "full";
+  runtime.micro_batch_size = config.train.micro_batch_size;
+  runtime.dtype = precision_dtype(config.train.precision);
+  runtime_ = std::make_unique<PipelineRuntime>(*model_, ctx, runtime);
+
+  // Every stage's list is checked together before anything runs.
+  const int stages = static_cast<int>(p.pp);
+  const int m = static_cast<int>(config.micro_batches());
+  std::vector<pipeline::Schedule> all;
+  for (int s = 0; s < stages; ++s) all.push_back(pipeline::make_schedule(p.schedule, stages, s, m));
+  const pipeline::CheckReport report = pipeline::check_schedules(all, m);
+  TORCH_CHECK(report.ok, "pipeline schedule '", p.schedule, "' failed its check: ", report.error);
+  schedule_ = all[ctx.coord().pp];
+}
+
+Trainer::~Trainer() = default;
+
+std::optional<double> Trainer::loss_floor() const { return source_->loss_floor(); }
+std::string Trainer::data_description() const { return source_->describe(); }
+
+double Trainer::flops_per_step() const {
+  const auto& m = config_.model;
+  const double h = static_cast<double>(m.hidden), L = static_cast<double>(m.layers);
+  const double T = static_cast<double>(m.seq_len), V = static_cast<double>(config_.padded_vocab());
+  const double tokens = static_cast<double>(config_.train.global_batch_size) * T;
+  // Matmul weights (12 h^2 per layer and the head) and attention's two T x T products:
+  // 2 FLOPs per multiply-add forward, twice that backward.
+  const double per_token = 6.0 * (12.0 * L * h * h + V * h) + 6.0 * 2.0 * L * T * h;
+  return per_token * tokens;
+}
+
+MicroBatch Trainer::micro_batch(int64_t step, int k) const {
+  // Global sequence indices: dp rank d takes [d*m*B, (d+1)*m*B), micro-batch k of them
+  // the k-th run of B. Changing dp or m re-slices the same global batch.
+  const int64_t B = config_.train.micro_batch_size;
+  const int64_t T = config_.model.seq_len;
+  const int64_t m = config_.micro_batches();
+  const int64_t first = (ctx_.coord().dp * m + k) * B;
+  MicroBatch mb;
+  if (!model_->is_first() && !model_->is_last()) return mb;
+  std::vector<int32_t> tokens(static_cast<size_t>(B * (T + 1)));
+  data::fill_batch(*source_, step, first, B, T, tokens.data());
+  at::Tensor ids = at::from_blob(tokens.data(), {B, T + 1}, at::kInt).to(at::kLong);
+  mb.input = ids.narrow(1, 0, T).contiguous();
+  mb.targets = ids.narrow(1, 1, T).contiguous();
+  return mb;
+}
+
+StepMetrics Trainer::step() {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const int64_t step = completed_ + 1;
+  const LrSchedule lr_schedule{config_.optimizer.lr, config_.optimizer.min_lr,
+                               config_.optimizer.warmup_steps, config_.train.steps};
+  StepMetrics metrics;
+  metrics.step = step;
+  metrics.lr = lr_schedule.at(step);
+  const double loss_scale = 1.0 / static_cast<double>(config_.train.global_batch_size *
+                                                      config_.model.seq_len);
+  StepHooks hooks;
+  hooks.begin_backward = [this](bool last) { optimizer_->begin_backward(last); };
+  hooks.end_backward = [this]() { optimizer_->end_backward(); };
+  hooks.reduce_grads = [this, &metrics]() {
+    optimizer_->reduce_gradients();
+    metrics.grad_norm = optimizer_->grad_norm();
+  };
+  hooks.optimizer_step = [this, &metrics]() {
+    const double clip = config_.optimizer.grad_clip;
+    const double scale =
+        clip > 0 && metrics.grad_norm > clip ? clip / (metrics.grad_norm + 1e-6) : 1.0;
+    optimizer_->step(metrics.lr, scale);
+  };
+  // The step's data is a function of (seed, step index from 0).
+  last_ = runtime_->run(
+      schedule_, [this, step](int k) { return micro_batch(step - 1, k); }, loss_scale, hooks);
+
+  // The global loss: summed over dp on the last stage, then sent to every stage.
+  at::Tensor loss = at::full({1}, last_.loss, at::kDouble);
+  ctx_.dp().all_reduce(loss)->wait();
+  ctx_.pp().broadcast(loss, ctx_.grid().pp() - 1)->wait();
+  metrics.loss = loss.item<double>();
+  metrics.step_time_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const double tokens =
+      static_cast<double>(config_.train.global_batch_size * config_.model.seq_len);
+  metrics.tokens_per_s = tokens / metrics.step_time_s;
+  metrics.tflops = flops_per_step() / metrics.step_time_s / 1e12;
+  completed_ = step;
+  return metrics;
+}
+
+}  // namespace trident

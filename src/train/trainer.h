@@ -1,0 +1,72 @@
+// The training loop: builds this rank's pipeline stage of the model, its optimizer, data
+// source and pipeline schedule from a validated config, and runs optimizer steps, each one
+// the same computation whatever the layout.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "pipeline/runtime.h"
+#include "pipeline/schedule.h"
+
+namespace trident {
+class GptStage;
+class ParallelContext;
+class ZeroOptimizer;
+namespace data {
+class TokenSource;
+}
+
+/// What one optimizer step did; identical on every rank.
+struct StepMetrics {
+  int64_t step = 0;  // 1-based number of the update
+  double loss = 0.0;
+  double lr = 0.0;
+  double grad_norm = 0.0;
+  double step_time_s = 0.0;
+  double tokens_per_s = 0.0;
+  double tflops = 0.0;  // achieved model FLOP/s, in units of 1e12
+};
+
+class Trainer {
+ public:
+  /// May throw on bad input (data file, layout); run it inside run_agreed so that every
+  /// rank stops with the same message.
+  Trainer(const TrainConfig& config, ParallelContext& ctx);
+  ~Trainer();
+
+  /// Runs the next optimizer step.
+  StepMetrics step();
+  int64_t completed_steps() const { return completed_; }
+
+  GptStage& model() { return *model_; }
+  ZeroOptimizer& optimizer() { return *optimizer_; }
+  const TrainConfig& config() const { return config_; }
+  std::optional<double> loss_floor() const;
+  std::string data_description() const;
+  /// Model FLOPs of one step (forward and backward, without recomputation).
+  double flops_per_step() const;
+  /// The records of the last step's executed instructions.
+  const StepResult& last_step() const { return last_; }
+
+ private:
+  MicroBatch micro_batch(int64_t step, int k) const;
+
+  TrainConfig config_;
+  ParallelContext& ctx_;
+  std::unique_ptr<data::TokenSource> source_;
+  std::unique_ptr<GptStage> model_;
+  std::unique_ptr<ZeroOptimizer> optimizer_;
+  std::unique_ptr<PipelineRuntime> runtime_;
+  pipeline::Schedule schedule_;
+  int64_t completed_ = 0;
+  StepResult last_;
+};
+
+/// The libtorch dtype of train.precision.
+at::ScalarType precision_dtype(const std::string& precision);
+
+}  // namespace trident

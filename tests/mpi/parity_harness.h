@@ -1,0 +1,57 @@
+// Runs a layout and the single-process reference of the same config side by side, for
+// the parity tests: per-step losses and grad norms, and the final weights compared by
+// layout-free name (each rank's shard against the same cut of the reference tensor).
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "parallel/parallel_context.h"
+#include "train/trainer.h"
+
+namespace trident::testing {
+
+/// One layout of a parity test, named as ctest names it (tp2_pp2_dp2_zero2_...).
+struct Layout {
+  std::string name;
+  int dp = 1, pp = 1, tp = 1;
+  int zero = 0;
+  std::string schedule = "1f1b";
+  bool checkpointing = false;
+  int micro_batch_size = 2;
+  std::string precision = "fp64";
+  int world() const { return dp * pp * tp; }
+};
+
+/// The tiny model every parity test trains (4 layers so that pp 4 divides it).
+std::string parity_config_toml(int global_batch_size, int steps);
+
+struct RunTrace {
+  std::vector<double> losses;
+  std::vector<double> grad_norms;
+};
+
+/// Trains `steps` steps of `config` on `ctx`, returning what every rank agrees on.
+RunTrace train_steps(Trainer& trainer, int steps);
+
+/// Config for `layout` (dp, pp, tp, ZeRO, schedule, checkpointing, micro-batch size).
+TrainConfig layout_config(const Layout& layout, int steps, int global_batch_size = 8);
+
+/// How final weights are compared, per parameter tensor against the reference's.
+enum class WeightMetric {
+  kMaxElement,  // max |w - w_ref| / max |w_ref|: every element (fp64)
+  kNorm,        // ||w - w_ref|| / ||w_ref||: the tensor as a whole (fp32), leaving out
+                // the attention key bias, whose gradient is zero in exact arithmetic and
+                // whose fp32 updates are Adam-normalised rounding noise
+};
+
+/// Largest relative difference of this rank's parameter shards from the reference's.
+double max_weight_difference(Trainer& layout, const ParallelContext& ctx, Trainer& reference,
+                             WeightMetric metric);
+
+double relative_difference(double a, double b);
+
+}  // namespace trident::testing
