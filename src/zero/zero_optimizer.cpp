@@ -1,0 +1,342 @@
+// ZeroOptimizer, backward side: building the flat buffers, the gradient-ready hooks on
+// each parameter's AccumulateGrad node, and the bucketed dp reductions they launch.
+#include "zero/zero_optimizer.h"
+
+#include <ATen/ATen.h>                                  // at::zeros, Tensor ops
+#include <c10/util/Exception.h>                         // TORCH_CHECK
+#include <torch/csrc/autograd/function.h>               // torch::autograd::Node
+#include <torch/csrc/autograd/function_hook.h>          // FunctionPostHook
+#include <torch/csrc/autograd/variable.h>               // impl::grad_accumulator
+
+#include <algorithm>  // std::fill
+
+#include "parallel/parallel_context.h"  // ParallelContext
+
+namespace trident {
+
+namespace {
+
+/// The token embedding, tied to the output head; it gets a flat buffer of its own.
+constexpr const char* kTokenEmbedding = "wte.weight";
+
+bool is_tied_embedding(const ParamSpec& spec) {
+  return spec.tied_copy || spec.name == kTokenEmbedding;
+}
+
+bool is_16_bit(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
+}  // namespace
+
+/// Runs after autograd has accumulated a parameter's gradient for this backward. A post
+/// hook on the AccumulateGrad node (rather than a tensor hook, which runs before the
+/// accumulation) sees the final .grad, so stage 2 can copy it out and drop it.
+class GradReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  GradReadyHook(ZeroOptimizer* optimizer, size_t param) : optimizer_(optimizer), param_(param) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    optimizer_->on_grad_ready(param_);
+    return outputs;
+  }
+
+ private:
+  ZeroOptimizer* optimizer_;
+  size_t param_;
+};
+
+ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ctx,
+                             const ZeroOptions& zero, const AdamWOptions& adamw)
+    : params_(params), ctx_(ctx), zero_(zero), adamw_(adamw) {
+  TORCH_CHECK(zero.stage >= 0 && zero.stage <= 2, "zero.stage = ", zero.stage,
+              " is not supported; use 0, 1 or 2");
+  TORCH_CHECK(zero.reduce_dtype == at::kFloat || zero.reduce_dtype == at::kBFloat16,
+              "zero.reduce_dtype must be float32 or bfloat16, got ", zero.reduce_dtype);
+  param_dtype_ = params.empty() ? at::kFloat : params.front().tensor.scalar_type();
+  if (!params.empty()) device_ = params.front().tensor.device();
+  for (const Parameter& p : params) {
+    TORCH_CHECK(p.tensor.scalar_type() == param_dtype_, "ZeroOptimizer: parameter ", p.spec.name,
+                " is ", p.tensor.scalar_type(), " but the others are ", param_dtype_,
+                "; a stage's parameters share one dtype");
+    TORCH_CHECK(p.tensor.device() == device_, "ZeroOptimizer: parameter ", p.spec.name, " is on ",
+                p.tensor.device(), " but the others are on ", device_);
+    TORCH_CHECK(p.tensor.requires_grad() && p.tensor.is_leaf(), "ZeroOptimizer: parameter ",
+                p.spec.name, " must be a leaf that requires grad");
+  }
+  TORCH_CHECK(param_dtype_ == at::kDouble || param_dtype_ == at::kFloat || is_16_bit(param_dtype_),
+              "ZeroOptimizer: unsupported parameter dtype ", param_dtype_);
+  state_dtype_ = param_dtype_ == at::kDouble ? at::kDouble : at::kFloat;
+  transport_dtype_ = is_16_bit(param_dtype_) ? zero.reduce_dtype : param_dtype_;
+
+  // Group 0: the tied embedding, alone, so its dp partition is the same on the first and
+  // the last stage. Group 1: everything else.
+  groups_.resize(2);
+  where_.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const size_t gi = is_tied_embedding(params[i].spec) ? 0 : 1;
+    where_[i] = {gi, groups_[gi].params.size()};
+    groups_[gi].params.push_back(i);
+  }
+  for (Group& g : groups_) build_group(g, zero);
+
+  if (zero.stage == 2 && ctx.dp().size() > 1) {
+    // Two bucket buffers for the buckets of several parameters: one being filled while
+    // the previous one's reduce-scatter runs. A bucket of one parameter (the embedding,
+    // any parameter larger than bucket_size) is sent from its own gradient instead, so
+    // the buffers stay about bucket_size however large the largest parameter is.
+    int64_t max_bucket = 0;
+    for (const Group& g : groups_)
+      for (const Bucket& b : g.layout.buckets())
+        if (b.params.size() > 1) max_bucket = std::max(max_bucket, b.numel);
+    const auto opts = at::TensorOptions().dtype(transport_dtype_).device(device_);
+    if (max_bucket > 0)
+      for (int s = 0; s < kSlots; ++s)
+        slots_.push_back({at::zeros({max_bucket}, opts), at::zeros({max_bucket / ctx.dp().size()}, opts)});
+  }
+
+  seen_.assign(params.size(), false);
+  for (size_t i = 0; i < params.size(); ++i) {
+    // The node is held weakly by the parameter: keep it alive so the hook stays.
+    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params[i].tensor);
+    TORCH_CHECK(acc, "ZeroOptimizer: parameter ", params[i].spec.name, " has no grad accumulator");
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyHook>(this, i)));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+ZeroOptimizer::~ZeroOptimizer() {
+  // In-flight operations write into our buffers: let them finish before freeing them.
+  for (Pending& p : pending_) p.work->wait();
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+}
+
+void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero) {
+  std::vector<int64_t> numels;
+  for (size_t p : g.params) numels.push_back(params_[p].tensor.numel());
+  g.layout = BucketLayout(numels, zero.bucket_size, ctx_.dp().size());
+  const auto opts = at::TensorOptions().dtype(param_dtype_).device(device_);
+  g.data = at::zeros({g.layout.numel()}, opts);
+  for (size_t k = 0; k < g.params.size(); ++k) {
+    at::Tensor& t = params_[g.params[k]].tensor;
+    const ParamPlace& place = g.layout.places()[k];
+    at::Tensor view = g.data.narrow(0, place.offset, place.numel).view(t.sizes());
+    view.copy_(t.detach());
+    t.set_data(view);  // the same TensorImpl, so every module holding it sees the buffer
+  }
+  if (zero.stage < 2) g.grad = at::zeros({g.layout.numel()}, opts);
+
+  const int64_t domain_numel = zero.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
+  const auto state = at::TensorOptions().dtype(state_dtype_).device(device_);
+  g.exp_avg = at::zeros({domain_numel}, state);
+  g.exp_avg_sq = at::zeros({domain_numel}, state);
+  if (zero.stage == 2) g.grad_shard = at::zeros({domain_numel}, state);
+  if (is_16_bit(param_dtype_)) g.master = at::zeros({domain_numel}, state);
+  g.launched.assign(g.layout.buckets().size(), false);
+  g.ready.assign(g.layout.buckets().size(), 0);
+  reload_master_from_params_of(g);
+  attach_grad_views_of(g);
+}
+
+void ZeroOptimizer::attach_grad_views_of(Group& g) {
+  if (!g.grad.defined()) return;
+  for (size_t k = 0; k < g.params.size(); ++k) {
+    at::Tensor& t = params_[g.params[k]].tensor;
+    const ParamPlace& place = g.layout.places()[k];
+    at::Tensor view = g.grad.narrow(0, place.offset, place.numel).view(t.sizes());
+    const at::Tensor& current = t.grad();
+    if (!current.defined() || current.data_ptr() != view.data_ptr()) {
+      if (current.defined()) view.add_(current);  // keep what was accumulated elsewhere
+      t.mutable_grad() = view;
+    }
+  }
+}
+
+Range ZeroOptimizer::domain(const Group& g, size_t b) const {
+  const Bucket& bucket = g.layout.buckets()[b];
+  if (zero_.stage == 0) return {bucket.offset, bucket.offset + bucket.numel};
+  return g.layout.shard(b, ctx_.dp().rank());
+}
+
+int64_t ZeroOptimizer::state_offset(const Group& g, size_t b) const {
+  return zero_.stage == 0 ? g.layout.buckets()[b].offset : g.layout.shard_space_offset(b);
+}
+
+void ZeroOptimizer::begin_backward(bool last) {
+  in_backward_ = true;
+  reduce_in_backward_ = zero_.stage == 2 || last;
+  std::fill(seen_.begin(), seen_.end(), false);
+  for (Group& g : groups_) {
+    std::fill(g.ready.begin(), g.ready.end(), 0);
+    if (zero_.stage == 2) std::fill(g.launched.begin(), g.launched.end(), false);
+    attach_grad_views_of(g);
+  }
+  poll();
+}
+
+void ZeroOptimizer::on_grad_ready(size_t param) {
+  poll();  // MPI's non-blocking collectives advance only inside MPI calls
+  if (!in_backward_ || !reduce_in_backward_ || seen_[param]) return;
+  seen_[param] = true;
+  const auto [gi, k] = where_[param];
+  Group& g = groups_[gi];
+  const size_t b = g.layout.places()[k].bucket;
+  if (++g.ready[b] == static_cast<int>(g.layout.buckets()[b].params.size()) && !g.launched[b])
+    launch(gi, b);
+}
+
+void ZeroOptimizer::end_backward() {
+  if (in_backward_ && reduce_in_backward_) {
+    // Buckets with a parameter that got no gradient in this backward (unused here).
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (size_t b = 0; b < groups_[gi].launched.size(); ++b)
+        if (!groups_[gi].launched[b]) launch(gi, b);
+  }
+  in_backward_ = false;
+  poll();
+}
+
+void ZeroOptimizer::launch(size_t gi, size_t b) {
+  Group& g = groups_[gi];
+  g.launched[b] = true;
+  if (zero_.stage == 2) {
+    launch_sharded_grads(g, b);
+    return;
+  }
+  Communicator& dp = ctx_.dp();
+  if (dp.size() == 1) return;  // the local gradient is already the sum
+  const Bucket& bucket = g.layout.buckets()[b];
+  at::Tensor grads = g.grad.narrow(0, bucket.offset, bucket.numel);  // (bucket) param dtype
+  if (zero_.stage == 0) {
+    pending_.push_back({dp.all_reduce(grads, ReduceOp::kSum), nullptr, -1});
+    return;
+  }
+  // Stage 1: only this rank's shard of the sum is needed; it lands in place after the
+  // collective completes (MPI forbids an output inside the input).
+  const Range mine = g.layout.shard(b, dp.rank());
+  at::Tensor out = at::empty({bucket.shard_numel}, grads.options());
+  at::Tensor dst = g.grad.narrow(0, mine.begin, mine.size());
+  pending_.push_back({dp.reduce_scatter(out, grads, ReduceOp::kSum),
+                      [dst, out]() mutable { dst.copy_(out); }, -1});
+}
+
+void ZeroOptimizer::launch_sharded_grads(Group& g, size_t b) {
+  Communicator& dp = ctx_.dp();
+  const Bucket& bucket = g.layout.buckets()[b];
+  at::Tensor shard = g.grad_shard.narrow(0, state_offset(g, b), bucket.shard_numel);
+  if (dp.size() == 1) {
+    for (size_t k : bucket.params) {
+      at::Tensor& t = params_[g.params[k]].tensor;
+      if (!t.grad().defined()) continue;
+      const ParamPlace& place = g.layout.places()[k];
+      shard.narrow(0, place.offset - bucket.offset, place.numel).add_(t.grad().reshape({-1}));
+      t.mutable_grad().reset();
+    }
+    return;
+  }
+  // At most kSlots reductions in flight, so the buffers they read stay bounded.
+  while (static_cast<int>(pending_.size()) >= kSlots) retire_front();
+  if (bucket.params.size() == 1) {
+    launch_single_param(g, b, shard);
+    return;
+  }
+  const int s = acquire_slot();
+  at::Tensor in = slots_[s].input.narrow(0, 0, bucket.numel);          // (bucket)
+  at::Tensor out = slots_[s].output.narrow(0, 0, bucket.shard_numel);  // (bucket / dp)
+  for (size_t k : bucket.params) {
+    at::Tensor& t = params_[g.params[k]].tensor;
+    const ParamPlace& place = g.layout.places()[k];
+    at::Tensor dst = in.narrow(0, place.offset - bucket.offset, place.numel);
+    if (t.grad().defined()) {
+      dst.copy_(t.grad().reshape({-1}));
+      t.mutable_grad().reset();  // the full-size gradient is not kept
+    } else {
+      dst.zero_();
+    }
+  }
+  if (bucket.numel > bucket.data_numel)
+    in.narrow(0, bucket.data_numel, bucket.numel - bucket.data_numel).zero_();
+  pending_.push_back({dp.reduce_scatter(out, in, ReduceOp::kSum),
+                      [shard, out]() mutable { shard.add_(out); }, s});
+}
+
+void ZeroOptimizer::launch_single_param(Group& g, size_t b, at::Tensor shard) {
+  const Bucket& bucket = g.layout.buckets()[b];
+  at::Tensor& t = params_[g.params[bucket.params.front()]].tensor;
+  at::Tensor in;  // (bucket) transport dtype: the gradient itself when it already fits
+  if (t.grad().defined() && bucket.numel == bucket.data_numel) {
+    in = t.grad().reshape({-1}).to(transport_dtype_).contiguous();
+  } else {
+    in = at::zeros({bucket.numel}, at::TensorOptions().dtype(transport_dtype_).device(device_));
+    if (t.grad().defined()) in.narrow(0, 0, bucket.data_numel).copy_(t.grad().reshape({-1}));
+  }
+  t.mutable_grad().reset();  // the communicator keeps `in` alive until the reduction ends
+  at::Tensor out = at::empty({bucket.shard_numel}, in.options());
+  pending_.push_back({ctx_.dp().reduce_scatter(out, in, ReduceOp::kSum),
+                      [shard, out]() mutable { shard.add_(out); }, -1});
+}
+
+int ZeroOptimizer::acquire_slot() {
+  const int s = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  // Retire in posting order up to the slot's previous user, so that the sums into the
+  // gradient shard happen in the same order on every run.
+  auto uses_slot = [s](const Pending& p) { return p.slot == s; };
+  while (std::any_of(pending_.begin(), pending_.end(), uses_slot)) retire_front();
+  return s;
+}
+
+void ZeroOptimizer::retire_front() {
+  Pending p = std::move(pending_.front());
+  pending_.erase(pending_.begin());
+  p.work->wait();
+  if (p.on_done) p.on_done();
+}
+
+void ZeroOptimizer::poll() {
+  while (!pending_.empty() && pending_.front().work->test()) retire_front();
+}
+
+void ZeroOptimizer::wait_pending() {
+  while (!pending_.empty()) retire_front();
+}
+
+void ZeroOptimizer::reduce_gradients() {
+  // Gradients that no hook handed over (a backward outside begin/end_backward).
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    for (size_t b = 0; b < g.launched.size(); ++b) {
+      if (zero_.stage < 2) {
+        if (!g.launched[b]) launch(gi, b);
+        continue;
+      }
+      for (size_t k : g.layout.buckets()[b].params) {
+        if (params_[g.params[k]].tensor.grad().defined()) {
+          launch(gi, b);
+          break;
+        }
+      }
+    }
+  }
+  in_backward_ = false;
+  wait_pending();
+  reduce_tied_embedding();
+}
+
+void ZeroOptimizer::reduce_tied_embedding() {
+  Communicator* embedding = ctx_.embedding();
+  Group& g = groups_[0];
+  if (embedding == nullptr || embedding->size() == 1 || g.params.empty()) return;
+  // The group holds one parameter, hence one bucket, padded identically on both stages:
+  // each rank sums exactly the dp shard it owns with its peer's on the other stage.
+  at::Tensor grads;
+  if (zero_.stage == 0) {
+    grads = g.grad;
+  } else if (zero_.stage == 1) {
+    const Range mine = g.layout.shard(0, ctx_.dp().rank());
+    grads = g.grad.narrow(0, mine.begin, mine.size());
+  } else {
+    grads = g.grad_shard;
+  }
+  embedding->all_reduce(grads, ReduceOp::kSum)->wait();
+}
+
+}  // namespace trident

@@ -1,0 +1,175 @@
+// ZeroOptimizer, update side: the global gradient norm, AdamW on the rank's domain of each
+// bucket, the all-gather of updated parameters, and the accounting and checkpoint views.
+#include "zero/zero_optimizer.h"
+
+#include <ATen/ATen.h>           // Tensor ops
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
+#include <algorithm>  // std::fill
+#include <cmath>      // std::pow, std::sqrt
+
+#include "parallel/parallel_context.h"  // ParallelContext
+
+namespace trident {
+
+namespace {
+
+int64_t nbytes(const at::Tensor& t) {
+  return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+}
+
+/// AdamW (Loshchilov & Hutter), as torch.optim.AdamW computes it, on flat tensors:
+/// moments updated with `grad`, then `master` moved by the bias-corrected step. The
+/// decoupled weight decay is applied by the caller (it depends on the parameter).
+void adam_update(at::Tensor& master, const at::Tensor& grad, at::Tensor& exp_avg,
+                 at::Tensor& exp_avg_sq, double lr, int64_t step, const AdamWOptions& o) {
+  exp_avg.mul_(o.beta1).add_(grad, 1.0 - o.beta1);
+  exp_avg_sq.mul_(o.beta2).addcmul_(grad, grad, 1.0 - o.beta2);
+  const double bias1 = 1.0 - std::pow(o.beta1, static_cast<double>(step));
+  const double bias2 = 1.0 - std::pow(o.beta2, static_cast<double>(step));
+  at::Tensor denom = (exp_avg_sq.sqrt() / std::sqrt(bias2)).add_(o.eps);
+  master.addcdiv_(exp_avg, denom, -lr / bias1);
+}
+
+}  // namespace
+
+double ZeroOptimizer::grad_norm() {
+  wait_pending();
+  const int dp_rank = ctx_.dp().rank();
+  const bool first_tp_rank = ctx_.tp().rank() == 0;
+  at::Tensor sum_sq = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  for (const Group& g : groups_) {
+    for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
+      // Every stage counts the dp shard it owns, so dp replicas count each element once.
+      const Range mine = g.layout.shard(b, dp_rank);
+      for (size_t k : g.layout.buckets()[b].params) {
+        const ParamSpec& spec = params_[g.params[k]].spec;
+        if (spec.tied_copy) continue;  // counted on the first stage
+        if (spec.shard.replicated() && !first_tp_rank) continue;  // counted on tp rank 0
+        const Range part = g.layout.param_part(k, mine);
+        if (part.size() == 0) continue;
+        at::Tensor grad = zero_.stage == 2
+            ? g.grad_shard.narrow(0, state_offset(g, b) + part.begin - mine.begin, part.size())
+            : g.grad.narrow(0, part.begin, part.size());
+        sum_sq += grad.to(at::kDouble).square().sum();
+      }
+    }
+  }
+  ctx_.world().all_reduce(sum_sq, ReduceOp::kSum)->wait();
+  return std::sqrt(sum_sq.item<double>());
+}
+
+void ZeroOptimizer::step(double lr, double grad_scale) {
+  wait_pending();
+  ++step_count_;
+  for (Group& g : groups_)
+    for (size_t b = 0; b < g.layout.buckets().size(); ++b) update_bucket(g, b, lr, grad_scale);
+  all_gather_params();
+  for (Group& g : groups_) {
+    if (g.grad.defined()) g.grad.zero_();
+    if (g.grad_shard.defined()) g.grad_shard.zero_();
+    std::fill(g.launched.begin(), g.launched.end(), false);
+  }
+}
+
+void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_scale) {
+  const Range dom = domain(g, b);
+  const int64_t so = state_offset(g, b);
+  const int64_t n = dom.size();
+  at::Tensor param = g.data.narrow(0, dom.begin, n);
+  at::Tensor grad = zero_.stage == 2 ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, dom.begin, n);
+  at::Tensor master = g.master.defined() ? g.master.narrow(0, so, n) : param;
+  at::Tensor exp_avg = g.exp_avg.narrow(0, so, n);
+  at::Tensor exp_avg_sq = g.exp_avg_sq.narrow(0, so, n);
+  // Decoupled weight decay, on the parts of decayed parameters inside the domain.
+  if (adamw_.weight_decay != 0.0) {
+    for (size_t k : g.layout.buckets()[b].params) {
+      if (!params_[g.params[k]].spec.weight_decay) continue;
+      const Range part = g.layout.param_part(k, dom);
+      if (part.size() > 0)
+        master.narrow(0, part.begin - dom.begin, part.size()).mul_(1.0 - lr * adamw_.weight_decay);
+    }
+  }
+  const at::Tensor scaled = grad.to(state_dtype_) * grad_scale;  // a new tensor
+  adam_update(master, scaled, exp_avg, exp_avg_sq, lr, step_count_, adamw_);
+  if (g.master.defined()) param.copy_(master);  // round the fp32 master to the param dtype
+}
+
+void ZeroOptimizer::all_gather_params() {
+  Communicator& dp = ctx_.dp();
+  if (zero_.stage == 0 || dp.size() == 1) return;
+  for (Group& g : groups_) {
+    for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
+      const Bucket& bucket = g.layout.buckets()[b];
+      const Range mine = g.layout.shard(b, dp.rank());
+      // The input must not lie inside the output: send a copy of this rank's shard.
+      at::Tensor shard = g.data.narrow(0, mine.begin, mine.size()).clone();
+      at::Tensor full = g.data.narrow(0, bucket.offset, bucket.numel);
+      pending_.push_back({dp.all_gather(full, shard), nullptr, -1});
+    }
+  }
+  wait_pending();
+}
+
+ModelStateBytes ZeroOptimizer::bytes() const {
+  ModelStateBytes out;
+  for (const Group& g : groups_) {
+    out.parameters += nbytes(g.data);
+    out.gradients += nbytes(g.grad) + nbytes(g.grad_shard);
+    out.optimizer_states += nbytes(g.master) + nbytes(g.exp_avg) + nbytes(g.exp_avg_sq);
+  }
+  for (const Slot& s : slots_) out.gradients += nbytes(s.input) + nbytes(s.output);
+  return out;
+}
+
+ParamStateView ZeroOptimizer::param_state(size_t i) const {
+  TORCH_CHECK(i < params_.size(), "param_state: index ", i, " out of range (", params_.size(),
+              " parameters)");
+  const auto [gi, k] = where_[i];
+  const Group& g = groups_[gi];
+  const ParamPlace& place = g.layout.places()[k];
+  const Range dom = domain(g, place.bucket);
+  const Range part = g.layout.param_part(k, dom);
+  ParamStateView view;
+  if (part.size() == 0) {
+    const auto opts = at::TensorOptions().dtype(state_dtype_).device(device_);
+    view.master = at::empty({0}, g.master.defined() ? opts : opts.dtype(param_dtype_));
+    view.exp_avg = at::empty({0}, opts);
+    view.exp_avg_sq = at::empty({0}, opts);
+    return view;
+  }
+  view.start = part.begin - place.offset;
+  view.length = part.size();
+  const int64_t so = state_offset(g, place.bucket) + part.begin - dom.begin;
+  view.master = g.master.defined() ? g.master.narrow(0, so, view.length)
+                                   : g.data.narrow(0, part.begin, view.length);
+  view.exp_avg = g.exp_avg.narrow(0, so, view.length);
+  view.exp_avg_sq = g.exp_avg_sq.narrow(0, so, view.length);
+  return view;
+}
+
+void ZeroOptimizer::reload_master_from_params() {
+  for (Group& g : groups_) reload_master_from_params_of(g);
+}
+
+void ZeroOptimizer::reload_master_from_params_of(Group& g) {
+  if (!g.master.defined()) return;
+  for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
+    const Range dom = domain(g, b);
+    g.master.narrow(0, state_offset(g, b), dom.size()).copy_(g.data.narrow(0, dom.begin, dom.size()));
+  }
+}
+
+int64_t ZeroOptimizer::numel() const {
+  int64_t n = 0;
+  for (const Group& g : groups_) n += g.layout.data_numel();
+  return n;
+}
+
+int64_t ZeroOptimizer::padded_numel() const {
+  int64_t n = 0;
+  for (const Group& g : groups_) n += g.layout.numel();
+  return n;
+}
+
+}  // namespace trident
