@@ -41,6 +41,9 @@ class Trainer {
   /// Runs the next optimizer step.
   StepMetrics step();
   int64_t completed_steps() const { return completed_; }
+  /// Resuming: the data position and the learning-rate schedule are functions of the
+  /// step, so the step is all of the trainer's own state (the optimizer keeps its own).
+  void set_completed_steps(int64_t steps) { completed_ = steps; }
 
   GptStage& model() { return *model_; }
   ZeroOptimizer& optimizer() { return *optimizer_; }

@@ -7,6 +7,7 @@
 #include <chrono>  // std::chrono::seconds
 #include <thread>  // std::this_thread::sleep_for
 
+#include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
 
 namespace trident {
@@ -158,6 +159,33 @@ TEST(TimeoutProbe, one_rank_withholds_its_part) {
     // Withhold, then wait long enough for the others to time out first.
     std::this_thread::sleep_for(std::chrono::seconds(30));
   }
+}
+
+}  // namespace
+}  // namespace trident
+
+namespace trident {
+namespace {
+
+TEST(Agreement, one_rank_failure_ends_every_rank_with_its_message) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    run_agreed(MPI_COMM_WORLD, [&] {
+      if (rank == 3) throw std::runtime_error("data file x.bin is missing");
+    });
+    FAIL() << "rank " << rank << " went on after rank 3 failed";
+  } catch (const JobError& e) {
+    EXPECT_STREQ(e.what(), "rank 3: data file x.bin is missing");
+  }
+  // A failure on every rank is reported once, without a rank prefix.
+  try {
+    run_agreed(MPI_COMM_WORLD, [] { throw std::runtime_error("bad config"); });
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_STREQ(e.what(), "bad config");
+  }
+  EXPECT_NO_THROW(run_agreed(MPI_COMM_WORLD, [] {}));
 }
 
 }  // namespace

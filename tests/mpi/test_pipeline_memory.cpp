@@ -62,15 +62,19 @@ TEST(PipelineMemory, one_f_one_b_and_gpipe_in_flight_and_checkpointed_bytes) {
   // Without checkpointing, each in-flight micro-batch keeps every layer's saved tensors:
   // far more than its input.
   EXPECT_GT(gpipe.peak_bytes, m * 4 * boundary);
-  // 1F1B holds fewer micro-batches than GPipe, so less memory (except on the last stage,
-  // where both hold one at a time... GPipe still holds all m there).
+  // 1F1B holds fewer micro-batches than GPipe, so less memory.
   EXPECT_LT(f1b.peak_bytes, gpipe.peak_bytes);
   // With checkpointing a stage keeps only each in-flight micro-batch's input (ids on the
-  // first stage, activations elsewhere), plus the one output being handed on.
-  const int64_t input_bytes = rank == 0 ? ids : boundary + ids;
-  EXPECT_LE(f1b_ckpt.peak_bytes, f1b_ckpt.max_in_flight * input_bytes + boundary)
+  // first stage, activations elsewhere; the last stage also its scalar loss), plus the
+  // outputs being handed on: a send of this size completes only when the next stage's
+  // receive takes it, so the previous micro-batch's output may still be in transit.
+  const int64_t input_bytes = (rank == 0 ? ids : boundary + ids) + 8;
+  const int64_t in_transit = 2 * boundary;
+  EXPECT_LE(f1b_ckpt.peak_bytes, f1b_ckpt.max_in_flight * input_bytes + in_transit)
       << "rank " << rank;
-  EXPECT_LE(gpipe_ckpt.peak_bytes, m * input_bytes + boundary) << "rank " << rank;
+  EXPECT_LE(gpipe_ckpt.peak_bytes, m * input_bytes + in_transit) << "rank " << rank;
+  // ... which is a small fraction of what the same schedule holds without checkpointing.
+  EXPECT_LT(f1b_ckpt.peak_bytes * 4, f1b.peak_bytes);
   std::printf("rank %d: peak activation bytes gpipe %lld, 1f1b %lld, 1f1b+ckpt %lld, "
               "gpipe+ckpt %lld (boundary tensor %lld)\n",
               rank, (long long)gpipe.peak_bytes, (long long)f1b.peak_bytes,

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Bad input to `trident train` stops every rank before training with one message and a
+# non-zero exit code: a missing data file, and a layout that does not fit the ranks.
+set -u
+trident=$1 root=$2
+fail() { echo "FAIL: $*"; exit 1; }
+run() { mpirun -np "$1" --oversubscribe --bind-to none "$trident" train "${@:2}"; }
+
+err=$(run 2 "$root/configs/tiny.toml" --set parallel.dp=2 --set data.source=/nonexistent/tokens.bin 2>&1)
+code=$?
+[ $code -ne 0 ] || fail "a missing data file exited 0"
+n=$(echo "$err" | grep -c "/nonexistent/tokens.bin")
+[ "$n" -eq 1 ] || fail "expected one message naming the file, got $n:
+$err"
+echo "$err" | grep -q "^trident: error:" || fail "no 'trident: error:' line: $err"
+echo "$err" | grep -q "^step " && fail "training started: $err"
+
+err=$(run 2 "$root/configs/tiny.toml" 2>&1)
+[ $? -ne 0 ] || fail "tiny.toml (dp=pp=tp=1) on 2 ranks exited 0"
+echo "$err" | grep -q "parallel" || fail "layout error does not name the keys: $err"
+[ "$(echo "$err" | grep -c '^trident: error:')" -eq 1 ] || fail "not exactly one message: $err"
+echo "train_errors: ok"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `trident train` on 2 ranks (tp 2) writes one JSON object per logged step with the
+# documented fields, and rank 0 prints progress lines without control characters.
+set -u
+trident=$1 root=$2
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$(mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$root/configs/tiny.toml" \
+  --set parallel.tp=2 --set train.steps=6 --set train.log_every=2 \
+  --set logging.metrics="$tmp/metrics.jsonl" 2>&1) || fail "train exited non-zero: $out"
+echo "$out" | grep -q "^step 6/6 | loss" || fail "no progress line for step 6: $out"
+if printf '%s' "$out" | grep -q $'\x1b'; then fail "control characters in plain output"; fi
+python3 - "$tmp/metrics.jsonl" <<'PY' || fail "metrics file"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["step"] for r in rows] == [2, 4, 6], rows
+for r in rows:
+    for k in ("loss", "lr", "grad_norm", "tokens_per_s", "step_time_s", "tflops"):
+        assert isinstance(r[k], (int, float)) and r[k] == r[k], (k, r)
+    assert 0 < r["loss"] < 10 and r["tokens_per_s"] > 0
+PY
+echo "train_smoke: ok"
