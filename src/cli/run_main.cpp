@@ -25,6 +25,7 @@ const Subcommand kSubcommands[] = {
     {"train", cmd_train, true, "train a model from a TOML config (under mpirun for many ranks)"},
     {"check", cmd_check, false, "validate a config and print the resolved config and layout"},
     {"schedule", cmd_schedule, false, "print and check a pipeline schedule"},
+    {"prepare-data", cmd_prepare_data, false, "tokenise text files into an llm.c token file (byte or GPT-2 BPE)"},
 };
 
 void print_usage(std::FILE* to) {
