@@ -1,5 +1,6 @@
 // `trident train CONFIG`: validates the config on every rank, builds the parallel context
-// and the trainer, runs the steps with progress on rank 0, and writes the metrics.
+// and the trainer, resumes from a checkpoint if asked, runs the steps with progress on
+// rank 0, saves checkpoints, and writes the metrics, the trace and a summary.
 #include <ATen/Parallel.h>  // at::set_num_threads
 #include <mpi.h>
 
@@ -8,16 +9,17 @@
 #include <iostream>
 #include <thread>
 
+#include "checkpoint/checkpoint.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "models/gpt.h"
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
 #include "train/memory_tracker.h"
 #include "train/metrics_log.h"
+#include "train/run_report.h"
+#include "train/trace.h"
 #include "train/trainer.h"
-#include "zero/zero_optimizer.h"
 
 namespace trident::cli {
 
@@ -29,7 +31,9 @@ const CommandSpec kSpec{
     "Trains the model of CONFIG with the layout parallel.dp x parallel.pp x parallel.tp,\n"
     "which must multiply to the number of ranks N (parallel.dp may be left out and is then\n"
     "derived). Rank 0 prints progress every train.log_every steps and writes one JSON line\n"
-    "per logged step to logging.metrics.",
+    "per logged step to logging.metrics; logging.trace receives a Chrome trace of the\n"
+    "pipeline instructions; checkpoints go to checkpoint.dir every checkpoint.save_every\n"
+    "steps and at the end (logging.run_dir gathers all three). checkpoint.load resumes.",
     {},
     1,
     1};
@@ -47,34 +51,16 @@ void set_threads(int64_t configured) {
   at::set_num_threads(threads);
 }
 
-/// Parameters of the whole model: shards summed over the model-parallel group, each
-/// tp-replicated parameter and the tied head counted once.
-int64_t count_parameters(GptStage& model, ParallelContext& ctx) {
-  double local = 0;
-  for (const auto& p : model.params().params()) {
-    if (p.spec.tied_copy) continue;
-    const double n = static_cast<double>(p.tensor.numel());
-    local += p.spec.shard.replicated() ? n / ctx.grid().tp() : n;
-  }
-  at::Tensor t = at::full({1}, local, at::kDouble);
-  ctx.model_parallel().all_reduce(t)->wait();
-  return static_cast<int64_t>(std::llround(t.item<double>()));
-}
-
-void report_memory(ZeroOptimizer& optimizer, ParallelContext& ctx) {
-  const ModelStateBytes b = optimizer.bytes();
-  at::Tensor mine = at::tensor({b.parameters, b.gradients, b.optimizer_states}, at::kLong);
-  at::Tensor all = at::empty({3 * ctx.grid().world_size()}, at::kLong);
-  ctx.world().all_gather(all, mine)->wait();
-  if (ctx.rank() != 0) return;
-  std::cout << "model-state bytes per rank (parameters / gradients / optimizer states):\n";
-  for (int r = 0; r < ctx.grid().world_size(); ++r) {
-    const GridCoord c = ctx.grid().coord_of(r);
-    std::printf("  rank %d (dp %d pp %d tp %d): %lld / %lld / %lld\n", r, c.dp, c.pp, c.tp,
-                static_cast<long long>(all[3 * r].item<int64_t>()),
-                static_cast<long long>(all[3 * r + 1].item<int64_t>()),
-                static_cast<long long>(all[3 * r + 2].item<int64_t>()));
-  }
+void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, int world) {
+  const auto& p = config.parallel;
+  std::cout << "trident: " << params << " parameters, " << world << " ranks = dp " << p.dp
+            << " x pp " << p.pp << " x tp " << p.tp << ", ZeRO stage " << p.zero_stage << ", "
+            << p.schedule << " over " << config.micro_batches() << " micro-batches, checkpointing "
+            << p.activation_checkpointing << ", " << config.train.precision << "\n";
+  std::cout << "data: " << trainer.data_description() << "\n";
+  if (const auto floor = trainer.loss_floor())
+    std::cout << "loss floor (the source's entropy rate): " << *floor << " nats\n";
+  std::cout << std::flush;
 }
 
 }  // namespace
@@ -89,7 +75,10 @@ int cmd_train(const Argv& argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   TrainConfig config;
-  run_agreed(MPI_COMM_WORLD, [&] { config = load_config(args.positional[0], args.sets, world); });
+  run_agreed(MPI_COMM_WORLD, [&] {
+    config = load_config(args.positional[0], args.sets, world);
+    resolve_run_paths(config);
+  });
   set_threads(config.train.threads);
   install_memory_tracker();
 
@@ -97,48 +86,54 @@ int cmd_train(const Argv& argv) {
   ParallelContext ctx(MPI_COMM_WORLD, static_cast<int>(p.dp), static_cast<int>(p.pp),
                       static_cast<int>(p.tp), p.timeout_s);
   std::unique_ptr<Trainer> trainer;
-  MetricsLog* metrics_ptr = nullptr;
   std::unique_ptr<MetricsLog> metrics;
   run_agreed(MPI_COMM_WORLD, [&] {
     trainer = std::make_unique<Trainer>(config, ctx);
     if (rank == 0) metrics = std::make_unique<MetricsLog>(config.logging.metrics);
+    if (!config.checkpoint.load.empty())
+      load_checkpoint(*trainer, ctx, config.checkpoint.load, config.checkpoint.dir);
   });
-  metrics_ptr = metrics.get();
-
-  const int64_t params = count_parameters(trainer->model(), ctx);
+  const int64_t params = count_parameters(*trainer, ctx);
   const auto floor = trainer->loss_floor();
   if (rank == 0) {
-    std::cout << "trident: " << params << " parameters, " << world << " ranks = dp " << p.dp
-              << " x pp " << p.pp << " x tp " << p.tp << ", ZeRO stage " << p.zero_stage
-              << ", " << p.schedule << " over " << config.micro_batches()
-              << " micro-batches, checkpointing " << p.activation_checkpointing << ", "
-              << config.train.precision << "\n";
-    std::cout << "data: " << trainer->data_description() << "\n";
-    if (floor) std::cout << "loss floor (entropy rate of the source): " << *floor << " nats\n";
+    print_header(config, *trainer, params, world);
+    write_run_info(config, params, floor);
+    if (!config.checkpoint.load.empty())
+      std::cout << "resumed from " << config.checkpoint.load << " after step "
+                << trainer->completed_steps() << "\n";
   }
-  report_memory(trainer->optimizer(), ctx);
+  report_memory(*trainer, ctx, 0);
 
   const int64_t last = config.train.stop_at > 0 ? config.train.stop_at : config.train.steps;
   const auto start = std::chrono::steady_clock::now();
-  StepMetrics m;
-  double tokens = 0, busy = 0;
+  TraceRecorder trace;
+  RunTotals totals;
+  int64_t peak_activations = 0;
   while (trainer->completed_steps() < last) {
-    m = trainer->step();
-    tokens += m.tokens_per_s * m.step_time_s;
-    busy += m.step_time_s;
+    const StepMetrics m = trainer->step();
+    trace.add(m.step, trainer->last_step());
+    peak_activations = std::max(peak_activations, trainer->last_step().peak_activation_bytes);
+    totals.steps += 1;
+    totals.final_loss = m.loss;
+    totals.tokens += m.tokens_per_s * m.step_time_s;
+    totals.seconds += m.step_time_s;
     const bool log = m.step % std::max<int64_t>(1, config.train.log_every) == 0 || m.step == last;
     if (rank == 0 && log) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::cout << progress_line(m, last, elapsed, floor) << std::endl;
-      metrics_ptr->write(m);
+      metrics->write(m);
+    }
+    const int64_t every = config.checkpoint.save_every;
+    if (!config.checkpoint.dir.empty() && ((every > 0 && m.step % every == 0) || m.step == last)) {
+      const std::string path =
+          save_checkpoint(*trainer, ctx, config.checkpoint.dir, config.checkpoint.keep_last);
+      if (rank == 0) std::cout << "saved " << path << std::endl;
     }
   }
-  if (rank == 0) {
-    std::cout << "done: " << m.step << " steps, final loss " << m.loss;
-    if (floor) std::cout << " (floor " << *floor << ", " << (m.loss / *floor - 1) * 100 << "% above)";
-    std::cout << ", " << static_cast<long long>(tokens / std::max(busy, 1e-9)) << " tokens/s\n";
-  }
+  if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
+  report_memory(*trainer, ctx, peak_activations);
+  report_summary(config, totals, floor, trace.split(), ctx);
   return 0;
 }
 

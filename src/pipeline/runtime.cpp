@@ -77,6 +77,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
   const std::vector<int64_t> shape = stage_.activation_shape(options_.micro_batch_size);
   const auto act_options = at::TensorOptions().dtype(options_.dtype);
   const auto t0 = Clock::now();
+  result.start_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
   const int64_t bytes_at_start = live_tensor_bytes();
   int backwards_left = 0;
   for (const auto& ins : schedule) backwards_left += ins.op == Op::kBackward ? 1 : 0;

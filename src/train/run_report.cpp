@@ -1,0 +1,99 @@
+// Run directory, memory report and closing summary.
+#include "train/run_report.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>  // nlohmann::json
+
+#include "models/gpt.h"
+#include "parallel/parallel_context.h"
+#include "train/trainer.h"
+#include "zero/zero_optimizer.h"
+
+namespace trident {
+
+void resolve_run_paths(TrainConfig& config) {
+  const std::string& dir = config.logging.run_dir;
+  if (dir.empty()) return;
+  std::filesystem::create_directories(dir);
+  if (config.logging.metrics.empty()) config.logging.metrics = dir + "/metrics.jsonl";
+  if (config.logging.trace.empty()) config.logging.trace = dir + "/trace.json";
+  if (config.checkpoint.dir.empty()) config.checkpoint.dir = dir + "/checkpoints";
+}
+
+void write_run_info(const TrainConfig& config, int64_t parameters, std::optional<double> floor) {
+  if (config.logging.run_dir.empty()) return;
+  const auto& p = config.parallel;
+  nlohmann::json info = {
+      {"parameters", parameters},
+      {"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}, {"zero_stage", p.zero_stage},
+      {"schedule", p.schedule}, {"activation_checkpointing", p.activation_checkpointing},
+      {"precision", config.train.precision},
+      {"title", "dp " + std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " x tp " +
+                    std::to_string(p.tp) + ", ZeRO " + std::to_string(p.zero_stage) + ", " +
+                    p.schedule + ", " + std::to_string(parameters) + " parameters"}};
+  info["loss_floor"] = floor ? nlohmann::json(*floor) : nlohmann::json(nullptr);
+  std::ofstream(config.logging.run_dir + "/run.json") << info.dump(2) << "\n";
+}
+
+int64_t count_parameters(Trainer& trainer, ParallelContext& ctx) {
+  double local = 0;
+  for (const auto& p : trainer.model().params().params()) {
+    if (p.spec.tied_copy) continue;
+    const double n = static_cast<double>(p.tensor.numel());
+    local += p.spec.shard.replicated() ? n / ctx.grid().tp() : n;
+  }
+  at::Tensor t = at::full({1}, local, at::kDouble);
+  ctx.model_parallel().all_reduce(t)->wait();
+  return static_cast<int64_t>(std::llround(t.item<double>()));
+}
+
+void report_memory(Trainer& trainer, ParallelContext& ctx, int64_t peak_activation_bytes) {
+  const ModelStateBytes b = trainer.optimizer().bytes();
+  at::Tensor mine =
+      at::tensor({b.parameters, b.gradients, b.optimizer_states, peak_activation_bytes}, at::kLong);
+  const int world = ctx.grid().world_size();
+  at::Tensor all = at::empty({4 * world}, at::kLong);
+  ctx.world().all_gather(all, mine)->wait();
+  if (ctx.rank() != 0) return;
+  std::printf("memory per rank, bytes: parameters / gradients / optimizer states / activations (peak)\n");
+  auto v = all.accessor<int64_t, 1>();
+  for (int r = 0; r < world; ++r) {
+    const GridCoord c = ctx.grid().coord_of(r);
+    std::printf("  rank %d (dp %d pp %d tp %d): %lld / %lld / %lld / %lld\n", r, c.dp, c.pp, c.tp,
+                static_cast<long long>(v[4 * r]), static_cast<long long>(v[4 * r + 1]),
+                static_cast<long long>(v[4 * r + 2]), static_cast<long long>(v[4 * r + 3]));
+  }
+  std::fflush(stdout);
+}
+
+void report_summary(const TrainConfig& config, const RunTotals& totals,
+                    std::optional<double> floor, const TimeSplit& split, ParallelContext& ctx) {
+  at::Tensor mine = at::tensor({split.wall, split.compute, split.communication}, at::kDouble);
+  at::Tensor sum = mine.clone();
+  ctx.world().all_reduce(sum)->wait();
+  if (ctx.rank() != 0) return;
+  const double wall = std::max(sum[0].item<double>(), 1e-12);
+  const double compute = sum[1].item<double>() / wall * 100;
+  const double comm = sum[2].item<double>() / wall * 100;
+  std::printf("\nsummary: %lld steps, final loss %.4f", static_cast<long long>(totals.steps),
+              totals.final_loss);
+  if (floor)
+    std::printf(" against the floor %.4f (%.1f%% above)", *floor,
+                (totals.final_loss / *floor - 1.0) * 100.0);
+  std::printf("\n  throughput %.0f tokens/s over %.1f s of steps\n",
+              totals.tokens / std::max(totals.seconds, 1e-12), totals.seconds);
+  std::printf("  time of the ranks: compute %.1f%%, communication %.1f%%, bubble and other %.1f%%\n",
+              compute, comm, 100.0 - compute - comm);
+  if (!config.logging.run_dir.empty()) std::printf("  run directory: %s\n", config.logging.run_dir.c_str());
+  if (!config.logging.metrics.empty()) std::printf("  metrics: %s\n", config.logging.metrics.c_str());
+  if (!config.logging.trace.empty()) std::printf("  trace: %s (open in Perfetto or chrome://tracing)\n", config.logging.trace.c_str());
+  if (!config.checkpoint.dir.empty()) std::printf("  checkpoints: %s\n", config.checkpoint.dir.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace trident

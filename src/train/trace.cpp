@@ -1,0 +1,129 @@
+// Trace events from the runtime's instruction records, gathered over MPI to rank 0.
+#include "train/trace.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>  // nlohmann::json
+#include <stdexcept>
+
+#include "parallel/parallel_context.h"
+
+namespace trident {
+
+namespace {
+
+using pipeline::Op;
+
+const char* category_of(Op op) {
+  switch (op) {
+    case Op::kForward: return "forward";
+    case Op::kBackward: return "backward";
+    case Op::kRecvActivation:
+    case Op::kRecvGrad: return "recv";
+    case Op::kSendActivation:
+    case Op::kSendGrad: return "send";
+    case Op::kReduceGrads: return "reduce";
+    case Op::kOptimizerStep: return "optimizer";
+  }
+  return "other";
+}
+
+std::string name_of(const InstructionRecord& r) {
+  const int k = r.instruction.micro_batch;
+  switch (r.instruction.op) {
+    case Op::kForward: return "forward " + std::to_string(k);
+    case Op::kBackward:
+      return (r.recompute ? "recompute+backward " : "backward ") + std::to_string(k);
+    case Op::kRecvActivation: return "recv activation " + std::to_string(k);
+    case Op::kRecvGrad: return "recv grad " + std::to_string(k);
+    case Op::kSendActivation: return "send activation " + std::to_string(k);
+    case Op::kSendGrad: return "send grad " + std::to_string(k);
+    case Op::kReduceGrads: return "reduce grads";
+    case Op::kOptimizerStep: return "optimizer step";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void TraceRecorder::add(int64_t step, const StepResult& result) {
+  for (const auto& r : result.records) {
+    const double d = r.end - r.start;
+    const Op op = r.instruction.op;
+    if (op == Op::kForward || op == Op::kBackward || op == Op::kOptimizerStep) split_.compute += d;
+    if (op == Op::kRecvActivation || op == Op::kRecvGrad || op == Op::kReduceGrads)
+      split_.communication += d;
+    if (step <= max_steps_)
+      events_.push_back({name_of(r), category_of(op), result.start_s + r.start, d, step,
+                         r.instruction.micro_batch});
+  }
+  if (!result.records.empty()) split_.wall += result.records.back().end;
+}
+
+std::string TraceRecorder::events_json(int rank) const {
+  nlohmann::json events = nlohmann::json::array();
+  for (const auto& e : events_) {
+    events.push_back({{"name", e.name},
+                      {"cat", e.category},
+                      {"ph", "X"},
+                      {"ts", e.start_s * 1e6},
+                      {"dur", e.duration_s * 1e6},
+                      {"pid", rank},
+                      {"tid", 0},
+                      {"args", {{"step", e.step}, {"micro_batch", e.micro_batch}}}});
+  }
+  return events.dump();
+}
+
+void TraceRecorder::write(const std::string& path, ParallelContext& ctx) const {
+  const int rank = ctx.rank();
+  const int world = ctx.grid().world_size();
+  const std::string mine = events_json(rank);
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(world), offsets(world);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string all;
+  if (rank == 0) {
+    int total = 0;
+    for (int r = 0; r < world; ++r) {
+      offsets[r] = total;
+      total += lengths[r];
+    }
+    all.resize(total);
+  }
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+              MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rank != 0) return;
+
+  nlohmann::json trace;
+  trace["displayTimeUnit"] = "ms";
+  nlohmann::json events = nlohmann::json::array();
+  double origin = -1;
+  std::vector<nlohmann::json> per_rank;
+  for (int r = 0; r < world; ++r) {
+    per_rank.push_back(nlohmann::json::parse(all.substr(offsets[r], lengths[r])));
+    for (const auto& e : per_rank.back())
+      origin = origin < 0 ? e["ts"].get<double>() : std::min(origin, e["ts"].get<double>());
+  }
+  for (int r = 0; r < world; ++r) {
+    const GridCoord c = ctx.grid().coord_of(r);
+    const std::string label = "rank " + std::to_string(r) + " (pp " + std::to_string(c.pp) +
+                              " dp " + std::to_string(c.dp) + " tp " + std::to_string(c.tp) + ")";
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", label}}}});
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r},
+                      {"args", {{"sort_index", c.pp * world + r}}}});
+    for (auto e : per_rank[r]) {
+      e["ts"] = e["ts"].get<double>() - origin;
+      events.push_back(e);
+    }
+  }
+  trace["traceEvents"] = events;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write the trace file " + path);
+  const std::string text = trace.dump();
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace trident
