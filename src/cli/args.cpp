@@ -56,7 +56,7 @@ Args parse_args(const CommandSpec& spec, const std::vector<std::string>& argv) {
       if (o.name == name) opt = &o;
     if (!opt) {
       std::ostringstream msg;
-      msg << "trident " << spec.name << ": unknown option --" << name << "; valid options:";
+      msg << "unknown option --" << name << "; valid options:";
       for (const auto& o : spec.options) msg << " --" << o.name;
       msg << " --set --help";
       throw UsageError(msg.str());
