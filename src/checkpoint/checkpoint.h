@@ -1,0 +1,53 @@
+// Layout-free checkpoints: every parameter and optimizer state is stored as slices of the
+// global tensor, so any layout (dp, pp, tp, ZeRO stage) can load any checkpoint; saving is
+// atomic. See docs/checkpoints.md.
+#pragma once
+#include <cstdint>
+#include <stdexcept>  // std::runtime_error
+#include <string>
+#include <vector>
+
+namespace trident {
+class Trainer;
+class ParallelContext;
+class GptStage;
+struct TrainConfig;
+
+/// A checkpoint that cannot be used or written: the message names the file and the fix.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Writes `<dir>/step_<N>/` for the trainer's completed step N (collective over the world):
+/// a temporary directory, fsync, rename, then the `latest` file; prunes to `keep_last`
+/// checkpoints when it is > 0. Returns the checkpoint's path.
+///
+/// Fault injection for crash-safety tests: TRIDENT_CHECKPOINT_FAULT=<point>[@<step>] makes
+/// every rank SIGKILL itself at <point> of the save of step <step> (of every save when no
+/// step is given). Points: mid_file (after the first tensor of its file), before_index,
+/// before_rename, before_latest.
+std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& dir,
+                            int64_t keep_last);
+
+/// Loads `path` — a checkpoint directory, "latest" (resolved in `checkpoint_dir`), or a
+/// Hugging Face GPT-2 directory (model.safetensors + config.json) — into the trainer, in
+/// the trainer's layout: model weights, and, for a trident checkpoint, optimizer state and
+/// the trainer's step. Throws (before changing anything) on a missing file, a checksum
+/// mismatch, a model shape that differs from the config, or an unknown format version.
+void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& path,
+                     const std::string& checkpoint_dir);
+
+/// Loads only the model weights of `path` (as load_checkpoint resolves it) into `model`,
+/// built from `config` in `ctx`'s layout. Collective over ctx's world; throws before
+/// changing anything, on every rank alike.
+void load_model_weights(GptStage& model, ParallelContext& ctx, const TrainConfig& config,
+                        const std::string& path, const std::string& checkpoint_dir);
+
+/// The config a checkpoint's model was trained with (the stored config of a trident
+/// checkpoint, or the model of a Hugging Face config.json), with `overrides` applied
+/// ("section.key=value") and validated for `world_size` ranks (0: no world check).
+TrainConfig checkpoint_config(const std::string& path, const std::string& checkpoint_dir,
+                              const std::vector<std::string>& overrides, int world_size);
+
+}  // namespace trident
