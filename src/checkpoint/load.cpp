@@ -1,0 +1,195 @@
+// Loading in any layout: each rank plans the boxes it needs (its tp shard of every
+// parameter, its ZeRO range of every optimizer state), every rank checks the checkpoint
+// and its own part of it, and only when all agree are the bytes copied.
+#include <ATen/ATen.h>  // Tensor ops
+
+#include <filesystem>  // std::filesystem::exists
+#include <memory>      // std::unique_ptr
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/collective.h"  // world_comm
+#include "checkpoint/hf.h"          // check_hf_config
+#include "checkpoint/index.h"       // open_checkpoint, CheckpointIndex
+#include "checkpoint/reader.h"      // SliceReader
+#include "config/config.h"          // TrainConfig, parse_config
+#include "models/gpt.h"             // GptStage
+#include "parallel/agreement.h"     // run_agreed
+#include "train/trainer.h"          // Trainer
+#include "zero/zero_optimizer.h"    // ZeroOptimizer
+
+namespace trident {
+
+using namespace checkpoint;
+
+namespace {
+
+bool is_16_bit(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+void checkpoint::check_model(const CheckpointIndex& index, const TrainConfig& config) {
+  if (index.hugging_face) {
+    check_hf_config(index, config);
+    return;
+  }
+  const auto& m = config.model;
+  const std::pair<const char*, int64_t> keys[] = {{"layers", m.layers}, {"hidden", m.hidden},
+                                                  {"heads", m.heads},   {"vocab", m.vocab},
+                                                  {"seq_len", m.seq_len}};
+  for (const auto& [key, ours] : keys) {
+    const int64_t theirs = index.model.at(key).get<int64_t>();
+    if (theirs != ours)
+      throw CheckpointError("checkpoint " + index.dir + " was written for model." + key + " = " +
+                            std::to_string(theirs) + " but the config has model." + key + " = " +
+                            std::to_string(ours) + "; set model." + key + " = " +
+                            std::to_string(theirs) + " to load it");
+  }
+}
+
+namespace {
+
+void check_files_exist(const CheckpointIndex& index) {
+  for (const auto& [file, info] : index.files)
+    if (!std::filesystem::exists(index.path_of(file)))
+      throw CheckpointError("checkpoint file " + index.path_of(file) + " is missing (listed in " +
+                            index.dir + "/" + kIndexFile +
+                            "); the checkpoint is incomplete: restore the file or load another "
+                            "checkpoint");
+}
+
+}  // namespace
+
+void checkpoint::check_shape(const CheckpointIndex& index, const ParamSpec& spec, int64_t vocab) {
+  const auto it = index.tensors.find(spec.name);
+  if (it == index.tensors.end())
+    throw CheckpointError("checkpoint " + index.dir + " has no tensor " + spec.name +
+                          ", which the config's model has; it was written for another model");
+  const std::vector<int64_t>& stored = it->second.shape;
+  const std::vector<int64_t>& wanted = spec.global_shape;
+  if (stored == wanted) return;
+  const bool matrices = stored.size() == 2 && wanted.size() == 2 && stored[1] == wanted[1];
+  if (matrices && spec.name == "wte.weight" && stored[0] >= vocab && wanted[0] >= vocab) return;
+  if (matrices && index.hugging_face && spec.name == "wpe.weight" && stored[0] >= wanted[0]) return;
+  throw CheckpointError("checkpoint " + index.dir + ": tensor " + spec.name + " has shape " +
+                        shape_text(stored) + " but the config's model has " + shape_text(wanted) +
+                        "; the checkpoint was written for another model");
+}
+
+bool checkpoint::weights_only(const CheckpointIndex& index) {
+  return index.hugging_face || index.optimizer.value("kind", "") == "none";
+}
+
+namespace {
+
+void plan_weights(SliceReader& reader, GptStage& model, const ParallelContext& ctx,
+                  const CheckpointIndex& index, int64_t vocab) {
+  const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
+  const bool full_precision = !is_16_bit(model.params().dtype());
+  for (Parameter& p : model.params().params()) {
+    check_shape(index, p.spec, vocab);
+    // A 16-bit run's fp32 master weights are the better source for a wider run.
+    const std::string master = master_name(p.spec.name);
+    const std::string& source =
+        full_precision && index.tensors.count(master) ? master : p.spec.name;
+    for (auto& [view, box] : shard_views(p.spec, tp_rank, tp, p.tensor.detach()))
+      reader.add(source, box, view, /*zero_outside=*/p.spec.name == "wte.weight");
+  }
+}
+
+void plan_optimizer(SliceReader& reader, Trainer& trainer, const ParallelContext& ctx,
+                    const CheckpointIndex& index) {
+  ZeroOptimizer& opt = trainer.optimizer();
+  const auto& params = trainer.model().params().params();
+  const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
+  const bool separate_master = opt.state_dtype() != trainer.model().params().dtype();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParamSpec& spec = params[i].spec;
+    const ParamStateView v = opt.param_state(i);
+    if (v.length == 0) continue;
+    const bool wte = spec.name == "wte.weight";
+    auto add = [&](const std::string& source, const at::Tensor& flat) {
+      if (index.tensors.count(source) == 0)
+        throw CheckpointError("checkpoint " + index.dir + " has no tensor " + source +
+                              " (the optimizer state of " + spec.name + ")");
+      for (auto& [view, box] : flat_range_pieces(spec, tp_rank, tp, flat, v.start))
+        reader.add(source, box, view, wte);
+    };
+    add(exp_avg_name(spec.name), v.exp_avg);
+    add(exp_avg_sq_name(spec.name), v.exp_avg_sq);
+    if (separate_master)
+      add(index.tensors.count(master_name(spec.name)) ? master_name(spec.name) : spec.name, v.master);
+  }
+}
+
+}  // namespace
+
+void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& path,
+                     const std::string& checkpoint_dir) {
+  const MPI_Comm comm = world_comm(ctx);
+  CheckpointIndex index;
+  std::unique_ptr<SliceReader> reader;
+  run_agreed(comm, [&] {
+    index = open_checkpoint(path, checkpoint_dir);
+    check_model(index, trainer.config());
+    check_files_exist(index);
+    reader = std::make_unique<SliceReader>(index);
+    plan_weights(*reader, trainer.model(), ctx, index, trainer.config().model.vocab);
+    if (!weights_only(index)) plan_optimizer(*reader, trainer, ctx, index);
+    reader->verify();
+  });
+  run_agreed(comm, [&] {
+    reader->execute();
+    ZeroOptimizer& opt = trainer.optimizer();
+    if (weights_only(index)) {
+      // Fine-tuning starts from the weights alone: fresh moments, step 0.
+      for (size_t i = 0; i < opt.num_params(); ++i) {
+        const ParamStateView v = opt.param_state(i);
+        v.exp_avg.zero_();
+        v.exp_avg_sq.zero_();
+      }
+      opt.reload_master_from_params();
+      opt.set_step_count(0);
+      trainer.set_completed_steps(0);
+    } else {
+      opt.set_step_count(index.optimizer.at("step_count").get<int64_t>());
+      trainer.set_completed_steps(index.step);
+    }
+  });
+}
+
+void load_model_weights(GptStage& model, ParallelContext& ctx, const TrainConfig& config,
+                        const std::string& path, const std::string& checkpoint_dir) {
+  const MPI_Comm comm = world_comm(ctx);
+  CheckpointIndex index;
+  std::unique_ptr<SliceReader> reader;
+  run_agreed(comm, [&] {
+    index = open_checkpoint(path, checkpoint_dir);
+    check_model(index, config);
+    check_files_exist(index);
+    reader = std::make_unique<SliceReader>(index);
+    plan_weights(*reader, model, ctx, index, config.model.vocab);
+    reader->verify();
+  });
+  run_agreed(comm, [&] { reader->execute(); });
+}
+
+TrainConfig checkpoint_config(const std::string& path, const std::string& checkpoint_dir,
+                              const std::vector<std::string>& overrides, int world_size) {
+  const CheckpointIndex index = open_checkpoint(path, checkpoint_dir);
+  std::string toml = index.config_toml;
+  if (index.hugging_face || toml.empty()) {
+    const nlohmann::json& m = index.model;
+    toml = "[model]\nlayers = " + m.at("layers").dump() + "\nhidden = " + m.at("hidden").dump() +
+           "\nheads = " + m.at("heads").dump() + "\nvocab = " + m.at("vocab").dump() +
+           "\nseq_len = " + m.at("seq_len").dump() + "\n";
+  }
+  return parse_config(toml, "<checkpoint " + index.dir + ">", overrides, world_size);
+}
+
+}  // namespace trident

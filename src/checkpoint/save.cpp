@@ -1,0 +1,192 @@
+// save_checkpoint: each rank writes the slices it owns into its own safetensors file in a
+// temporary directory; rank 0 gathers the slice lists, writes the index, and commits the
+// directory with a rename before updating `latest` (see docs/checkpoints.md).
+#include <ATen/ATen.h>  // Tensor::reshape, narrow
+
+#include <algorithm>   // std::sort
+#include <csignal>     // std::raise, SIGKILL
+#include <cstdio>      // std::fprintf
+#include <cstdlib>     // std::getenv
+#include <filesystem>  // std::filesystem
+#include <random>      // std::random_device
+#include <regex>       // std::regex
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/checksum.h"     // to_hex
+#include "checkpoint/collective.h"   // world_comm, broadcast_string, gather_strings
+#include "checkpoint/index.h"        // CheckpointIndex, write_file_atomically
+#include "checkpoint/ownership.h"    // stores_param
+#include "checkpoint/safetensors.h"  // write_safetensors, fsync_directory
+#include "checkpoint/writer.h"       // write_pieces, add_records, slice_file_name
+#include "config/config.h"           // to_toml
+#include "models/gpt.h"              // GptStage
+#include "parallel/agreement.h"      // run_agreed
+#include "train/trainer.h"           // Trainer
+#include "zero/zero_optimizer.h"     // ZeroOptimizer
+
+namespace trident {
+
+namespace fs = std::filesystem;
+using namespace checkpoint;
+
+namespace {
+
+/// TRIDENT_CHECKPOINT_FAULT=<point>[@<step>]: the fault-injection hook of crash tests.
+void maybe_crash(const char* point, int64_t step) {
+  const char* env = std::getenv("TRIDENT_CHECKPOINT_FAULT");
+  if (env == nullptr) return;
+  std::string spec = env;
+  const size_t at = spec.find('@');
+  if (at != std::string::npos) {
+    if (std::stoll(spec.substr(at + 1)) != step) return;
+    spec = spec.substr(0, at);
+  }
+  if (spec != point) return;
+  std::fprintf(stderr, "TRIDENT_CHECKPOINT_FAULT: killing this rank at %s of the save of step %lld\n",
+               point, static_cast<long long>(step));
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+}
+
+/// The tensors this rank stores: its owned range of each parameter and optimizer state,
+/// cut into boxes of the global tensors.
+std::vector<StoredPiece> pieces_of(Trainer& trainer, const ParallelContext& ctx) {
+  GptStage& model = trainer.model();
+  ZeroOptimizer& opt = trainer.optimizer();
+  const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp(), dp_rank = ctx.coord().dp;
+  const bool separate_master = opt.state_dtype() != model.params().dtype();
+  std::vector<StoredPiece> out;
+  const auto& params = model.params().params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = params[i];
+    if (!stores_param(p.spec, tp_rank, dp_rank, opt.options().stage)) continue;
+    const ParamStateView v = opt.param_state(i);
+    if (v.length == 0) continue;
+    auto add = [&](const std::string& tensor, const at::Tensor& flat) {
+      for (auto& [view, box] : flat_range_pieces(p.spec, tp_rank, tp, flat, v.start))
+        out.push_back({tensor, view, box, p.spec.global_shape});
+    };
+    add(p.spec.name, p.tensor.detach().reshape({-1}).narrow(0, v.start, v.length));
+    add(exp_avg_name(p.spec.name), v.exp_avg);
+    add(exp_avg_sq_name(p.spec.name), v.exp_avg_sq);
+    if (separate_master) add(master_name(p.spec.name), v.master);
+  }
+  return out;
+}
+
+/// Everything of the index but the tensors and files.
+CheckpointIndex describe_trainer(Trainer& trainer) {
+  const TrainConfig& c = trainer.config();
+  const ZeroOptimizer& opt = trainer.optimizer();
+  CheckpointIndex index;
+  index.step = trainer.completed_steps();
+  index.model = model_json(c);
+  index.layout = layout_json(c);
+  // Data and learning rate are functions of the step; nothing draws random numbers while
+  // training and there is no loss scale, so the step is the whole of the trainer's state.
+  index.trainer = {{"step", index.step},
+                   {"data_position", index.step},
+                   {"lr_schedule",
+                    {{"kind", "linear_warmup_cosine"},
+                     {"lr", c.optimizer.lr},
+                     {"min_lr", c.optimizer.min_lr},
+                     {"warmup_steps", c.optimizer.warmup_steps},
+                     {"total_steps", c.train.steps}}},
+                   {"rng", "none"},
+                   {"loss_scale", nullptr}};
+  const bool separate_master = opt.state_dtype() != trainer.model().params().dtype();
+  index.optimizer = {{"kind", "adamw"},
+                     {"step_count", opt.step_count()},
+                     {"beta1", c.optimizer.beta1},
+                     {"beta2", c.optimizer.beta2},
+                     {"eps", c.optimizer.eps},
+                     {"weight_decay", c.optimizer.weight_decay},
+                     {"zero_stage", c.parallel.zero_stage},
+                     {"state_dtype", dtype_name(opt.state_dtype())},
+                     {"master", separate_master ? "optimizer.master" : "parameters"}};
+  index.config_toml = to_toml(c);
+  return index;
+}
+
+std::string random_suffix() {
+  std::random_device rd;
+  return to_hex((static_cast<uint64_t>(rd()) << 32) | rd()).substr(0, 10);
+}
+
+/// Keeps the newest `keep_last` step directories (never `current`), and removes what
+/// interrupted saves left behind.
+void prune(const std::string& dir, int64_t keep_last, const std::string& current) {
+  static const std::regex step_dir("step_([0-9]+)");
+  std::vector<std::pair<long long, fs::path>> steps;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    std::smatch m;
+    if (e.is_directory() && std::regex_match(name, m, step_dir))
+      steps.emplace_back(std::stoll(m[1]), e.path());
+    else if (e.is_directory() && (name.rfind(".tmp_step_", 0) == 0 || name.rfind(".old_step_", 0) == 0))
+      fs::remove_all(e.path());
+  }
+  if (keep_last <= 0) return;
+  std::sort(steps.begin(), steps.end());
+  int64_t excess = static_cast<int64_t>(steps.size()) - keep_last;
+  for (const auto& [n, path] : steps) {
+    if (excess <= 0) break;
+    if (path.filename() == current) continue;
+    fs::remove_all(path);
+    --excess;
+  }
+}
+
+}  // namespace
+
+std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& dir,
+                            int64_t keep_last) {
+  const MPI_Comm comm = world_comm(ctx);
+  const bool root = comm_rank(comm) == 0;
+  const int64_t step = trainer.completed_steps();
+  const std::string final_name = "step_" + std::to_string(step);
+  const std::string final_dir = dir + "/" + final_name;
+
+  std::string tmp;
+  run_agreed(comm, [&] {
+    if (!root) return;
+    fs::create_directories(dir);
+    tmp = dir + "/.tmp_step_" + std::to_string(step) + "_" + random_suffix();
+    fs::create_directory(tmp);
+  });
+  tmp = broadcast_string(comm, tmp, 0);
+
+  std::string record;
+  run_agreed(comm, [&] {
+    const std::vector<StoredPiece> pieces = pieces_of(trainer, ctx);
+    const GridCoord& c = ctx.coord();
+    const std::string file = slice_file_name(c.dp, c.pp, c.tp);
+    record = write_pieces(tmp, file, pieces, [step](size_t k) {
+                if (k == 0) maybe_crash("mid_file", step);
+              }).dump();
+  });
+  const std::vector<std::string> records = gather_strings(comm, record, 0);
+
+  run_agreed(comm, [&] {
+    if (!root) return;
+    CheckpointIndex index = describe_trainer(trainer);
+    add_records(index, records);
+    maybe_crash("before_index", step);
+    write_file_atomically(tmp + "/" + kIndexFile, index_to_json(index).dump(1));
+    maybe_crash("before_rename", step);
+    std::string old;
+    if (fs::exists(final_dir)) {  // a second save of the same step replaces the first
+      old = dir + "/.old_" + final_name + "_" + random_suffix();
+      fs::rename(final_dir, old);
+    }
+    fs::rename(tmp, final_dir);
+    fsync_directory(dir);
+    maybe_crash("before_latest", step);
+    write_file_atomically(dir + "/" + kLatestFile, final_name + "\n");
+    if (!old.empty()) fs::remove_all(old);
+    prune(dir, keep_last, final_name);
+  });
+  return final_dir;
+}
+
+}  // namespace trident

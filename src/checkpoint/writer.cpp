@@ -1,0 +1,95 @@
+// Slice files, records and their assembly into an index.
+#include "checkpoint/writer.h"
+
+#include <ATen/ATen.h>  // Tensor
+
+#include <map>  // std::map
+
+#include "checkpoint/checkpoint.h"   // CheckpointError
+#include "checkpoint/checksum.h"     // to_hex
+#include "checkpoint/safetensors.h"  // write_safetensors, dtype_name
+#include "config/config.h"           // TrainConfig
+
+namespace trident::checkpoint {
+
+nlohmann::json write_pieces(const std::string& dir, const std::string& file,
+                            const std::vector<StoredPiece>& pieces,
+                            const std::function<void(size_t)>& after_tensor) {
+  if (pieces.empty()) return {{"file", nullptr}};
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  nlohmann::json slices = nlohmann::json::array();
+  std::map<std::string, int> count;
+  for (const StoredPiece& p : pieces) {
+    const std::string key = p.tensor + "#" + std::to_string(count[p.tensor]++);
+    tensors.emplace_back(key, p.data);
+    slices.push_back({{"tensor", p.tensor},
+                      {"key", key},
+                      {"dtype", dtype_name(p.data.scalar_type())},
+                      {"global_shape", p.global_shape},
+                      {"offsets", p.box.offsets},
+                      {"shape", p.box.shape}});
+  }
+  const WrittenFile written =
+      write_safetensors(dir + "/" + file, tensors, {{"format", "trident"}}, after_tensor);
+  return {{"file", file},
+          {"bytes", written.bytes},
+          {"xxh64", to_hex(written.checksum)},
+          {"slices", slices}};
+}
+
+void add_records(CheckpointIndex& index, const std::vector<std::string>& records) {
+  for (const std::string& text : records) {
+    const nlohmann::json r = nlohmann::json::parse(text);
+    if (r["file"].is_null()) continue;
+    const std::string file = r["file"].get<std::string>();
+    index.files[file] = {r["bytes"].get<int64_t>(), r["xxh64"].get<std::string>()};
+    for (const auto& s : r["slices"]) {
+      const std::string name = s["tensor"].get<std::string>();
+      TensorInfo& t = index.tensors[name];
+      const std::string dtype = s["dtype"].get<std::string>();
+      const auto shape = s["global_shape"].get<std::vector<int64_t>>();
+      if (t.slices.empty()) {
+        t.dtype = dtype;
+        t.shape = shape;
+      } else if (t.dtype != dtype || t.shape != shape) {
+        throw CheckpointError("save: ranks disagree on the dtype or shape of " + name);
+      }
+      SliceRef ref;
+      ref.file = file;
+      ref.key = s["key"].get<std::string>();
+      ref.box = {s["offsets"].get<std::vector<int64_t>>(), s["shape"].get<std::vector<int64_t>>()};
+      t.slices.push_back(std::move(ref));
+    }
+  }
+  for (const auto& [name, t] : index.tensors) {
+    int64_t covered = 0;
+    for (const SliceRef& s : t.slices) covered += s.box.numel();
+    if (covered != full_box(t.shape).numel())
+      throw CheckpointError("save: the slices of " + name + " hold " + std::to_string(covered) +
+                            " elements, not " + std::to_string(full_box(t.shape).numel()));
+  }
+}
+
+nlohmann::json model_json(const TrainConfig& c) {
+  return {{"arch", c.model.arch},       {"layers", c.model.layers}, {"hidden", c.model.hidden},
+          {"heads", c.model.heads},     {"vocab", c.model.vocab},   {"padded_vocab", c.padded_vocab()},
+          {"seq_len", c.model.seq_len}, {"dtype", c.train.precision}};
+}
+
+nlohmann::json layout_json(const TrainConfig& c) {
+  const auto& p = c.parallel;
+  return {{"dp", p.dp},
+          {"pp", p.pp},
+          {"tp", p.tp},
+          {"zero_stage", p.zero_stage},
+          {"world_size", p.dp * p.pp * p.tp},
+          {"schedule", p.schedule},
+          {"micro_batches", c.micro_batches()}};
+}
+
+std::string slice_file_name(int dp, int pp, int tp) {
+  return "slices-dp" + std::to_string(dp) + "-pp" + std::to_string(pp) + "-tp" +
+         std::to_string(tp) + ".safetensors";
+}
+
+}  // namespace trident::checkpoint
