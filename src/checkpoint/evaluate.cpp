@@ -1,0 +1,100 @@
+// evaluate_token_file: a forward-only pipeline loop (activations passed stage to stage over
+// the pp group), the token losses summed on the last stage and agreed by every rank.
+#include "checkpoint/evaluate.h"
+
+#include <ATen/ATen.h>                // Tensor ops
+#include <ATen/core/grad_mode.h>      // at::NoGradGuard
+
+#include <vector>  // std::vector
+
+#include "checkpoint/collective.h"      // world_comm
+#include "config/config.h"              // TrainConfig
+#include "data/token_file.h"            // data::TokenFile
+#include "parallel/agreement.h"         // run_agreed
+#include "parallel/parallel_context.h"  // ParallelContext
+#include "train/trainer.h"              // precision_dtype
+
+namespace trident::checkpoint {
+
+GptOptions gpt_options(const TrainConfig& c) {
+  GptOptions o;
+  o.layers = c.model.layers;
+  o.hidden = c.model.hidden;
+  o.heads = c.model.heads;
+  o.vocab = c.model.vocab;
+  o.padded_vocab = c.padded_vocab();
+  o.seq_len = c.model.seq_len;
+  o.seed = static_cast<uint64_t>(c.train.seed);
+  o.dtype = precision_dtype(c.train.precision);
+  return o;
+}
+
+EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std::string& data_path,
+                               int64_t sequences, int64_t seq_len, int64_t micro_batch) {
+  const int64_t K = sequences, T = seq_len;
+  const int dp = ctx.grid().dp(), dp_rank = ctx.coord().dp;
+  // This pipeline's windows, in micro-batches; read on the first and the last stage only.
+  std::vector<int64_t> mine;
+  for (int64_t i = dp_rank; i < K; i += dp) mine.push_back(i);
+  std::vector<int32_t> tokens;
+  run_agreed(world_comm(ctx), [&] {
+    if (K < 1) throw std::invalid_argument("eval: --sequences must be at least 1");
+    if (T < 1 || T > model.options().seq_len)
+      throw std::invalid_argument("eval: --seq-len " + std::to_string(T) +
+                                  " must be in [1, model.seq_len = " +
+                                  std::to_string(model.options().seq_len) + "]");
+    const data::TokenFile file = data::TokenFile::open(data_path);
+    if (file.size() < K * T + 1)
+      throw std::invalid_argument("eval: data file " + data_path + " has " +
+                                  std::to_string(file.size()) + " tokens; " + std::to_string(K) +
+                                  " windows of " + std::to_string(T) + " need " +
+                                  std::to_string(K * T + 1));
+    if (!model.is_first() && !model.is_last()) return;
+    tokens.resize(mine.size() * static_cast<size_t>(T + 1));
+    for (size_t w = 0; w < mine.size(); ++w) {
+      int32_t* out = tokens.data() + w * (T + 1);
+      file.read(mine[w] * T, T + 1, out);
+      for (int64_t t = 0; t <= T; ++t)
+        if (out[t] < 0 || out[t] >= model.options().vocab)
+          throw std::invalid_argument("eval: data file " + data_path + " has token " +
+                                      std::to_string(out[t]) + " at position " +
+                                      std::to_string(mine[w] * T + t) +
+                                      ", outside the model's vocabulary of " +
+                                      std::to_string(model.options().vocab));
+    }
+  });
+
+  at::NoGradGuard no_grad;
+  Communicator& pp = ctx.pp();
+  const int stage = pp.rank(), stages = pp.size();
+  double loss_sum = 0.0;
+  const int64_t windows = static_cast<int64_t>(mine.size());
+  for (int64_t first = 0, tag = 0; first < windows; first += micro_batch, ++tag) {
+    const int64_t B = std::min(micro_batch, windows - first);
+    at::Tensor ids, targets, input;
+    if (model.is_first() || model.is_last()) {
+      at::Tensor block = at::from_blob(tokens.data() + first * (T + 1), {B, T + 1}, at::kInt)
+                             .to(at::kLong);
+      ids = block.narrow(1, 0, T).contiguous();      // (B, T)
+      targets = block.narrow(1, 1, T).contiguous();  // (B, T)
+    }
+    if (model.is_first()) {
+      input = ids;
+    } else {
+      input = at::empty({B, T, model.options().hidden}, at::TensorOptions().dtype(model.options().dtype));
+      pp.recv(input, stage - 1, static_cast<int>(tag))->wait();
+    }
+    at::Tensor out = model.forward(input, targets, 1.0);
+    if (model.is_last()) {
+      loss_sum += out.item<double>();  // the sum of the micro-batch's token losses
+    } else {
+      pp.send(out.contiguous(), stage + 1, static_cast<int>(tag))->wait();
+    }
+  }
+  at::Tensor total = at::full({1}, loss_sum, at::kDouble);
+  ctx.dp().all_reduce(total)->wait();
+  pp.broadcast(total, stages - 1)->wait();
+  return {total.item<double>() / static_cast<double>(K * T), K * T};
+}
+
+}  // namespace trident::checkpoint
