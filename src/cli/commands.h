@@ -11,6 +11,10 @@ using Argv = std::vector<std::string>;
 int cmd_check(const Argv& args);
 int cmd_schedule(const Argv& args);
 int cmd_train(const Argv& args);
+int cmd_convert(const Argv& args);
+int cmd_inspect(const Argv& args);
+int cmd_export(const Argv& args);
+int cmd_eval(const Argv& args);
 int cmd_prepare_data(const Argv& args);
 
 int run_main(int argc, char** argv);

@@ -25,6 +25,10 @@ const Subcommand kSubcommands[] = {
     {"train", cmd_train, true, "train a model from a TOML config (under mpirun for many ranks)"},
     {"check", cmd_check, false, "validate a config and print the resolved config and layout"},
     {"schedule", cmd_schedule, false, "print and check a pipeline schedule"},
+    {"convert", cmd_convert, true, "re-split a checkpoint for another layout (one file per rank)"},
+    {"inspect", cmd_inspect, false, "print a checkpoint's step, layout, tensors and sizes"},
+    {"export", cmd_export, true, "write a checkpoint as Hugging Face GPT-2 files"},
+    {"eval", cmd_eval, true, "mean next-token loss of a checkpoint on a token file, any layout"},
     {"prepare-data", cmd_prepare_data, false, "tokenise text files into an llm.c token file (byte or GPT-2 BPE)"},
 };
 
