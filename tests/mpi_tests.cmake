@@ -49,3 +49,11 @@ trident_mpi_test(zero_dp2_pp2_stage2 4 "ZeroParity.dp2_pp2_zero2")
 trident_mpi_test(zero_dp2_pp2_tp2_stage1 8 "ZeroParity.dp2_pp2_tp2_zero1")
 trident_mpi_test(zero_dp2_pp2_tp2_stage2 8 "ZeroParity.dp2_pp2_tp2_zero2")
 trident_mpi_test(zero_dp4_memory_and_communication 4 "ZeroMemory.*:ZeroComm.*")
+# Checkpoints (tests/mpi/test_checkpoint*.cpp): exact resume, resume and conversion across
+# layouts, Hugging Face export/import and eval against an independent forward.
+trident_mpi_test(checkpoint_exact_resume_dp2_pp2_tp2_zero2_fp64 8 "CheckpointResume.dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise")
+trident_mpi_test(checkpoint_resume_dp2_pp2_tp2_into_other_layouts 8 "CheckpointResume.dp2_pp2_tp2_zero2_into_other_layouts")
+trident_mpi_test(checkpoint_convert_dp2_pp2_tp2_to_dp4_tp2_and_back 8 "CheckpointConvert.*")
+trident_mpi_test(checkpoint_zero_ownership_matches_optimizer 8 "CheckpointOwnership.*")
+trident_mpi_test(checkpoint_hf_export_import_dp2_pp2_tp2_to_dp1_pp2_tp4 8 "CheckpointHf.export_*")
+trident_mpi_test(checkpoint_hf_independent_files_eval_dp2_pp2_tp2 8 "CheckpointHf.independent_*")

@@ -2,3 +2,5 @@
 trident_script_test(cli_check_layout_and_misspelt_key check_cli.sh)
 trident_script_test(cli_train_bad_input_stops_every_rank train_errors.sh)
 trident_script_test(cli_train_tp2_metrics_file train_smoke.sh)
+trident_script_test(checkpoint_crash_safety_and_bad_checkpoints checkpoint_crash.sh)
+trident_script_test(checkpoint_tools_eval_export_convert_inspect checkpoint_tools.sh)

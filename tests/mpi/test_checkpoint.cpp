@@ -1,0 +1,255 @@
+// Checkpoints across layouts, on 8 ranks: exact (bitwise) resume in fp64 at dp2 x pp2 x tp2
+// with ZeRO-2, 1F1B and activation checkpointing; resuming that checkpoint at other layouts
+// (on the world, and on MPI_COMM_SELF for 1 x 1 x 1); `convert` output loading and
+// continuing identically, A -> B -> A giving back identical tensors; and the ZeRO ranges
+// computed for conversion matching the optimizer's.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <ATen/ATen.h>  // at::equal
+
+#include <cstdlib>     // mkdtemp
+#include <filesystem>  // std::filesystem::remove_all
+#include <memory>      // std::unique_ptr
+
+#include "checkpoint/checkpoint.h"  // save_checkpoint, load_checkpoint
+#include "checkpoint/collective.h"  // broadcast_string
+#include "checkpoint/convert.h"     // convert_checkpoint
+#include "checkpoint/index.h"       // open_checkpoint
+#include "checkpoint/ownership.h"   // zero_owned_ranges
+#include "checkpoint/reader.h"      // read_global_tensor
+#include "models/gpt.h"             // GptStage
+#include "parity_harness.h"         // Layout, layout_config, train_steps
+#include "zero/zero_optimizer.h"    // ZeroOptimizer
+
+namespace trident::testing {
+namespace {
+
+constexpr int kSteps = 10;
+constexpr int kSaveAt = 5;
+const Layout kSource{"dp2_pp2_tp2_zero2_1f1b_ckpt", 2, 2, 2, 2, "1f1b", true, 1};
+
+/// A fresh directory made by rank 0 of `comm`, known to every rank.
+std::string shared_temp_dir(MPI_Comm comm) {
+  std::string dir;
+  if (checkpoint::comm_rank(comm) == 0) {
+    char name[] = "/tmp/trident_checkpoint_test_XXXXXX";
+    dir = mkdtemp(name);
+  }
+  return checkpoint::broadcast_string(comm, dir, 0);
+}
+
+void remove_shared(const std::string& dir) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) std::filesystem::remove_all(dir);
+}
+
+bool world_size_is(int n) {
+  return checkpoint::comm_size(MPI_COMM_WORLD) == n;
+}
+
+/// Every parameter and optimizer state of two trainers of one layout, bit for bit.
+bool same_state(Trainer& a, Trainer& b) {
+  const auto& pa = a.model().params().params();
+  const auto& pb = b.model().params().params();
+  bool same = pa.size() == pb.size();
+  for (size_t i = 0; same && i < pa.size(); ++i) {
+    same = at::equal(pa[i].tensor, pb[i].tensor);
+    const ParamStateView sa = a.optimizer().param_state(i), sb = b.optimizer().param_state(i);
+    same = same && at::equal(sa.exp_avg, sb.exp_avg) && at::equal(sa.exp_avg_sq, sb.exp_avg_sq) &&
+           at::equal(sa.master, sb.master);
+  }
+  return same && a.optimizer().step_count() == b.optimizer().step_count();
+}
+
+/// Largest relative difference of this rank's shards from the same cut of the global
+/// tensors stored in `reference`.
+double max_difference_from(Trainer& t, const ParallelContext& ctx,
+                           const checkpoint::CheckpointIndex& reference) {
+  double worst = 0;
+  for (const Parameter& p : t.model().params().params()) {
+    const at::Tensor global = checkpoint::read_global_tensor(reference, p.spec.name);
+    const at::Tensor want = cut_shard(p.spec, ctx.coord().tp, ctx.grid().tp(), global);
+    const double scale = want.abs().max().item<double>();
+    if (scale == 0) continue;
+    worst = std::max(worst, (p.tensor.detach() - want).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+/// The uninterrupted 8-rank run: its losses, and its final state saved in `dir`/full.
+struct Reference {
+  RunTrace trace;
+  std::string saved_at_5;  // the checkpoint of a run stopped after step 5
+  checkpoint::CheckpointIndex final_state;
+};
+
+Reference run_source(const std::string& dir) {
+  Reference r;
+  ParallelContext ctx(MPI_COMM_WORLD, kSource.dp, kSource.pp, kSource.tp, 120.0);
+  const TrainConfig config = layout_config(kSource, kSteps);
+  {
+    Trainer full(config, ctx);
+    r.trace = train_steps(full, kSteps);
+    const std::string path = save_checkpoint(full, ctx, dir + "/full", 0);
+    r.final_state = checkpoint::open_checkpoint(path, "");
+  }
+  Trainer stopped(config, ctx);
+  train_steps(stopped, kSaveAt);
+  r.saved_at_5 = save_checkpoint(stopped, ctx, dir + "/stopped", 0);
+  return r;
+}
+
+TEST(CheckpointResume, dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise) {
+  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  ParallelContext ctx(MPI_COMM_WORLD, kSource.dp, kSource.pp, kSource.tp, 120.0);
+  const TrainConfig config = layout_config(kSource, kSteps);
+
+  Trainer full(config, ctx);
+  const RunTrace want = train_steps(full, kSteps);
+  {
+    Trainer first(config, ctx);
+    train_steps(first, kSaveAt);
+    save_checkpoint(first, ctx, dir, 0);
+  }  // the first run is gone: only the files remain
+  Trainer resumed(config, ctx);
+  load_checkpoint(resumed, ctx, "latest", dir);
+  EXPECT_EQ(resumed.completed_steps(), kSaveAt);
+  EXPECT_EQ(resumed.optimizer().step_count(), kSaveAt);
+  const RunTrace got = train_steps(resumed, kSteps - kSaveAt);
+  for (int s = 0; s < kSteps - kSaveAt; ++s) {
+    EXPECT_EQ(got.losses[s], want.losses[kSaveAt + s]) << "step " << kSaveAt + s + 1;
+    EXPECT_EQ(got.grad_norms[s], want.grad_norms[kSaveAt + s]) << "step " << kSaveAt + s + 1;
+  }
+  EXPECT_TRUE(same_state(resumed, full)) << "rank " << ctx.rank()
+                                         << ": final weights or optimizer states differ";
+  remove_shared(dir);
+}
+
+TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
+  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const Reference ref = run_source(dir);
+  // name, dp, pp, tp, zero, schedule, checkpointing, micro-batch size.
+  const Layout targets[] = {
+      {"dp1_pp4_tp2_zero1", 1, 4, 2, 1, "1f1b", true, 2},
+      {"dp4_pp1_tp2_zero2", 4, 1, 2, 2, "1f1b", false, 1},
+      {"dp1_pp2_tp2_zero0_on_4_ranks", 1, 2, 2, 0, "gpipe", false, 4},
+      {"dp1_pp1_tp1", 1, 1, 1, 0, "1f1b", false, 2},
+  };
+  const int rank = checkpoint::comm_rank(MPI_COMM_WORLD);
+  for (const Layout& target : targets) {
+    // The target's ranks: the first target.world() ranks of the job (MPI_COMM_SELF for one).
+    MPI_Comm comm = MPI_COMM_NULL;
+    const bool member = rank < target.world();
+    if (target.world() == 1) {
+      comm = member ? MPI_COMM_SELF : MPI_COMM_NULL;
+    } else {
+      MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, rank, &comm);
+    }
+    if (member) {
+      ParallelContext ctx(comm, target.dp, target.pp, target.tp, 120.0);
+      Trainer trainer(layout_config(target, kSteps), ctx);
+      load_checkpoint(trainer, ctx, ref.saved_at_5, "");
+      const RunTrace got = train_steps(trainer, kSteps - kSaveAt);
+      double worst = 0;
+      for (int s = 0; s < kSteps - kSaveAt; ++s) {
+        const double d = relative_difference(got.losses[s], ref.trace.losses[kSaveAt + s]);
+        worst = std::max(worst, d);
+        EXPECT_LE(d, 1e-10) << target.name << " step " << kSaveAt + s + 1 << ": "
+                            << got.losses[s] << " vs " << ref.trace.losses[kSaveAt + s];
+      }
+      const double weights = max_difference_from(trainer, ctx, ref.final_state);
+      EXPECT_LE(weights, 1e-10) << target.name;
+      if (ctx.rank() == 0)
+        std::printf("%s: steps 6..10 losses within %.3g, final weights within %.3g of the "
+                    "uninterrupted dp2_pp2_tp2 run\n", target.name.c_str(), worst, weights);
+    }
+    if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) MPI_Comm_free(&comm);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  remove_shared(dir);
+}
+
+TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
+  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const Reference ref = run_source(dir);
+  const Layout b{"dp4_pp1_tp2_zero2", 4, 1, 2, 2, "1f1b", false, 1};
+  const TrainConfig config_b = layout_config(b, kSteps);
+  const auto to_b = checkpoint::convert_checkpoint(ref.saved_at_5, "", config_b, dir + "/b",
+                                                   MPI_COMM_WORLD);
+  EXPECT_EQ(to_b.files, 8);  // every target rank holds states in ZeRO-2
+  EXPECT_TRUE(std::filesystem::exists(dir + "/b/slices-dp3-pp0-tp1.safetensors"));
+
+  // The converted checkpoint continues exactly as the original loaded in layout B.
+  ParallelContext ctx(MPI_COMM_WORLD, b.dp, b.pp, b.tp, 120.0);
+  Trainer from_converted(config_b, ctx), from_original(config_b, ctx);
+  load_checkpoint(from_converted, ctx, dir + "/b", "");
+  load_checkpoint(from_original, ctx, ref.saved_at_5, "");
+  EXPECT_TRUE(same_state(from_converted, from_original)) << "rank " << ctx.rank();
+  const RunTrace conv = train_steps(from_converted, kSteps - kSaveAt);
+  const RunTrace orig = train_steps(from_original, kSteps - kSaveAt);
+  for (int s = 0; s < kSteps - kSaveAt; ++s) {
+    EXPECT_EQ(conv.losses[s], orig.losses[s]) << "step " << kSaveAt + s + 1;
+    EXPECT_LE(relative_difference(conv.losses[s], ref.trace.losses[kSaveAt + s]), 1e-10);
+  }
+  EXPECT_TRUE(same_state(from_converted, from_original)) << "rank " << ctx.rank();
+
+  // B -> A: the same tensors, the same slices, byte-identical files.
+  const auto back = checkpoint::convert_checkpoint(dir + "/b", "", layout_config(kSource, kSteps),
+                                                   dir + "/a", MPI_COMM_WORLD);
+  EXPECT_EQ(back.files, 8);
+  const checkpoint::CheckpointIndex a = checkpoint::open_checkpoint(ref.saved_at_5, "");
+  const checkpoint::CheckpointIndex a2 = checkpoint::open_checkpoint(dir + "/a", "");
+  ASSERT_EQ(a.tensors.size(), a2.tensors.size());
+  int checked = 0;
+  for (const auto& [name, info] : a.tensors) {
+    ASSERT_TRUE(a2.tensors.count(name)) << name;
+    const auto& slices = a2.tensors.at(name).slices;
+    ASSERT_EQ(info.slices.size(), slices.size()) << name;
+    for (size_t k = 0; k < slices.size(); ++k) {
+      EXPECT_EQ(info.slices[k].file, slices[k].file) << name;
+      EXPECT_TRUE(info.slices[k].box == slices[k].box) << name;
+    }
+    // Ranks share the tensors to read in full.
+    if (checked++ % 8 != ctx.rank()) continue;
+    EXPECT_TRUE(at::equal(checkpoint::read_global_tensor(a, name),
+                          checkpoint::read_global_tensor(a2, name))) << name;
+  }
+  for (const auto& [file, info] : a.files) {
+    ASSERT_TRUE(a2.files.count(file)) << file;
+    EXPECT_EQ(a2.files.at(file).xxh64, info.xxh64) << file;
+  }
+  EXPECT_EQ(a2.step, kSaveAt);
+  EXPECT_EQ(a2.optimizer.at("step_count").get<int64_t>(), kSaveAt);
+  remove_shared(dir);
+}
+
+// The ranges convert computes for a target rank are those the optimizer reports.
+TEST(CheckpointOwnership, zero_ranges_match_the_optimizer) {
+  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
+  const Layout layouts[] = {
+      {"dp2_pp2_tp2_zero1", 2, 2, 2, 1, "1f1b", false, 1},
+      {"dp2_pp2_tp2_zero2", 2, 2, 2, 2, "1f1b", false, 1},
+      {"dp4_pp1_tp2_zero0", 4, 1, 2, 0, "1f1b", false, 1},
+      {"dp8_zero2", 8, 1, 1, 2, "1f1b", false, 1},
+  };
+  for (const Layout& l : layouts) {
+    ParallelContext ctx(MPI_COMM_WORLD, l.dp, l.pp, l.tp, 120.0);
+    const TrainConfig config = layout_config(l, kSteps);
+    Trainer trainer(config, ctx);
+    const auto& params = trainer.model().params().params();
+    const auto ranges = checkpoint::zero_owned_ranges(
+        params, l.zero, l.dp, ctx.coord().dp, config.parallel.bucket_size);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const ParamStateView v = trainer.optimizer().param_state(i);
+      EXPECT_EQ(ranges[i].length, v.length) << l.name << " " << params[i].spec.name;
+      if (v.length > 0) EXPECT_EQ(ranges[i].start, v.start) << l.name << " " << params[i].spec.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace trident::testing

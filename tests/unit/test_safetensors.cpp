@@ -1,0 +1,189 @@
+// Single-process tests of the checkpoint format's pieces: XXH64 against published values,
+// safetensors round trips and the errors of damaged files, the box geometry of flat ranges
+// and tp shards (fused QKV included), and the Hugging Face names.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>  // at::arange, at::equal
+
+#include <cstring>     // std::strlen
+#include <filesystem>  // std::filesystem::temp_directory_path
+#include <fstream>     // std::fstream
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"   // CheckpointError
+#include "checkpoint/checksum.h"     // xxh64, Xxh64, to_hex
+#include "checkpoint/hf.h"           // to_hf_name, from_hf_name
+#include "checkpoint/safetensors.h"  // write_safetensors, SafetensorsFile
+#include "checkpoint/slices.h"       // flat_range_boxes, flat_range_pieces
+
+namespace trident::checkpoint {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("trident_test_" + name)).string();
+}
+
+TEST(Xxh64, matches_the_reference_values) {
+  auto hex = [](const char* s) { return to_hex(xxh64(s, std::strlen(s))); };
+  EXPECT_EQ(hex(""), "ef46db3751d8e999");
+  EXPECT_EQ(hex("a"), "d24ec4f1a98c6e5b");
+  EXPECT_EQ(hex("abc"), "44bc2cf5ad770999");
+  EXPECT_EQ(hex("Nobody inspects the spammish repetition"), "fbcea83c8a378bf1");
+}
+
+TEST(Xxh64, streaming_in_any_pieces_equals_one_call) {
+  std::vector<unsigned char> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 7 + 3);
+  const uint64_t whole = xxh64(data.data(), data.size());
+  for (size_t piece : {1u, 5u, 31u, 32u, 33u, 100u}) {
+    Xxh64 h;
+    for (size_t i = 0; i < data.size(); i += piece) h.update(data.data() + i, std::min(piece, data.size() - i));
+    EXPECT_EQ(h.digest(), whole) << "pieces of " << piece;
+  }
+}
+
+TEST(Safetensors, round_trip_keeps_every_dtype_shape_and_value) {
+  const std::string path = temp_path("roundtrip.safetensors");
+  const at::Tensor f64 = at::randn({3, 5}, at::kDouble);
+  const at::Tensor bf16 = at::randn({7}, at::kFloat).to(at::kBFloat16);
+  const at::Tensor i64 = at::arange(6, at::kLong).view({2, 3});
+  const at::Tensor f32 = at::randn({4, 2}, at::kFloat).t();  // not contiguous
+  const WrittenFile w = write_safetensors(
+      path, {{"bf16", bf16}, {"f64", f64}, {"i64", i64}, {"f32", f32}}, {{"format", "pt"}});
+  const SafetensorsFile file(path);
+  EXPECT_EQ(file.size(), w.bytes);
+  EXPECT_EQ(file.checksum(), w.checksum);
+  EXPECT_EQ(file.metadata().at("format"), "pt");
+  EXPECT_TRUE(at::equal(file.view("f64"), f64));
+  EXPECT_TRUE(at::equal(file.view("bf16"), bf16));
+  EXPECT_TRUE(at::equal(file.view("i64"), i64));
+  EXPECT_TRUE(at::equal(file.view("f32"), f32));
+  EXPECT_EQ(file.find("f32")->shape, (std::vector<int64_t>{2, 4}));
+  for (const auto& [name, e] : file.entries())  // larger elements first keeps all aligned
+    EXPECT_EQ(e.begin % static_cast<int64_t>(c10::elementSize(e.dtype)), 0) << name;
+  std::filesystem::remove(path);
+}
+
+TEST(Safetensors, damaged_files_are_refused_with_the_file_named) {
+  const std::string path = temp_path("damaged.safetensors");
+  const WrittenFile w = write_safetensors(path, {{"x", at::ones({64}, at::kDouble)}}, {});
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(w.bytes - 10);
+    f.put('\x7f');
+  }
+  try {
+    SafetensorsFile file(path, {w.bytes, to_hex(w.checksum)});
+    FAIL() << "a flipped byte was not detected";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+  }
+  std::filesystem::resize_file(path, 20);
+  EXPECT_THROW(SafetensorsFile{path}, CheckpointError);
+  std::filesystem::remove(path);
+  try {
+    SafetensorsFile file(path);
+    FAIL() << "a missing file was opened";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+  }
+}
+
+// Every flat range of a 3-D tensor: the boxes are contiguous runs that cover it in order.
+TEST(Slices, flat_ranges_become_contiguous_boxes_in_order) {
+  const std::vector<int64_t> shape = {3, 4, 5};
+  const at::Tensor index = at::arange(60, at::kLong).view(shape);
+  for (int64_t begin = 0; begin < 60; begin += 7) {
+    for (int64_t length : {1, 4, 5, 13, 20, 33}) {
+      if (begin + length > 60) continue;
+      const std::vector<FlatPiece> pieces = flat_range_boxes(shape, begin, length);
+      EXPECT_LE(pieces.size(), 5u);
+      int64_t next = begin;
+      for (const FlatPiece& p : pieces) {
+        EXPECT_EQ(p.flat_begin, next);
+        const at::Tensor got = narrow_to(index, full_box(shape), p.box).reshape({-1});
+        EXPECT_TRUE(at::equal(got, at::arange(next, next + p.box.numel(), at::kLong)))
+            << "range " << begin << "+" << length << " box " << describe(p.box);
+        next += p.box.numel();
+      }
+      EXPECT_EQ(next, begin + length);
+    }
+  }
+}
+
+// A fused QKV weight (12, 4) over tp = 2: rank 1 holds rows 2-3, 6-7 and 10-11. Any ZeRO
+// range of its flattened shard maps to views equal to the same boxes of the global tensor.
+TEST(Slices, fused_qkv_ranges_map_to_the_global_rows) {
+  ParamSpec spec;
+  spec.name = "h.0.attn.qkv.weight";
+  spec.global_shape = {12, 4};
+  spec.shard = ShardSpec{0, 3};
+  const at::Tensor global = at::arange(48, at::kDouble).view({12, 4});
+  for (int tp_rank = 0; tp_rank < 2; ++tp_rank) {
+    const at::Tensor shard = cut_shard(spec, tp_rank, 2, global);  // (6, 4)
+    for (int64_t start : {0, 3, 9}) {
+      for (int64_t length : {1, 6, 15}) {
+        if (start + length > 24) continue;
+        const at::Tensor flat = shard.reshape({-1}).narrow(0, start, length);
+        int64_t covered = 0;
+        for (const auto& [view, box] : flat_range_pieces(spec, tp_rank, 2, flat, start)) {
+          EXPECT_TRUE(at::equal(view, narrow_to(global, full_box({12, 4}), box))) << describe(box);
+          covered += box.numel();
+        }
+        EXPECT_EQ(covered, length);
+      }
+    }
+  }
+  // Rank 1's whole shard is three runs of the global rows.
+  const auto views = shard_views(spec, 1, 2, cut_shard(spec, 1, 2, global));
+  ASSERT_EQ(views.size(), 3u);
+  EXPECT_EQ(views[0].second.offsets, (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(views[1].second.offsets, (std::vector<int64_t>{6, 0}));
+  EXPECT_EQ(views[2].second.offsets, (std::vector<int64_t>{10, 0}));
+}
+
+// A row-parallel weight (4, 6) split on its input dimension: tp rank 1 holds columns 3-5.
+TEST(Slices, row_parallel_ranges_map_to_the_global_columns) {
+  ParamSpec spec;
+  spec.name = "h.0.attn.proj.weight";
+  spec.global_shape = {4, 6};
+  spec.shard = ShardSpec{1, 1};
+  const at::Tensor global = at::arange(24, at::kDouble).view({4, 6});
+  const at::Tensor shard = cut_shard(spec, 1, 2, global);  // (4, 3)
+  const at::Tensor flat = shard.reshape({-1}).narrow(0, 2, 7);
+  int64_t covered = 0;
+  for (const auto& [view, box] : flat_range_pieces(spec, 1, 2, flat, 2)) {
+    EXPECT_TRUE(at::equal(view, narrow_to(global, full_box({4, 6}), box))) << describe(box);
+    EXPECT_GE(box.offsets[1], 3);
+    covered += box.numel();
+  }
+  EXPECT_EQ(covered, 7);
+}
+
+TEST(HfNames, map_both_ways_with_conv1d_weights_transposed) {
+  const std::vector<std::string> ours = {
+      "wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias", "h.11.ln_1.weight",
+      "h.0.attn.qkv.weight", "h.0.attn.qkv.bias", "h.3.attn.proj.weight", "h.2.mlp.fc.weight",
+      "h.2.mlp.proj.bias", "h.7.ln_2.bias"};
+  for (const std::string& name : ours) {
+    const auto hf = to_hf_name(name);
+    ASSERT_TRUE(hf) << name;
+    const auto back = from_hf_name(hf->name);
+    ASSERT_TRUE(back) << hf->name;
+    EXPECT_EQ(back->name, name);
+    EXPECT_EQ(back->transposed, hf->transposed);
+  }
+  EXPECT_EQ(to_hf_name("h.0.attn.qkv.weight")->name, "transformer.h.0.attn.c_attn.weight");
+  EXPECT_TRUE(to_hf_name("h.0.attn.qkv.weight")->transposed);
+  EXPECT_FALSE(to_hf_name("h.0.attn.qkv.bias")->transposed);
+  EXPECT_EQ(to_hf_name("h.5.mlp.proj.weight")->name, "transformer.h.5.mlp.c_proj.weight");
+  EXPECT_EQ(from_hf_name("h.1.mlp.c_fc.weight")->name, "h.1.mlp.fc.weight");  // no prefix
+  EXPECT_FALSE(from_hf_name("lm_head.weight"));
+  EXPECT_FALSE(from_hf_name("transformer.h.0.attn.bias"));
+  EXPECT_FALSE(to_hf_name("optimizer.exp_avg/wte.weight"));
+}
+
+}  // namespace
+}  // namespace trident::checkpoint
