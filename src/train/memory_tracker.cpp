@@ -5,6 +5,8 @@
 #include <c10/core/CPUAllocator.h>  // GetCPUAllocator, SetCPUAllocator
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 namespace trident {
 
@@ -19,6 +21,27 @@ struct Allocation {
   int64_t bytes;
 };
 
+// The DataPtr handed out has its data pointer as its context (libtorch's raw_allocate
+// requires that), so the inner allocation is found again through this table.
+std::mutex g_mutex;
+std::unordered_map<void*, Allocation>& allocations() {
+  static auto* table = new std::unordered_map<void*, Allocation>();
+  return *table;
+}
+
+void release(void* data) {
+  Allocation a;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = allocations().find(data);
+    if (it == allocations().end()) return;
+    a = std::move(it->second);
+    allocations().erase(it);
+  }
+  g_live.fetch_sub(a.bytes);
+  // `a.inner` frees the memory as it goes out of scope.
+}
+
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
@@ -26,23 +49,23 @@ class CountingAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) const override {
     c10::DataPtr inner = inner_->allocate(n);
     void* data = inner.get();
+    if (data == nullptr) return inner;  // empty tensors: nothing to count
     const c10::Device device = inner.device();
-    auto* ctx = new Allocation{std::move(inner), static_cast<int64_t>(n)};
-    const int64_t now = g_live.fetch_add(ctx->bytes) + ctx->bytes;
+    const int64_t bytes = static_cast<int64_t>(n);
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      allocations().emplace(data, Allocation{std::move(inner), bytes});
+    }
+    const int64_t now = g_live.fetch_add(bytes) + bytes;
     int64_t peak = g_peak.load();
     while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
     }
-    return {data, ctx, &release, device};
+    return {data, data, &release, device};
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
  private:
-  static void release(void* ctx) {
-    auto* a = static_cast<Allocation*>(ctx);
-    g_live.fetch_sub(a->bytes);
-    delete a;
-  }
   c10::Allocator* inner_;
 };
 
