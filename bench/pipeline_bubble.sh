@@ -13,7 +13,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mpirun -np 4 --oversubscribe --bind-to none "$trident" train configs/tiny.toml \
   --set parallel.dp=1 --set parallel.pp=4 --set parallel.tp=1 --set parallel.schedule=1f1b \
-  --set train.micro_batch_size=1 --set train.global_batch_size=8 --set train.threads=1 \
+  --set model.hidden=256 --set model.seq_len=128 --set model.vocab=1024 \
+  --set train.micro_batch_size=2 --set train.global_batch_size=16 --set train.threads=1 \
   --set train.steps="$steps" --set logging.trace="$tmp/trace.json" >/dev/null
 python3 - "$tmp/trace.json" "$steps" "$(nproc)" <<'PY'
 import json, sys
