@@ -1,0 +1,242 @@
+// Cluster files: parsing (every key checked and named in errors), preset lookup,
+// writing, and the matmul rate at a given size.
+#include "plan/cluster.h"
+
+#include <toml++/toml.h>  // toml::parse, toml::table
+
+#include <dirent.h>  // opendir, readdir: listing preset directories
+
+#include <algorithm>   // std::sort, std::unique, std::min
+#include <cmath>       // std::log, std::exp, std::ceil
+#include <cstdlib>     // std::atoi, std::atof
+#include <fstream>     // std::ifstream
+#include <functional>  // std::function
+#include <iomanip>     // std::setprecision
+#include <iterator>    // std::prev
+#include <optional>    // std::optional
+#include <set>         // std::set
+#include <sstream>     // std::ostringstream, std::istringstream
+
+namespace trident::plan {
+
+namespace {
+
+const std::set<std::string> kPrecisions = {"bf16", "fp32", "fp64"};
+
+std::string where(const std::string& source, const toml::node& node) {
+  const auto& at = node.source();
+  return source + ":" + std::to_string(at.begin.line);
+}
+
+double number(const std::string& source, const std::string& key, const toml::node& node,
+              double min) {
+  const std::optional<double> v = node.value<double>();
+  if (!v) throw ClusterError(where(source, node) + ": " + key + " must be a number");
+  if (!(*v >= min))
+    throw ClusterError(where(source, node) + ": " + key + " must be at least " +
+                       std::to_string(min) + ", got " + std::to_string(*v));
+  return *v;
+}
+
+using PrecisionVisitor = std::function<void(const std::string&, const toml::node&)>;
+
+void read_precision_table(const std::string& source, const std::string& key,
+                          const toml::node& node, const PrecisionVisitor& f) {
+  const toml::table* t = node.as_table();
+  if (!t) throw ClusterError(where(source, node) + ": " + key + " must be a table");
+  for (const auto& [k, v] : *t) {
+    const std::string name(k.str());
+    if (!kPrecisions.count(name))
+      throw ClusterError(where(source, v) + ": " + key + "." + name +
+                         ": unknown precision; use bf16, fp32 or fp64");
+    f(name, v);
+  }
+}
+
+}  // namespace
+
+double Cluster::matmul_flops(const std::string& precision, double n) const {
+  auto measured = matmul_tflops.find(precision);
+  if (measured != matmul_tflops.end() && !measured->second.empty()) {
+    // Interpolate log(rate) in log(size); clamp outside the measured sizes.
+    const auto& table = measured->second;
+    if (n <= table.begin()->first) return table.begin()->second * 1e12;
+    if (n >= table.rbegin()->first) return table.rbegin()->second * 1e12;
+    auto hi = table.lower_bound(static_cast<int>(std::ceil(n)));
+    auto lo = std::prev(hi);
+    const double x = (std::log(n) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+    return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second))) * 1e12;
+  }
+  auto peak = peak_tflops.find(precision);
+  if (peak == peak_tflops.end())
+    throw ClusterError("cluster '" + name + "' has no peak_tflops." + precision +
+                       " (nor matmul_tflops." + precision + "); add it to the cluster file");
+  return peak->second * 1e12 * efficiency;
+}
+
+Cluster parse_cluster(const std::string& text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(source));
+  } catch (const toml::parse_error& e) {
+    throw ClusterError(source + ":" + std::to_string(e.source().begin.line) + ": " +
+                       std::string(e.description()));
+  }
+  Cluster c;
+  bool has_devices = false, has_memory = false;
+  for (const auto& [k, node] : root) {
+    const std::string key(k.str());
+    if (key == "name" || key == "description") {
+      const auto v = node.value<std::string>();
+      if (!v) throw ClusterError(where(source, node) + ": " + key + " must be a string");
+      (key == "name" ? c.name : c.description) = *v;
+    } else if (key == "devices_per_node") {
+      c.devices_per_node = static_cast<int>(number(source, key, node, 1));
+      has_devices = true;
+    } else if (key == "memory_per_device_gb") {
+      c.memory_per_device_gb = number(source, key, node, 0);
+      has_memory = true;
+    } else if (key == "usable_memory_fraction") {
+      c.usable_memory_fraction = number(source, key, node, 0);
+    } else if (key == "peak_tflops") {
+      if (node.is_table()) {
+        read_precision_table(source, key, node, [&](const std::string& p, const toml::node& v) {
+          c.peak_tflops[p] = number(source, key + "." + p, v, 0);
+        });
+      } else {
+        // One number: the rate of every precision.
+        const double v = number(source, key, node, 0);
+        for (const auto& p : kPrecisions) c.peak_tflops[p] = v;
+      }
+    } else if (key == "matmul_tflops") {
+      read_precision_table(source, key, node, [&](const std::string& p, const toml::node& v) {
+        const toml::table* sizes = v.as_table();
+        if (!sizes) throw ClusterError(where(source, v) + ": " + key + "." + p + " must be a table");
+        for (const auto& [size, rate] : *sizes) {
+          const std::string s(size.str());
+          const int n = std::atoi(s.c_str());
+          if (n <= 0)
+            throw ClusterError(where(source, rate) + ": " + key + "." + p + ": key '" + s +
+                               "' must be a matmul size (a positive integer)");
+          c.matmul_tflops[p][n] = number(source, key + "." + p + "." + s, rate, 1e-12);
+        }
+      });
+    } else if (key == "sendrecv_us") {
+      const toml::table* sizes = node.as_table();
+      if (!sizes) throw ClusterError(where(source, node) + ": sendrecv_us must be a table");
+      for (const auto& [size, us] : *sizes) {
+        const std::string text(size.str());
+        const double bytes = std::atof(text.c_str());
+        if (!(bytes > 0))
+          throw ClusterError(where(source, us) + ": sendrecv_us: key '" + text +
+                             "' must be a message size in bytes");
+        c.sendrecv_seconds[bytes] = number(source, "sendrecv_us." + text, us, 1e-9) * 1e-6;
+      }
+    } else if (key == "efficiency") {
+      c.efficiency = number(source, key, node, 1e-6);
+    } else if (key == "intra_node_gbps") {
+      c.intra_node_gbps = number(source, key, node, 1e-9);
+    } else if (key == "inter_node_gbps") {
+      c.inter_node_gbps = number(source, key, node, 1e-9);
+    } else if (key == "latency_us") {
+      c.latency_us = number(source, key, node, 0);
+    } else if (key == "memory_gbps") {
+      c.memory_gbps = number(source, key, node, 0);
+    } else if (key == "layer_overhead_us") {
+      c.layer_overhead_us = number(source, key, node, 0);
+    } else if (key == "dp_overlap") {
+      c.dp_overlap = std::min(1.0, number(source, key, node, 0));
+    } else {
+      throw ClusterError(where(source, node) + ": unknown key '" + key +
+                         "'; valid keys: name description devices_per_node memory_per_device_gb "
+                         "usable_memory_fraction peak_tflops matmul_tflops sendrecv_us efficiency "
+                         "intra_node_gbps inter_node_gbps latency_us memory_gbps layer_overhead_us dp_overlap");
+    }
+  }
+  if (!has_devices) throw ClusterError(source + ": devices_per_node is missing");
+  if (!has_memory) throw ClusterError(source + ": memory_per_device_gb is missing");
+  if (c.peak_tflops.empty() && c.matmul_tflops.empty())
+    throw ClusterError(source + ": peak_tflops is missing (a number or a table per precision)");
+  return c;
+}
+
+Cluster load_cluster(const std::string& spec, const std::vector<std::string>& preset_dirs) {
+  std::vector<std::string> tried;
+  auto read = [](const std::string& path, std::string& text) {
+    std::ifstream in(path);
+    if (!in) return false;
+    std::ostringstream all;
+    all << in.rdbuf();
+    text = all.str();
+    return true;
+  };
+  std::string text;
+  const bool looks_like_path = spec.find('/') != std::string::npos ||
+                               (spec.size() > 5 && spec.substr(spec.size() - 5) == ".toml");
+  if (looks_like_path) {
+    if (read(spec, text)) return parse_cluster(text, spec);
+    throw ClusterError("cannot read the cluster file " + spec);
+  }
+  for (const auto& dir : preset_dirs) {
+    const std::string path = dir + "/" + spec + ".toml";
+    if (read(path, text)) return parse_cluster(text, path);
+    tried.push_back(path);
+  }
+  std::string names;
+  for (const auto& n : preset_names(preset_dirs)) names += " " + n;
+  throw ClusterError("no cluster preset '" + spec + "'" +
+                     (names.empty() ? std::string(" (no preset directory found)")
+                                    : "; presets:" + names) +
+                     "; or give a path to a cluster TOML file");
+}
+
+std::vector<std::string> preset_names(const std::vector<std::string>& preset_dirs) {
+  std::vector<std::string> names;
+  for (const auto& dir : preset_dirs) {
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (const dirent* e = readdir(d)) {
+      const std::string f = e->d_name;
+      if (f.size() > 5 && f.substr(f.size() - 5) == ".toml") names.push_back(f.substr(0, f.size() - 5));
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
+  std::ostringstream out;
+  out << std::setprecision(6);
+  std::istringstream lines(comment);
+  for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
+  out << "name = \"" << c.name << "\"\n";
+  if (!c.description.empty()) out << "description = \"" << c.description << "\"\n";
+  out << "devices_per_node = " << c.devices_per_node << "\n"
+      << "memory_per_device_gb = " << c.memory_per_device_gb << "\n"
+      << "usable_memory_fraction = " << c.usable_memory_fraction << "\n"
+      << "efficiency = " << c.efficiency << "\n"
+      << "intra_node_gbps = " << c.intra_node_gbps << "\n"
+      << "inter_node_gbps = " << c.inter_node_gbps << "\n"
+      << "latency_us = " << c.latency_us << "\n"
+      << "memory_gbps = " << c.memory_gbps << "\n"
+      << "layer_overhead_us = " << c.layer_overhead_us << "\n"
+      << "dp_overlap = " << c.dp_overlap << "\n";
+  if (!c.peak_tflops.empty()) {
+    out << "\n[peak_tflops]\n";
+    for (const auto& [p, v] : c.peak_tflops) out << p << " = " << v << "\n";
+  }
+  for (const auto& [p, table] : c.matmul_tflops) {
+    out << "\n[matmul_tflops." << p << "]  # measured, by matmul size n (n x n times n x n)\n";
+    for (const auto& [n, v] : table) out << "\"" << n << "\" = " << v << "\n";
+  }
+  if (!c.sendrecv_seconds.empty()) {
+    out << "\n[sendrecv_us]  # measured, by message bytes\n";
+    for (const auto& [bytes, s] : c.sendrecv_seconds)
+      out << "\"" << static_cast<long long>(bytes) << "\" = " << s * 1e6 << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace trident::plan

@@ -1,0 +1,62 @@
+// A cluster as the planner sees it: devices per node, memory and matmul rate per device,
+// link bandwidths and latency. Read from a TOML cluster file or a preset name, and
+// written back as TOML (what `trident calibrate` produces).
+#pragma once
+#include <map>        // std::map
+#include <stdexcept>  // std::runtime_error
+#include <string>     // std::string
+#include <vector>     // std::vector
+
+namespace trident::plan {
+
+struct Cluster {
+  std::string name = "cluster";
+  std::string description;  ///< one line for tables; from the file's `description`
+  int devices_per_node = 8;
+  double memory_per_device_gb = 80;  ///< 1e9 bytes
+  double usable_memory_fraction = 1.0;  ///< what the allocator, context and fragmentation leave
+  /// Dense matmul peak in TFLOP/s per precision ("bf16", "fp32", "fp64").
+  std::map<std::string, double> peak_tflops;
+  /// Measured matmul rate by square size n (n x n times n x n) per precision, TFLOP/s;
+  /// when present it replaces peak_tflops * efficiency (interpolated at the model's size).
+  std::map<std::string, std::map<int, double>> matmul_tflops;
+  /// Measured seconds per MPI_Sendrecv by message bytes, for links within a node; when
+  /// present it replaces intra_node_gbps and latency_us there. TOML: [sendrecv_us].
+  std::map<double, double> sendrecv_seconds;
+  double efficiency = 0.6;      ///< fraction of peak large matmuls reach
+  double intra_node_gbps = 300;  ///< GB/s one device sends to another in its node
+  double inter_node_gbps = 50;   ///< GB/s one device sends to a device in another node
+  double latency_us = 5;         ///< per message, both kinds of link
+  double memory_gbps = 0;        ///< device memory bandwidth, GB/s; 0: elementwise work ignored
+  /// Fixed time of one layer's forward + backward for one micro-batch, beyond its FLOPs
+  /// and bytes: operator dispatch, kernel launches, autograd bookkeeping.
+  double layer_overhead_us = 0;
+  double dp_overlap = 1.0;  ///< fraction of dp gradient reduction hidden behind backward
+
+  double usable_memory_bytes() const {
+    return memory_per_device_gb * 1e9 * usable_memory_fraction;
+  }
+  /// The rate a matmul of characteristic size n (cube root of m*n*k) reaches, FLOP/s.
+  /// Throws naming the key when the precision has no entry.
+  double matmul_flops(const std::string& precision, double n) const;
+};
+
+/// A cluster file that is missing, unreadable or has a bad key; the message names it.
+class ClusterError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses cluster TOML text; `source` names it in messages. Unknown keys are errors.
+Cluster parse_cluster(const std::string& toml_text, const std::string& source);
+
+/// Loads `spec`: a path to a TOML file, or a preset name looked up as
+/// DIR/<name>.toml in each of `preset_dirs` in turn.
+Cluster load_cluster(const std::string& spec, const std::vector<std::string>& preset_dirs);
+
+/// The names of the presets (*.toml) found in `preset_dirs`, sorted, without duplicates.
+std::vector<std::string> preset_names(const std::vector<std::string>& preset_dirs);
+
+/// The cluster as TOML text that parse_cluster reads back; `comment` lines go on top.
+std::string cluster_to_toml(const Cluster& c, const std::string& comment);
+
+}  // namespace trident::plan

@@ -1,0 +1,72 @@
+// Memory per device of a layout: model states by the ZeRO paper's formulas, activations
+// by Korthikanti et al. 2022, and the buffers communication needs, for the pipeline
+// stage that holds the most.
+#pragma once
+#include <cstdint>  // int64_t
+#include <string>   // std::string
+
+#include "plan/plan_model.h"  // PlanModel, Layout, StateBytes
+
+namespace trident::plan {
+
+/// Bytes of model state on one device.
+struct ModelStates {
+  double parameters = 0, gradients = 0, optimizer_states = 0;
+  double total() const { return parameters + gradients + optimizer_states; }
+};
+
+/// Model states of a device that holds `psi` parameters, sharded over `dp` ranks by ZeRO
+/// `stage` (Rajbhandari et al. 2020, figure 1), with b = bytes per element:
+///   stage 0: (b.param + b.grad + K) psi
+///   stage 1: (b.param + b.grad) psi + K psi / dp
+///   stage 2: b.param psi + (b.grad_shard + K) psi / dp
+///   stage 3: (b.param + b.grad_shard + K) psi / dp
+ModelStates zero_model_states(double psi, int dp, int stage, const StateBytes& b);
+
+/// The activation shape of one micro-batch through one layer.
+struct ActivationShape {
+  int64_t seq_len = 0;      ///< s
+  int64_t micro_batch = 0;  ///< b
+  int64_t hidden = 0;       ///< h
+  int64_t heads = 0;        ///< a
+};
+
+/// Bytes one transformer layer keeps for backward for one micro-batch (Korthikanti et
+/// al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1-2):
+///   tp = 1:  s b h (34 + 5 a s / h)
+///   tp = t:  s b h (10 + 24 / t + 5 a s / (h t))    (tensor parallel, no sequence parallel)
+///   recompute: 2 s b h  (the layer's input only)
+/// The constants count 16-bit elements; `bytes_per_element` scales them (4 for fp32).
+double layer_activation_bytes(const ActivationShape& shape, int tp, bool recompute,
+                              double bytes_per_element);
+
+/// Activations of the output side of the last stage for one micro-batch: the final
+/// norm's input and output (2 s b h) and the logits with the softmax that the
+/// cross-entropy keeps (2 s b V / t), in elements times `bytes_per_element`.
+double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
+                             double bytes_per_element);
+
+/// Micro-batches whose activations stage `stage` holds at once: GPipe holds all m;
+/// 1F1B holds min(pp - stage, m) (the first stage the most).
+int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m);
+
+/// Memory of one device by part, in bytes.
+struct MemoryBreakdown {
+  double parameters = 0, gradients = 0, optimizer_states = 0;
+  double activations = 0;
+  double communication = 0;  ///< ZeRO-2 bucket buffers, pipeline receive buffers
+  double bucket_buffers = 0; ///< the ZeRO-2 part of `communication`
+  int stage = 0;             ///< the pipeline stage these figures are for
+  int64_t params_held = 0;   ///< Ψ of that stage's device
+  double total() const {
+    return parameters + gradients + optimizer_states + activations + communication;
+  }
+};
+
+/// The memory of the device at pipeline stage `stage` (tp rank 0).
+MemoryBreakdown stage_memory(const PlanModel& m, const Layout& layout, int stage);
+
+/// The stage whose device needs the most memory, and its figures.
+MemoryBreakdown device_memory(const PlanModel& m, const Layout& layout);
+
+}  // namespace trident::plan

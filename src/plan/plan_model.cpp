@@ -1,0 +1,79 @@
+// Arithmetic of the model and layout: names, bytes per element, parameter counts, FLOPs.
+#include "plan/plan_model.h"
+
+#include <algorithm>  // std::max
+#include <numeric>    // std::lcm
+#include <sstream>    // std::ostringstream
+#include <stdexcept>  // std::invalid_argument
+
+namespace trident::plan {
+
+int64_t Layout::micro_batches(const PlanModel& m) const {
+  const int64_t per_dp = micro_batch * dp;
+  return per_dp > 0 ? m.global_batch / per_dp : 0;
+}
+
+std::string Layout::name() const {
+  std::ostringstream out;
+  out << "dp" << dp << " pp" << pp << " tp" << tp << " zero" << zero << " mb" << micro_batch
+      << (checkpointing ? " ckpt" : "");
+  return out.str();
+}
+
+StateBytes state_bytes_for(const std::string& precision, const std::string& grad_reduce_dtype) {
+  StateBytes b;
+  if (precision == "fp32") {
+    b = {4, 4, 4, 8, 4, 4};
+  } else if (precision == "fp64") {
+    b = {8, 8, 8, 16, 8, 8};
+  } else if (precision == "bf16") {
+    // fp32 master + two fp32 moments; the ZeRO-2 shard accumulates in fp32.
+    b = {2, 2, 4, 12, 2, grad_reduce_dtype == "bf16" ? 2.0 : 4.0};
+  } else {
+    throw std::invalid_argument("plan: unknown precision '" + precision +
+                                "'; use fp32, fp64 or bf16");
+  }
+  return b;
+}
+
+StateBytes zero_paper_mixed_precision() { return {2, 2, 2, 12, 2, 2}; }
+
+int64_t padded_vocab(const PlanModel& m, int tp) {
+  const int64_t multiple = std::lcm(std::max<int64_t>(m.vocab_multiple, 1),
+                                    static_cast<int64_t>(std::max(tp, 1)));
+  return (m.vocab + multiple - 1) / multiple * multiple;
+}
+
+int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
+  const int64_t h = m.hidden;
+  // Sharded over tp: qkv (3h^2 + 3h), attn.proj weight h^2, fc (4h^2 + 4h), mlp.proj
+  // weight 4h^2. Whole on every tp rank: two norms (4h) and the row-parallel biases (2h).
+  const int64_t per_layer = (12 * h * h + 7 * h) / tp + 6 * h;
+  int64_t n = m.layers / pp * per_layer;
+  const int64_t embedding = padded_vocab(m, tp) / tp * h;
+  if (stage == 0) n += embedding + m.seq_len * h;  // token rows of this tp rank, positions
+  if (stage == pp - 1) {
+    n += 2 * h;                      // final norm
+    if (pp > 1) n += embedding;      // the tied head's copy of the token embedding
+  }
+  return n;
+}
+
+int64_t total_parameters(const PlanModel& m) { return stage_parameters(m, 1, 1, 0); }
+
+double layer_forward_flops_per_token(const PlanModel& m) {
+  const double h = static_cast<double>(m.hidden), s = static_cast<double>(m.seq_len);
+  return 2.0 * 12.0 * h * h + 2.0 * 2.0 * s * h;
+}
+
+double head_forward_flops_per_token(const PlanModel& m, int tp) {
+  return 2.0 * static_cast<double>(padded_vocab(m, tp)) * static_cast<double>(m.hidden);
+}
+
+double model_flops_per_step(const PlanModel& m, int tp) {
+  const double per_token = 3.0 * (static_cast<double>(m.layers) * layer_forward_flops_per_token(m) +
+                                  head_forward_flops_per_token(m, tp));
+  return per_token * static_cast<double>(m.global_batch * m.seq_len);
+}
+
+}  // namespace trident::plan

@@ -1,0 +1,86 @@
+// What the planner knows about a training job: the model's shape and batch (PlanModel),
+// one candidate layout (Layout), the bytes per element each precision implies, and the
+// arithmetic that follows from them (parameters per device, FLOPs per token).
+// Plain structs: the CLI fills them from a TrainConfig, so this module needs no config.
+#pragma once
+#include <cstdint>  // int64_t
+#include <string>   // std::string
+
+namespace trident::plan {
+
+/// The model and batch of a training job, as the planner sees them.
+struct PlanModel {
+  int64_t layers = 2;
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t vocab = 256;
+  int64_t vocab_multiple = 1;  ///< the embedding's rows are padded to lcm(this, tp)
+  int64_t seq_len = 32;
+  int64_t global_batch = 8;    ///< sequences per optimizer step
+  std::string precision = "fp32";        ///< "fp32", "fp64" or "bf16"
+  std::string schedule = "1f1b";         ///< "1f1b" or "gpipe"
+  std::string grad_reduce_dtype = "fp32";  ///< payload of bf16 gradient reductions
+  int64_t bucket_size = 1 << 20;         ///< elements per gradient bucket
+};
+
+/// One way to run the job: the process grid, ZeRO stage, micro-batch size and
+/// activation checkpointing.
+struct Layout {
+  int dp = 1, pp = 1, tp = 1;
+  int zero = 0;             ///< ZeRO stage 0..3
+  int64_t micro_batch = 1;  ///< sequences per micro-batch
+  bool checkpointing = false;  ///< "full": keep each micro-batch's stage input, recompute
+
+  int world() const { return dp * pp * tp; }
+  /// Micro-batches per step on each dp rank: global_batch / (micro_batch * dp).
+  int64_t micro_batches(const PlanModel& m) const;
+  /// "dp4 pp2 tp1 zero1 mb2 ckpt" : a short name for messages and tables.
+  std::string name() const;
+};
+
+/// Bytes per element of each kind of state, for one training precision. The optimizer
+/// term is the ZeRO paper's K: everything AdamW keeps per parameter beyond the
+/// parameter and its gradient (fp32 master copy when parameters are 16-bit, two moments).
+struct StateBytes {
+  double param = 4;       ///< the working parameters
+  double grad = 4;        ///< the full gradient (ZeRO 0 and 1)
+  double grad_shard = 4;  ///< a ZeRO-2/3 gradient shard
+  double optimizer = 8;   ///< K
+  double activation = 4;  ///< activations and the tensors sent between stages
+  double transport = 4;   ///< payload of dp gradient reductions
+};
+
+/// trident's bytes per element for "fp32", "fp64" or "bf16" training: 16-bit parameters
+/// get an fp32 master copy and fp32 moments (K = 12) and an fp32 ZeRO-2 gradient shard;
+/// fp32/fp64 parameters are their own master (K = 8 or 16). Throws for other names.
+StateBytes state_bytes_for(const std::string& precision, const std::string& grad_reduce_dtype);
+
+/// The ZeRO paper's mixed-precision accounting (Rajbhandari et al. 2020, section 3.1):
+/// fp16 parameters and gradients (2 + 2 bytes) and K = 12, fp16 gradient shards.
+StateBytes zero_paper_mixed_precision();
+
+/// The embedding's rows: vocab rounded up to a multiple of lcm(vocab_multiple, tp).
+int64_t padded_vocab(const PlanModel& m, int tp);
+
+/// Parameters held by the device at pipeline stage `stage` of `pp` and tp rank 0
+/// (its tp shard, plus the norms and row-parallel biases every tp rank keeps whole).
+/// The first stage holds the token and position embeddings, the last the final norm and
+/// (when pp > 1) its copy of the tied token embedding.
+int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage);
+
+/// Parameters of the whole model, each counted once.
+int64_t total_parameters(const PlanModel& m);
+
+/// Forward FLOPs of one token through one transformer layer, whole (not divided by tp):
+/// 2 per multiply-add of the 12 h^2 weights, and 2 * 2 * s * h for attention's two
+/// (s x s) products (trident computes the full square, masked).
+double layer_forward_flops_per_token(const PlanModel& m);
+
+/// Forward FLOPs of one token through the output head: 2 * padded_vocab * hidden.
+double head_forward_flops_per_token(const PlanModel& m, int tp);
+
+/// FLOPs of one optimizer step as the trainer reports them (forward + 2x backward, no
+/// recomputation, the vocabulary padded for `tp`): turns step times into TFLOP/s.
+double model_flops_per_step(const PlanModel& m, int tp);
+
+}  // namespace trident::plan

@@ -1,0 +1,191 @@
+// Text and JSON renderings of plans and single layouts.
+#include "plan/plan_report.h"
+
+#include <algorithm>  // std::min, std::max
+#include <cstdio>     // std::snprintf
+#include <sstream>    // std::ostringstream
+#include <utility>    // std::pair
+
+namespace trident::plan {
+
+namespace {
+
+/// A unit that keeps `largest` readable: its name and its size in base units.
+std::pair<const char*, double> bytes_unit(double largest) {
+  if (largest >= 1e9) return {"GB", 1e9};
+  if (largest >= 1e6) return {"MB", 1e6};
+  return {"kB", 1e3};
+}
+
+std::pair<const char*, double> seconds_unit(double largest) {
+  if (largest >= 1) return {"s", 1};
+  if (largest >= 1e-3) return {"ms", 1e-3};
+  return {"us", 1e-6};
+}
+
+std::string format(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string si(double v) {
+  if (v >= 1e9) return format("%.3gG", v / 1e9);
+  if (v >= 1e6) return format("%.3gM", v / 1e6);
+  if (v >= 1e3) return format("%.3gk", v / 1e3);
+  return format("%.3g", v);
+}
+
+const char* link_name(bool inter) { return inter ? "inter-node" : "intra-node"; }
+
+}  // namespace
+
+std::string describe_job(const PlanModel& m, const Cluster& c, int devices) {
+  std::ostringstream out;
+  const int nodes = (devices + c.devices_per_node - 1) / c.devices_per_node;
+  out << "model: " << m.layers << " layers, hidden " << m.hidden << ", " << m.heads
+      << " heads, vocab " << m.vocab << ", seq " << m.seq_len << "; "
+      << si(static_cast<double>(total_parameters(m))) << " parameters; " << m.precision
+      << ", schedule " << m.schedule << "\n";
+  out << "batch: " << m.global_batch << " sequences (" << m.global_batch * m.seq_len
+      << " tokens) per step\n";
+  out << "cluster: " << c.name;
+  if (!c.description.empty()) out << " (" << c.description << ")";
+  out << "; " << devices << " devices = " << nodes << " node" << (nodes > 1 ? "s" : "")
+      << " of up to " << c.devices_per_node << "; " << format("%.3g", c.usable_memory_bytes() / 1e9)
+      << " GB usable per device; links " << format("%.3g", c.intra_node_gbps) << " GB/s in a node, "
+      << format("%.3g", c.inter_node_gbps) << " GB/s across\n";
+  return out.str();
+}
+
+std::string plan_text(const PlanModel& m, const Cluster& c, int devices, const Plan& plan,
+                      int top) {
+  std::ostringstream out;
+  out << describe_job(m, c, devices) << "\n";
+  const int shown = std::min<int>(top, static_cast<int>(plan.ranked.size()));
+  out << plan.considered << " layouts considered, " << plan.too_big << " over memory";
+  if (shown > 0) out << "; the fastest " << shown << ":";
+  out << "\n\n";
+  if (shown > 0) {
+    double mem_max = 0, time_max = 0;
+    for (int i = 0; i < shown; ++i) {
+      mem_max = std::max(mem_max, plan.ranked[i].memory.total());
+      time_max = std::max(time_max, plan.ranked[i].time.total());
+    }
+    const auto [mu, ms] = bytes_unit(mem_max);
+    const auto [tu, ts] = seconds_unit(time_max);
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "%3s %3s %3s %3s %4s %4s %4s %5s | memory per device, %s: %7s %7s %7s %7s %7s "
+                  "%7s | step time, %s: %8s %8s %8s %8s %8s %8s %8s | %7s\n",
+                  "#", "dp", "pp", "tp", "zero", "mb", "ckpt", "m", mu, "params", "grads", "optim",
+                  "activ", "comm", "total", tu, "compute", "tp", "pp", "dp", "bubble", "optim",
+                  "total", "tok/s");
+    out << line;
+    for (int i = 0; i < shown; ++i) {
+      const Evaluation& e = plan.ranked[i];
+      const Layout& l = e.layout;
+      const MemoryBreakdown& b = e.memory;
+      const TimeBreakdown& t = e.time;
+      std::snprintf(line, sizeof line,
+                    "%3d %3d %3d %3d %4d %4lld %4s %5lld | %22s%7.3g %7.3g %7.3g %7.3g %7.3g %7.3g "
+                    "| %16s%8.4g %8.4g %8.4g %8.4g %8.4g %8.4g %8.4g | %7s\n",
+                    i + 1, l.dp, l.pp, l.tp, l.zero, static_cast<long long>(l.micro_batch),
+                    l.checkpointing ? "full" : "none",
+                    static_cast<long long>(l.micro_batches(m)), "", b.parameters / ms,
+                    b.gradients / ms, b.optimizer_states / ms, b.activations / ms,
+                    b.communication / ms, b.total() / ms, "", t.compute / ts, t.tp / ts,
+                    t.pp / ts, t.dp / ts, t.bubble / ts, t.optimizer / ts, t.total() / ts,
+                    si(e.tokens_per_s).c_str());
+      out << line;
+    }
+    out << "\n(m: micro-batches per step per dp rank; memory: the pipeline stage that holds the "
+           "most)\n";
+  }
+  out << "\nbest: " << (shown > 0 ? plan.ranked[0].layout.name() : std::string("none")) << " — "
+      << plan.why << "\n";
+  return out.str();
+}
+
+std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluation& e) {
+  std::ostringstream out;
+  const Layout& l = e.layout;
+  const MemoryBreakdown& b = e.memory;
+  const TimeBreakdown& t = e.time;
+  out << describe_job(m, c, l.world()) << "\n";
+  out << "layout: " << l.name() << " (" << l.micro_batches(m) << " micro-batches per step per dp rank)\n";
+  out << "links: tp " << link_name(e.tp_inter_node) << ", dp " << link_name(e.dp_inter_node)
+      << ", pp " << link_name(e.pp_inter_node) << "\n\n";
+  out << "memory per device (pipeline stage " << b.stage << ", " << b.params_held
+      << " parameters):\n";
+  const std::pair<const char*, double> parts[] = {
+      {"parameters", b.parameters},        {"gradients", b.gradients},
+      {"optimizer states", b.optimizer_states}, {"activations", b.activations},
+      {"communication buffers", b.communication}, {"total", b.total()}};
+  for (const auto& [name, v] : parts)
+    out << "  " << name << std::string(22 - std::string(name).size(), ' ')
+        << format("%16.0f bytes", v) << format("  %10.4g GB\n", v / 1e9);
+  out << "  " << (e.fits ? "fits in " : "does NOT fit in ") << format("%.4g", c.usable_memory_bytes() / 1e9)
+      << " GB\n\nstep time:\n";
+  const std::pair<const char*, double> times[] = {
+      {"compute", t.compute}, {"tp communication", t.tp}, {"pp communication", t.pp},
+      {"dp communication", t.dp}, {"bubble", t.bubble}, {"optimizer", t.optimizer},
+      {"total", t.total()}};
+  for (const auto& [name, v] : times)
+    out << "  " << name << std::string(22 - std::string(name).size(), ' ')
+        << format("%12.6g s\n", v);
+  out << "  " << si(e.tokens_per_s) << " tokens/s, " << format("%.4g", t.flops / t.total() / 1e12)
+      << " TFLOP/s per device, bubble " << format("%.1f%%", 100 * t.bubble_fraction()) << "\n";
+  return out.str();
+}
+
+nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
+  const Layout& l = e.layout;
+  const MemoryBreakdown& b = e.memory;
+  const TimeBreakdown& t = e.time;
+  return {
+      {"dp", l.dp}, {"pp", l.pp}, {"tp", l.tp}, {"zero", l.zero},
+      {"micro_batch", l.micro_batch}, {"micro_batches", l.micro_batches(m)},
+      {"checkpointing", l.checkpointing ? "full" : "none"}, {"name", l.name()},
+      {"fits", e.fits},
+      {"memory_bytes",
+       {{"parameters", b.parameters}, {"gradients", b.gradients},
+        {"optimizer_states", b.optimizer_states}, {"activations", b.activations},
+        {"communication", b.communication}, {"bucket_buffers", b.bucket_buffers},
+        {"total", b.total()}, {"stage", b.stage},
+        {"parameters_held", b.params_held}}},
+      {"time_s",
+       {{"compute", t.compute}, {"tp", t.tp}, {"pp", t.pp}, {"dp", t.dp}, {"bubble", t.bubble},
+        {"optimizer", t.optimizer}, {"total", t.total()}}},
+      {"bubble_fraction", t.bubble_fraction()},
+      {"flops_per_device", t.flops},
+      {"tokens_per_s", e.tokens_per_s},
+      {"links",
+       {{"tp", link_name(e.tp_inter_node)}, {"dp", link_name(e.dp_inter_node)},
+        {"pp", link_name(e.pp_inter_node)}}}};
+}
+
+nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, const Plan& plan,
+                         int top) {
+  nlohmann::json layouts = nlohmann::json::array();
+  const int shown = std::min<int>(top, static_cast<int>(plan.ranked.size()));
+  for (int i = 0; i < shown; ++i) layouts.push_back(evaluation_json(m, plan.ranked[i]));
+  nlohmann::json out = {
+      {"model",
+       {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"vocab", m.vocab},
+        {"seq_len", m.seq_len}, {"global_batch", m.global_batch}, {"precision", m.precision},
+        {"schedule", m.schedule}, {"parameters", total_parameters(m)}}},
+      {"cluster",
+       {{"name", c.name}, {"devices_per_node", c.devices_per_node},
+        {"usable_memory_bytes", c.usable_memory_bytes()}}},
+      {"devices", devices},
+      {"considered", plan.considered},
+      {"too_big", plan.too_big},
+      {"layouts", layouts},
+      {"why", plan.why}};
+  if (plan.ranked.empty() && plan.considered > 0)
+    out["smallest"] = evaluation_json(m, plan.smallest);
+  return out;
+}
+
+}  // namespace trident::plan

@@ -1,0 +1,221 @@
+// Step time: per-micro-batch compute and tp traffic of the slowest stage, pipeline
+// sends and bubble, the exposed part of the dp reduction, the optimizer's pass.
+#include "plan/time_model.h"
+
+#include <algorithm>  // std::max, std::min
+#include <cmath>      // std::cbrt, std::log, std::exp
+#include <iterator>   // std::prev
+#include <set>        // std::set
+
+#include "plan/memory_model.h"  // layer_activation_bytes, head_activation_bytes
+
+namespace trident::plan {
+
+namespace {
+
+/// Message rounds of recursive halving or doubling: ceil(log2 n).
+int rounds(int n) {
+  int r = 0;
+  while ((1 << r) < n) ++r;
+  return r;
+}
+
+}  // namespace
+
+double Link::message_s(double bytes) const {
+  if (!measured || measured->empty()) return bytes / bytes_per_s + latency_s;
+  // Interpolate log(time) in log(size); below the table the smallest message's time (the
+  // latency floor), above it the largest message's rate.
+  const auto& t = *measured;
+  if (bytes <= t.begin()->first) return t.begin()->second;
+  if (bytes >= t.rbegin()->first) return t.rbegin()->second * bytes / t.rbegin()->first;
+  auto hi = t.lower_bound(bytes);
+  auto lo = std::prev(hi);
+  const double x = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second)));
+}
+
+double send_s(double bytes, const Link& link) { return link.message_s(bytes); }
+
+double reduce_scatter_s(double bytes, int n, const Link& link) {
+  if (n <= 1) return 0;
+  const double ring = (n - 1) * link.message_s(bytes / n);
+  double halving = 0, part = bytes;
+  for (int r = 0; r < rounds(n); ++r) halving += link.message_s(part /= 2);
+  return std::min(ring, halving);
+}
+
+double all_gather_s(double bytes, int n, const Link& link) {
+  return reduce_scatter_s(bytes, n, link);
+}
+
+double all_reduce_s(double bytes, int n, const Link& link) {
+  if (n <= 1) return 0;
+  const double doubling = rounds(n) * link.message_s(bytes);
+  return std::min(2.0 * reduce_scatter_s(bytes, n, link), doubling);
+}
+
+bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node) {
+  const int per_node = std::max(devices_per_node, 1);
+  auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
+  // Each group varies one coordinate with the other two fixed.
+  for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
+    for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
+      std::set<int> nodes;
+      const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+      for (int i = 0; i < n; ++i) {
+        int r = 0;
+        if (dim == Dim::kTp) r = rank(i, a, b);
+        if (dim == Dim::kDp) r = rank(a, i, b);
+        if (dim == Dim::kPp) r = rank(a, b, i);
+        nodes.insert(r / per_node);
+      }
+      if (nodes.size() > 1) return true;
+    }
+  }
+  return false;
+}
+
+Link link_for(const Cluster& c, const Layout& l, Dim dim) {
+  Link link;
+  link.inter_node = group_crosses_nodes(l, dim, c.devices_per_node);
+  link.bytes_per_s = (link.inter_node ? c.inter_node_gbps : c.intra_node_gbps) * 1e9;
+  link.latency_s = c.latency_us * 1e-6;
+  if (!link.inter_node && !c.sendrecv_seconds.empty()) link.measured = &c.sendrecv_seconds;
+  return link;
+}
+
+double bubble_fraction(int pp, int64_t m) {
+  if (pp <= 1 || m <= 0) return 0;
+  return static_cast<double>(pp - 1) / static_cast<double>(m + pp - 1);
+}
+
+namespace {
+
+/// One micro-batch on one stage: compute (forward, backward, recompute) and tp traffic.
+struct MicroBatchTime {
+  double compute = 0, backward = 0, tp = 0, flops = 0;
+};
+
+MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Cluster& c, int stage) {
+  const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
+  const bool first = stage == 0, last = stage == l.pp - 1;
+  const double tokens = static_cast<double>(m.seq_len * l.micro_batch);
+  const double layers = static_cast<double>(m.layers / l.pp);
+  double forward = tokens * layers * layer_forward_flops_per_token(m) / l.tp;
+  if (last) forward += tokens * head_forward_flops_per_token(m, l.tp) / l.tp;
+  const double passes = 3.0 + (l.checkpointing ? 1.0 : 0.0);  // F + 2F backward (+ F again)
+  // The rate of the stage's largest matmul, (tokens x h) times (h x 4h/tp).
+  const double h = static_cast<double>(m.hidden);
+  const double size = std::cbrt(tokens * h * 4.0 * h / l.tp);
+  const double rate = c.matmul_flops(m.precision, size);
+  MicroBatchTime t;
+  t.flops = forward * passes;
+  t.compute = t.flops / rate;
+  if (c.memory_gbps > 0) {
+    // Elementwise work (norms, softmax, GELU, residual adds) streams the saved
+    // activations: written and read in forward, read and their gradients written and
+    // read in backward, about six times their size (eight with the recompute).
+    const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads};
+    double act = layers * layer_activation_bytes(shape, l.tp, false, b.activation);
+    if (last) act += head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
+    t.compute += (l.checkpointing ? 8.0 : 6.0) * act / (c.memory_gbps * 1e9);
+  }
+  // The fixed cost of each layer's operator calls; the stage's ends (embedding; norm,
+  // head and loss) count as one layer each.
+  const double calls = layers + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
+  t.compute += calls * c.layer_overhead_us * 1e-6 * passes / 3.0;
+  t.backward = t.compute * 2.0 / passes;
+  if (l.tp > 1) {
+    // Two all-reduces per layer forward (attention, MLP) and two backward, two more when
+    // the forward is recomputed; the embedding's forward and the head's backward add one.
+    const double per_layer = l.checkpointing ? 6.0 : 4.0;
+    double count = layers * per_layer;
+    if (first) count += l.checkpointing ? 2.0 : 1.0;
+    if (last) count += 1.0;
+    const double bytes = tokens * h * b.activation;
+    t.tp = count * all_reduce_s(bytes, l.tp, link_for(c, l, Dim::kTp));
+  }
+  return t;
+}
+
+/// The exposed time of one gradient reduction of `seconds`, of which `last_bucket` seconds
+/// can only start once backward ends; the rest hides behind `window` seconds of backward.
+double exposed(double seconds, double last_bucket, double window, double overlap) {
+  const double hideable = std::max(0.0, seconds - last_bucket) * overlap;
+  return seconds - std::min(hideable, window);
+}
+
+}  // namespace
+
+TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
+  const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
+  const int64_t micro_batches = l.micro_batches(m);
+  const double mbs = static_cast<double>(micro_batches);
+  // The slowest stage sets the pace of the pipeline.
+  MicroBatchTime slow = micro_batch_time(m, l, c, 0);
+  int64_t psi = stage_parameters(m, l.pp, l.tp, 0);
+  for (int s = 1; s < l.pp; ++s) {
+    const MicroBatchTime t = micro_batch_time(m, l, c, s);
+    if (t.compute + t.tp > slow.compute + slow.tp) slow = t;
+    psi = std::max(psi, stage_parameters(m, l.pp, l.tp, s));
+  }
+  TimeBreakdown out;
+  out.compute = mbs * slow.compute;
+  out.tp = mbs * slow.tp;
+  out.flops = mbs * slow.flops;
+  double pp_per_mb = 0;
+  if (l.pp > 1) {
+    const Link link = link_for(c, l, Dim::kPp);
+    const double bytes = static_cast<double>(m.seq_len * l.micro_batch * m.hidden) * b.activation;
+    pp_per_mb = 2.0 * send_s(bytes, link);  // the activation forward, its gradient back
+    out.pp = mbs * pp_per_mb;
+    // The tied embedding's gradient, summed between the first and the last stage.
+    const double embedding = static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
+    out.pp += all_reduce_s(embedding * b.transport, 2, link);
+  }
+  out.bubble = static_cast<double>(l.pp - 1) * (slow.compute + slow.tp + pp_per_mb);
+
+  const double grads = static_cast<double>(psi) * b.transport;
+  if (l.dp > 1) {
+    const Link link = link_for(c, l, Dim::kDp);
+    const double bucket = static_cast<double>(std::min<int64_t>(m.bucket_size, psi)) * b.transport;
+    const double params = static_cast<double>(psi) * b.param;
+    if (l.zero == 0) {
+      out.dp = exposed(all_reduce_s(grads, l.dp, link), all_reduce_s(bucket, l.dp, link),
+                       slow.backward, c.dp_overlap);
+    } else if (l.zero == 1) {
+      out.dp = exposed(reduce_scatter_s(grads, l.dp, link), reduce_scatter_s(bucket, l.dp, link),
+                       slow.backward, c.dp_overlap) +
+               all_gather_s(params, l.dp, link);
+    } else {
+      // Stages 2 and 3 reduce-scatter every micro-batch's gradients during its backward.
+      out.dp = mbs * exposed(reduce_scatter_s(grads, l.dp, link),
+                             reduce_scatter_s(bucket, l.dp, link), slow.backward, c.dp_overlap);
+      if (l.zero == 2) out.dp += all_gather_s(params, l.dp, link);
+      if (l.zero == 3) {
+        // Parameters gathered before each micro-batch's forward and backward, prefetched
+        // behind the previous layer's compute as far as dp_overlap allows.
+        const double gather = all_gather_s(params, l.dp, link);
+        out.dp += 2.0 * mbs * exposed(gather, all_gather_s(bucket, l.dp, link),
+                                      slow.backward / 2.0, c.dp_overlap);
+      }
+    }
+  }
+  // One-element collectives every step: the gradient norm over the world, the loss
+  // summed over dp and broadcast over pp.
+  if (l.world() > 1) {
+    Link world = link_for(c, l, Dim::kDp);
+    if (!world.inter_node) world = link_for(c, l, Dim::kPp);
+    out.dp += all_reduce_s(8.0, l.world(), world) + all_reduce_s(8.0, l.dp, link_for(c, l, Dim::kDp));
+    out.pp += all_gather_s(8.0, l.pp, link_for(c, l, Dim::kPp));
+  }
+  if (c.memory_gbps > 0) {
+    // AdamW reads and writes the parameters, master and moments once, reads the gradient.
+    const double shard = l.zero == 0 ? static_cast<double>(psi) : static_cast<double>(psi) / l.dp;
+    out.optimizer = shard * (2.0 * (b.param + b.optimizer) + b.grad) / (c.memory_gbps * 1e9);
+  }
+  return out;
+}
+
+}  // namespace trident::plan

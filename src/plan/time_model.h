@@ -1,0 +1,70 @@
+// Step time of a layout on a cluster: matmul FLOPs over the device's rate, each
+// collective's bytes over the link it crosses (within or across nodes, from the rank
+// order), the pipeline bubble, and how much of the dp reduction hides behind backward.
+#pragma once
+#include <map>     // std::map
+#include <string>  // std::string
+
+#include "plan/cluster.h"     // Cluster
+#include "plan/plan_model.h"  // PlanModel, Layout
+
+namespace trident::plan {
+
+/// A link: bandwidth one device drives (bytes/s) and the latency per message (s), or a
+/// measured time per message size.
+struct Link {
+  double bytes_per_s = 1e9;
+  double latency_s = 0;
+  bool inter_node = false;
+  /// Measured seconds per exchange by message bytes (Cluster::sendrecv_us); when set,
+  /// it replaces bytes / bytes_per_s + latency_s.
+  const std::map<double, double>* measured = nullptr;
+
+  /// Seconds to exchange one message of `bytes` with a peer.
+  double message_s(double bytes) const;
+};
+
+/// One message of `bytes` between two devices.
+double send_s(double bytes, const Link& link);
+/// Reduce-scatter or all-gather of a buffer of `bytes` (whole, before sharding) over n
+/// devices: the faster of the ring, n-1 messages of bytes/n (the (n-1)/n * bytes every
+/// algorithm moves), and recursive halving / doubling, ceil(log2 n) messages of
+/// bytes/2, bytes/4, ... (Thakur, Rabenseifner and Gropp 2005).
+double reduce_scatter_s(double bytes, int n, const Link& link);
+double all_gather_s(double bytes, int n, const Link& link);
+/// All-reduce: the faster of a reduce-scatter followed by an all-gather (ring or
+/// Rabenseifner: 2 (n-1)/n * bytes on the wire) and recursive doubling, ceil(log2 n)
+/// messages of the whole buffer, which wins for small buffers.
+double all_reduce_s(double bytes, int n, const Link& link);
+
+/// The parallel dimensions whose groups the rank order lays out.
+enum class Dim { kTp, kDp, kPp };
+
+/// True when some group of `dim` has members on two nodes. Ranks are numbered
+/// rank = tp_rank + tp * (dp_rank + dp * pp_rank) and node = rank / devices_per_node.
+bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node);
+
+/// The link the collectives of `dim` use: across nodes when any of its groups crosses.
+Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);
+
+/// Step time by part, in seconds. total() = compute + tp + pp + dp + bubble + optimizer.
+struct TimeBreakdown {
+  double compute = 0;    ///< matmuls (and elementwise work) of the slowest stage, m micro-batches
+  double tp = 0;         ///< tp all-reduces, not overlapped
+  double pp = 0;         ///< activation and gradient sends between stages, not overlapped
+  double dp = 0;         ///< the part of the dp gradient reduction and parameter gather exposed
+  double bubble = 0;     ///< pipeline fill and drain: (p-1) micro-batch times
+  double optimizer = 0;  ///< AdamW over the device's shard (memory-bound)
+  double flops = 0;      ///< FLOPs the slowest stage's device runs per step (with recompute)
+  double total() const { return compute + tp + pp + dp + bubble + optimizer; }
+  /// The bubble's share of the step: (p-1)/(m+p-1) of the pipeline's time.
+  double bubble_fraction() const { return total() > 0 ? bubble / total() : 0; }
+};
+
+/// The predicted step time of `layout` on `cluster`.
+TimeBreakdown step_time(const PlanModel& m, const Layout& layout, const Cluster& cluster);
+
+/// The 1F1B (and GPipe) bubble fraction: (p-1) / (m+p-1).
+double bubble_fraction(int pp, int64_t micro_batches);
+
+}  // namespace trident::plan

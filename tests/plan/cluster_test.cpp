@@ -1,0 +1,110 @@
+// Cluster files: the presets load with their datasheet figures, errors name the key, a
+// written cluster reads back, and measured matmul rates are interpolated by size.
+#include <gtest/gtest.h>  // TEST, EXPECT_*
+
+#include <cstdlib>  // std::getenv
+#include <string>   // std::string
+
+#include "plan/cluster.h"  // load_cluster, parse_cluster, cluster_to_toml
+
+namespace trident::plan {
+namespace {
+
+std::vector<std::string> preset_dirs() {
+  const char* root = std::getenv("TRIDENT_SOURCE_DIR");
+  std::string here = __FILE__;  // .../tests/plan/cluster_test.cpp
+  here = here.substr(0, here.rfind("/tests/"));
+  return {root ? std::string(root) + "/configs/clusters" : here + "/configs/clusters",
+          "configs/clusters"};
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_cluster(text, "test.toml");
+  } catch (const ClusterError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a ClusterError";
+  return "";
+}
+
+TEST(Presets, load_with_datasheet_figures) {
+  const Cluster a100 = load_cluster("a100-80gb", preset_dirs());
+  EXPECT_EQ(a100.devices_per_node, 8);
+  EXPECT_DOUBLE_EQ(a100.memory_per_device_gb, 80);
+  EXPECT_DOUBLE_EQ(a100.peak_tflops.at("bf16"), 312);
+  const Cluster h100 = load_cluster("h100", preset_dirs());
+  EXPECT_DOUBLE_EQ(h100.peak_tflops.at("bf16"), 989);
+  EXPECT_DOUBLE_EQ(h100.memory_per_device_gb, 80);
+  EXPECT_DOUBLE_EQ(h100.inter_node_gbps, 50);  // 8 x 400 Gb/s per node
+  const Cluster h200 = load_cluster("h200", preset_dirs());
+  EXPECT_DOUBLE_EQ(h200.peak_tflops.at("bf16"), 989);
+  EXPECT_DOUBLE_EQ(h200.memory_per_device_gb, 141);
+  const Cluster example = load_cluster("example", preset_dirs());
+  EXPECT_EQ(example.devices_per_node, 4);
+  EXPECT_GT(h100.matmul_flops("bf16", 8192), 0.5 * 989e12);
+  const auto names = preset_names(preset_dirs());
+  for (const char* n : {"a100-80gb", "example", "h100", "h200"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+TEST(Presets, unknown_name_lists_the_presets) {
+  try {
+    load_cluster("b300", preset_dirs());
+    FAIL() << "expected a ClusterError";
+  } catch (const ClusterError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_cluster("/nonexistent/cluster.toml", preset_dirs()), ClusterError);
+}
+
+TEST(ClusterFile, errors_name_the_key_and_line) {
+  const std::string base = "devices_per_node = 8\nmemory_per_device_gb = 80\npeak_tflops = 100\n";
+  EXPECT_NE(error_of(base + "intra_gbps = 3\n").find("test.toml:4: unknown key 'intra_gbps'"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "latency_us = \"fast\"\n").find("latency_us must be a number"),
+            std::string::npos);
+  EXPECT_NE(error_of("memory_per_device_gb = 80\npeak_tflops = 1\n").find("devices_per_node"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "[matmul_tflops.fp16]\n\"64\" = 1\n").find("unknown precision"),
+            std::string::npos);
+  EXPECT_NE(error_of("devices_per_node = 8\nmemory_per_device_gb = 80\n").find("peak_tflops"),
+            std::string::npos);
+  // One number for peak_tflops sets every precision.
+  const Cluster c = parse_cluster(base, "test.toml");
+  EXPECT_DOUBLE_EQ(c.peak_tflops.at("fp64"), 100);
+  EXPECT_THROW(Cluster{}.matmul_flops("bf16", 64), ClusterError);
+}
+
+TEST(ClusterFile, writes_what_it_reads) {
+  Cluster c;
+  c.name = "here";
+  c.devices_per_node = 2;
+  c.memory_per_device_gb = 11.5;
+  c.peak_tflops = {{"fp32", 0.05}};
+  c.matmul_tflops["fp32"] = {{64, 0.01}, {256, 0.04}};
+  c.intra_node_gbps = c.inter_node_gbps = 3.5;
+  c.latency_us = 1.25;
+  c.dp_overlap = 0;
+  c.sendrecv_seconds = {{1024, 15e-6}, {1 << 20, 1e-4}};
+  const Cluster back = parse_cluster(cluster_to_toml(c, "measured here\nby test"), "back");
+  EXPECT_EQ(back.name, "here");
+  EXPECT_EQ(back.devices_per_node, 2);
+  EXPECT_DOUBLE_EQ(back.memory_per_device_gb, 11.5);
+  EXPECT_DOUBLE_EQ(back.matmul_tflops.at("fp32").at(256), 0.04);
+  EXPECT_DOUBLE_EQ(back.latency_us, 1.25);
+  EXPECT_DOUBLE_EQ(back.dp_overlap, 0);
+  EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1 << 20), 1e-4);
+  EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1024), 15e-6);
+}
+
+TEST(ClusterFile, measured_rates_interpolate_in_log_size) {
+  Cluster c;
+  c.matmul_tflops["fp32"] = {{64, 0.01}, {256, 0.04}};
+  EXPECT_DOUBLE_EQ(c.matmul_flops("fp32", 32), 0.01e12);   // clamped below
+  EXPECT_DOUBLE_EQ(c.matmul_flops("fp32", 1024), 0.04e12); // clamped above
+  EXPECT_NEAR(c.matmul_flops("fp32", 128), 0.02e12, 1e3);  // halfway in log: sqrt(0.01*0.04)
+}
+
+}  // namespace
+}  // namespace trident::plan

@@ -1,0 +1,121 @@
+// The memory model: the ZeRO paper's model-state figure, trident's own accounting, and
+// Korthikanti et al.'s activation formula on a case worked by hand.
+#include <gtest/gtest.h>  // TEST, EXPECT_*
+
+#include "plan/memory_model.h"  // zero_model_states, layer_activation_bytes, stage_memory
+
+namespace trident::plan {
+namespace {
+
+constexpr double kGB = 1e9;
+
+// ZeRO (Rajbhandari et al. 2020), figure 1: Ψ = 7.5B, N_d = 64, K = 12, mixed precision.
+TEST(ZeroModelStates, paper_figure_psi_7_5b_nd_64) {
+  const double psi = 7.5e9;
+  const StateBytes b = zero_paper_mixed_precision();
+  EXPECT_NEAR(zero_model_states(psi, 64, 0, b).total() / kGB, 120.0, 0.05);  // 16 Ψ
+  EXPECT_NEAR(zero_model_states(psi, 64, 1, b).total() / kGB, 31.4, 0.05);   // 4Ψ + 12Ψ/64
+  EXPECT_NEAR(zero_model_states(psi, 64, 2, b).total() / kGB, 16.6, 0.05);   // 2Ψ + 14Ψ/64
+  EXPECT_NEAR(zero_model_states(psi, 64, 3, b).total() / kGB, 1.9, 0.05);    // 16Ψ/64
+  // The exact values behind the rounded figure.
+  EXPECT_DOUBLE_EQ(zero_model_states(psi, 64, 1, b).total(), 31.40625e9);
+  EXPECT_DOUBLE_EQ(zero_model_states(psi, 64, 2, b).total(), 16.640625e9);
+  EXPECT_DOUBLE_EQ(zero_model_states(psi, 64, 3, b).total(), 1.875e9);
+}
+
+TEST(ZeroModelStates, parts_by_stage) {
+  const StateBytes b = zero_paper_mixed_precision();
+  const ModelStates s2 = zero_model_states(1000, 4, 2, b);
+  EXPECT_DOUBLE_EQ(s2.parameters, 2000);       // 2Ψ, whole
+  EXPECT_DOUBLE_EQ(s2.gradients, 500);         // 2Ψ / 4
+  EXPECT_DOUBLE_EQ(s2.optimizer_states, 3000); // 12Ψ / 4
+  EXPECT_THROW(zero_model_states(1000, 4, 4, b), std::invalid_argument);
+}
+
+TEST(ZeroModelStates, trident_precisions) {
+  // fp32 and fp64 parameters are their own master: K = two moments.
+  const StateBytes fp32 = state_bytes_for("fp32", "fp32");
+  EXPECT_DOUBLE_EQ(zero_model_states(100, 1, 0, fp32).total(), 16 * 100);
+  const StateBytes fp64 = state_bytes_for("fp64", "fp32");
+  EXPECT_DOUBLE_EQ(zero_model_states(100, 1, 0, fp64).total(), 32 * 100);
+  // bf16: 2 + 2 + 12, and the ZeRO-2 shard is kept in fp32.
+  const StateBytes bf16 = state_bytes_for("bf16", "fp32");
+  EXPECT_DOUBLE_EQ(zero_model_states(100, 1, 0, bf16).total(), 16 * 100);
+  EXPECT_DOUBLE_EQ(zero_model_states(100, 4, 2, bf16).gradients, 4 * 100 / 4.0);
+  EXPECT_THROW(state_bytes_for("fp8", "fp32"), std::invalid_argument);
+}
+
+TEST(Parameters, tiny_config_matches_the_trainer) {
+  // configs/tiny.toml: 4 layers, hidden 64, vocab 256, seq 32; `trident train` reports
+  // 218496 parameters and 873984 / 873984 / 1747968 model-state bytes per rank at dp 2,
+  // ZeRO 0, fp32.
+  PlanModel m;
+  m.layers = 4, m.hidden = 64, m.heads = 4, m.vocab = 256, m.seq_len = 32, m.global_batch = 8;
+  EXPECT_EQ(total_parameters(m), 218496);
+  const MemoryBreakdown mem = stage_memory(m, Layout{2, 1, 1, 0, 4, false}, 0);
+  EXPECT_DOUBLE_EQ(mem.parameters, 873984);
+  EXPECT_DOUBLE_EQ(mem.gradients, 873984);
+  EXPECT_DOUBLE_EQ(mem.optimizer_states, 1747968);
+  // pp 2: the last stage holds 2 layers, the final norm and the tied embedding's copy.
+  const int64_t layer = 12 * 64 * 64 + 13 * 64;
+  EXPECT_EQ(stage_parameters(m, 2, 1, 0), 2 * layer + 256 * 64 + 32 * 64);
+  EXPECT_EQ(stage_parameters(m, 2, 1, 1), 2 * layer + 2 * 64 + 256 * 64);
+  // tp 2: sharded weights halve, norms and row-parallel biases stay whole.
+  EXPECT_EQ(stage_parameters(m, 1, 2, 0),
+            4 * ((12 * 64 * 64 + 7 * 64) / 2 + 6 * 64) + 128 * 64 + 32 * 64 + 2 * 64);
+}
+
+// One layer, s = 1024, b = 2, h = 1024, a = 16, worked by hand:
+//   s b h = 1024 * 2 * 1024 = 2,097,152
+//   no tp:     34 + 5 a s / h = 34 + 5*16*1024/1024 = 34 + 80 = 114
+//              2,097,152 * 114 = 239,075,328 bytes (16-bit); fp32 doubles it: 478,150,656
+//   tp = 4:    10 + 24/4 + 5 a s / (h t) = 10 + 6 + 80/4 = 36
+//              2,097,152 * 36 = 75,497,472 bytes
+//   recompute: 2 s b h = 4,194,304 bytes (16-bit), 8,388,608 (fp32), whatever tp is
+TEST(Activations, one_layer_by_hand) {
+  const ActivationShape x{1024, 2, 1024, 16};
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 1, false, 2), 239075328.0);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 1, false, 4), 478150656.0);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 4, false, 2), 75497472.0);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 1, true, 2), 4194304.0);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 4, true, 2), 4194304.0);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 1, true, 4), 8388608.0);
+}
+
+TEST(Activations, in_flight_micro_batches) {
+  EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 0, 8), 4);  // first stage: pp
+  EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 3, 8), 1);  // last stage: one
+  EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 0, 2), 2);  // never more than m
+  EXPECT_EQ(in_flight_micro_batches("gpipe", 4, 3, 8), 8);
+}
+
+TEST(Activations, first_stage_of_pp2_holds_two_micro_batches) {
+  // 4 layers on 2 stages, m = 4 micro-batches of 1 sequence, 1F1B, fp32.
+  PlanModel m;
+  m.layers = 4, m.hidden = 64, m.heads = 4, m.vocab = 256, m.seq_len = 32, m.global_batch = 4;
+  const ActivationShape x{32, 1, 64, 4};
+  const double layer = layer_activation_bytes(x, 1, false, 4);
+  // s b h (34 + 5 a s / h) * 2 = 2048 * (34 + 10) * 2 = 180,224 bytes per layer.
+  EXPECT_DOUBLE_EQ(layer, 180224.0);
+  const MemoryBreakdown first = stage_memory(m, Layout{1, 2, 1, 0, 1, false}, 0);
+  EXPECT_DOUBLE_EQ(first.activations, 2 * 2 * layer);  // 2 in flight x 2 layers
+  // Checkpointing keeps the token ids (input and targets, int64) per micro-batch in flight
+  // and rebuilds one micro-batch's layers.
+  const MemoryBreakdown ckpt = stage_memory(m, Layout{1, 2, 1, 0, 1, true}, 0);
+  EXPECT_DOUBLE_EQ(ckpt.activations, 2 * (2 * 32 * 8.0) + 2 * layer);
+  // The last stage: one micro-batch, its layers plus norm outputs and logits with softmax.
+  const MemoryBreakdown last = stage_memory(m, Layout{1, 2, 1, 0, 1, false}, 1);
+  EXPECT_DOUBLE_EQ(last.activations, 2 * layer + (2 * 32 * 64 + 2 * 32 * 256) * 4.0);
+}
+
+TEST(CommunicationBuffers, zero2_buckets_and_pipeline_receives) {
+  PlanModel m;
+  m.bucket_size = 1000;
+  const MemoryBreakdown z2 = stage_memory(m, Layout{4, 1, 1, 2, 2, false}, 0);
+  EXPECT_DOUBLE_EQ(z2.communication, 2 * (1000 + 250) * 4.0);
+  const MemoryBreakdown pp = stage_memory(m, Layout{1, 2, 1, 0, 2, false}, 0);
+  EXPECT_DOUBLE_EQ(pp.communication, 2 * (32 * 2 * 64) * 4.0);
+}
+
+}  // namespace
+}  // namespace trident::plan

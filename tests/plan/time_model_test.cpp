@@ -1,0 +1,137 @@
+// The time model: collective costs, which link a group crosses, the pipeline bubble and
+// the parts of a step.
+#include <gtest/gtest.h>  // TEST, EXPECT_*
+
+#include <cmath>  // std::sqrt
+#include <map>    // std::map
+
+#include "plan/time_model.h"  // step_time, bubble_fraction, all_reduce_s, group_crosses_nodes
+
+namespace trident::plan {
+namespace {
+
+/// A cluster where only compute costs time: 1 TFLOP/s, links infinitely fast.
+Cluster compute_only() {
+  Cluster c;
+  c.devices_per_node = 8;
+  c.peak_tflops = {{"fp32", 1.0}};
+  c.efficiency = 1.0;
+  c.intra_node_gbps = c.inter_node_gbps = 1e12;
+  c.latency_us = 0;
+  c.memory_gbps = 0;
+  return c;
+}
+
+PlanModel small_model() {
+  PlanModel m;
+  m.layers = 8, m.hidden = 256, m.heads = 8, m.vocab = 512, m.seq_len = 128;
+  m.global_batch = 64;
+  return m;
+}
+
+TEST(Bubble, one_f_one_b_formula) {
+  EXPECT_DOUBLE_EQ(bubble_fraction(1, 8), 0.0);
+  EXPECT_DOUBLE_EQ(bubble_fraction(2, 1), 1.0 / 2.0);
+  EXPECT_DOUBLE_EQ(bubble_fraction(4, 8), 3.0 / 11.0);
+  EXPECT_DOUBLE_EQ(bubble_fraction(4, 4), 3.0 / 7.0);
+  EXPECT_DOUBLE_EQ(bubble_fraction(8, 64), 7.0 / 71.0);
+}
+
+TEST(Bubble, share_of_the_predicted_step) {
+  // With free communication the step is (m + p - 1) micro-batch times of the slowest
+  // stage, and the bubble is (p - 1) of them.
+  const PlanModel m = small_model();
+  for (const auto& [pp, micro_batch] : {std::pair{2, 8}, {4, 4}, {4, 16}, {8, 1}}) {
+    const Layout l{1, pp, 1, 0, micro_batch, false};
+    const TimeBreakdown t = step_time(m, l, compute_only());
+    EXPECT_NEAR(t.bubble_fraction(), bubble_fraction(pp, l.micro_batches(m)), 1e-9)
+        << l.name();
+  }
+}
+
+TEST(Collectives, ring_costs) {
+  const Link link{100e9, 0, false};
+  EXPECT_DOUBLE_EQ(all_reduce_s(1e9, 4, link), 2.0 * 3 / 4 * 1e9 / 100e9);
+  EXPECT_DOUBLE_EQ(reduce_scatter_s(1e9, 4, link), 3.0 / 4 * 1e9 / 100e9);
+  EXPECT_DOUBLE_EQ(all_gather_s(1e9, 4, link), 3.0 / 4 * 1e9 / 100e9);
+  EXPECT_DOUBLE_EQ(all_reduce_s(1e9, 1, link), 0.0);
+  const Link slow{1e9, 1e-5, true};
+  EXPECT_DOUBLE_EQ(send_s(1e6, slow), 1e-3 + 1e-5);
+  // Latency only: recursive doubling's log2(8) = 3 rounds beat the ring's 2 * 7 and
+  // Rabenseifner's 2 * 3; recursive halving's ceil(log2 5) = 3 beat the ring's 4.
+  EXPECT_DOUBLE_EQ(all_reduce_s(0, 8, slow), 3 * 1e-5);
+  EXPECT_DOUBLE_EQ(reduce_scatter_s(0, 5, slow), 3 * 1e-5);
+  // Bandwidth and latency both: 1 MB over 4 at 1 GB/s, 10 us. Ring reduce-scatter:
+  // 3 * (250 us + 10 us) = 780 us; halving: (500 + 10) + (250 + 10) = 770 us.
+  EXPECT_NEAR(reduce_scatter_s(1e6, 4, slow), 770e-6, 1e-12);
+  // All-reduce: twice that, 1540 us, against doubling's 2 * (1000 + 10) = 2020 us.
+  EXPECT_NEAR(all_reduce_s(1e6, 4, slow), 1540e-6, 1e-12);
+}
+
+TEST(Collectives, measured_message_times) {
+  // 1 kB takes 10 us, 1 MB 100 us: log-log interpolation between, the floor below,
+  // the largest message's rate above.
+  const std::map<double, double> table = {{1e3, 10e-6}, {1e6, 100e-6}};
+  Link link{1e9, 0, false, &table};
+  EXPECT_DOUBLE_EQ(link.message_s(10), 10e-6);
+  EXPECT_NEAR(link.message_s(std::sqrt(1e3 * 1e6)), std::sqrt(10e-6 * 100e-6), 1e-15);
+  EXPECT_DOUBLE_EQ(link.message_s(4e6), 400e-6);
+  EXPECT_DOUBLE_EQ(send_s(1e6, link), 100e-6);
+  EXPECT_DOUBLE_EQ(all_reduce_s(2e6, 2, link), 2 * 100e-6);  // one message of 1 MB each way
+}
+
+TEST(Links, megatron_rank_order) {
+  // 16 ranks on nodes of 8; rank = tp + tp * (dp + dp * pp).
+  EXPECT_FALSE(group_crosses_nodes(Layout{2, 1, 8}, Dim::kTp, 8));
+  EXPECT_TRUE(group_crosses_nodes(Layout{2, 1, 8}, Dim::kDp, 8));
+  EXPECT_FALSE(group_crosses_nodes(Layout{8, 1, 2}, Dim::kTp, 8));
+  EXPECT_TRUE(group_crosses_nodes(Layout{8, 1, 2}, Dim::kDp, 8));
+  EXPECT_FALSE(group_crosses_nodes(Layout{4, 2, 2}, Dim::kDp, 8));  // dp x tp = 8 per node
+  EXPECT_TRUE(group_crosses_nodes(Layout{4, 2, 2}, Dim::kPp, 8));
+  // 12 ranks on nodes of 6 with tp 4: ranks 4..7 straddle nodes 0 and 1.
+  EXPECT_TRUE(group_crosses_nodes(Layout{3, 1, 4}, Dim::kTp, 6));
+  EXPECT_FALSE(group_crosses_nodes(Layout{4, 1, 3}, Dim::kTp, 6));
+  // Everything in one node.
+  EXPECT_FALSE(group_crosses_nodes(Layout{2, 2, 2}, Dim::kPp, 8));
+}
+
+TEST(StepTime, compute_counts_recomputation) {
+  const PlanModel m = small_model();
+  const Cluster c = compute_only();
+  const TimeBreakdown plain = step_time(m, Layout{1, 1, 1, 0, 8, false}, c);
+  const TimeBreakdown ckpt = step_time(m, Layout{1, 1, 1, 0, 8, true}, c);
+  // At 1 TFLOP/s the step is its FLOPs: 3 passes without recompute, 4 with.
+  EXPECT_NEAR(plain.compute, model_flops_per_step(m, 1) / 1e12, 1e-12);
+  EXPECT_NEAR(ckpt.compute / plain.compute, 4.0 / 3.0, 1e-12);
+}
+
+TEST(StepTime, tp_traffic_per_layer) {
+  // tp 2, one micro-batch of 1: 4 all-reduces per layer, +1 embedding, +1 head.
+  PlanModel m = small_model();
+  m.global_batch = 1;
+  Cluster c = compute_only();
+  c.intra_node_gbps = 1;  // 1e9 B/s
+  const TimeBreakdown t = step_time(m, Layout{1, 1, 2, 0, 1, false}, c);
+  const double bytes = 128.0 * 256 * 4;  // s b h fp32
+  EXPECT_NEAR(t.tp, (8 * 4 + 2) * (bytes / 1e9), 1e-12);  // 2(n-1)/n = 1 for n = 2
+}
+
+TEST(StepTime, dp_reduction_hides_behind_backward_except_the_last_bucket) {
+  PlanModel m = small_model();
+  m.bucket_size = 1 << 16;
+  Cluster c = compute_only();
+  c.intra_node_gbps = 10;
+  const Layout l{2, 1, 1, 0, 32, false};
+  const TimeBreakdown hidden = step_time(m, l, c);
+  c.dp_overlap = 0;
+  const TimeBreakdown exposed = step_time(m, l, c);
+  const Link link{10e9, 0, false};
+  const double psi = static_cast<double>(total_parameters(m));
+  // Plus the one-element gradient-norm and loss all-reduces.
+  const double scalars = 2 * all_reduce_s(8, 2, link);
+  EXPECT_NEAR(exposed.dp, all_reduce_s(psi * 4, 2, link) + scalars, 1e-12);
+  EXPECT_NEAR(hidden.dp, all_reduce_s((1 << 16) * 4.0, 2, link) + scalars, 1e-12);
+}
+
+}  // namespace
+}  // namespace trident::plan
