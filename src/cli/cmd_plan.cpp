@@ -1,0 +1,181 @@
+// `trident plan CONFIG --devices N`: predicts memory per device and step time of every
+// layout of CONFIG's model on N devices of a cluster, and ranks those that fit; with
+// --layout it evaluates exactly one layout.
+#include <unistd.h>  // readlink: where the program lives, to find the cluster presets
+
+#include <climits>   // INT_MAX
+#include <cstdlib>   // std::getenv
+#include <iostream>  // std::cout
+#include <sstream>   // std::istringstream
+
+#include "cli/args.h"             // CommandSpec, parse_args, UsageError
+#include "cli/commands.h"         // Argv, cmd_plan
+#include "config/config.h"        // load_config, TrainConfig
+#include "plan/cluster.h"         // load_cluster, ClusterError
+#include "plan/plan_report.h"     // plan_text, plan_json, evaluation_text, evaluation_json
+#include "plan/planner.h"         // make_plan, evaluate, layout_problem
+
+namespace trident::cli {
+
+namespace {
+
+const CommandSpec kSpec{
+    "plan",
+    "trident plan CONFIG.toml --devices N [--cluster FILE|NAME] [--top K] [--json]\n"
+    "       trident plan CONFIG.toml --layout dp,pp,tp[,zero[,micro[,ckpt]]] [--cluster ...] "
+    "[--json]",
+    "Predicts, for CONFIG's model and global batch on N devices, the memory per device\n"
+    "(parameters, gradients, optimizer states, activations, communication buffers) and the\n"
+    "step time (compute, tp / pp / dp communication, pipeline bubble, optimizer) of every\n"
+    "layout: dp x pp x tp = N, ZeRO stage, micro-batch size, activation checkpointing. Lists\n"
+    "those that fit, fastest first, and says why the best wins. --layout evaluates one\n"
+    "layout (zero, micro and ckpt default to the config's; ckpt is none or full).\n"
+    "--cluster takes a cluster TOML file or a preset name (a100-80gb, h100, h200, example,\n"
+    "from configs/clusters/); default h100. The model is in docs/planner.md. Exit code 1\n"
+    "when no layout fits.",
+    {{"devices", "N", "number of devices (ranks) to plan for"},
+     {"cluster", "FILE|NAME", "cluster file or preset name (default h100)"},
+     {"top", "K", "show the K fastest layouts (default 10)"},
+     {"json", "", "print JSON (bytes, seconds) instead of tables"},
+     {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
+     {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2; 3 is modelled only)"}},
+    1,
+    1};
+
+std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text,
+                                    std::vector<std::string>* words = nullptr) {
+  std::vector<int64_t> out;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      if (!words) throw UsageError("--" + option + ": '" + item + "' is not an integer");
+      words->push_back(item);
+      out.push_back(-1);
+    }
+  }
+  return out;
+}
+
+/// Where presets live: $TRIDENT_CLUSTERS, ./configs/clusters, and beside the program.
+std::vector<std::string> preset_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("TRIDENT_CLUSTERS")) dirs.push_back(env);
+  dirs.push_back("configs/clusters");
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    dirs.push_back(dir + "/../configs/clusters");
+    dirs.push_back(dir + "/configs/clusters");
+  }
+  return dirs;
+}
+
+plan::PlanModel plan_model(const TrainConfig& c) {
+  plan::PlanModel m;
+  m.layers = c.model.layers;
+  m.hidden = c.model.hidden;
+  m.heads = c.model.heads;
+  m.vocab = c.model.vocab;
+  m.vocab_multiple = c.model.vocab_multiple;
+  m.seq_len = c.model.seq_len;
+  m.global_batch = c.train.global_batch_size;
+  m.precision = c.train.precision;
+  m.schedule = c.parallel.schedule;
+  m.grad_reduce_dtype = c.parallel.grad_reduce_dtype;
+  m.bucket_size = c.parallel.bucket_size;
+  return m;
+}
+
+plan::Layout parse_layout(const std::string& text, const TrainConfig& c) {
+  std::vector<std::string> words;
+  const std::vector<int64_t> v = parse_int_list("layout", text, &words);
+  if (v.size() < 3 || v.size() > 6)
+    throw UsageError("--layout expects dp,pp,tp[,zero[,micro[,ckpt]]], got '" + text + "'");
+  plan::Layout l;
+  for (size_t i = 0; i < std::min<size_t>(v.size(), 5); ++i)
+    if (v[i] < 0) throw UsageError("--layout: field " + std::to_string(i + 1) + " of '" + text +
+                                   "' must be a non-negative integer");
+  l.dp = static_cast<int>(v[0]);
+  l.pp = static_cast<int>(v[1]);
+  l.tp = static_cast<int>(v[2]);
+  l.zero = v.size() > 3 ? static_cast<int>(v[3]) : static_cast<int>(c.parallel.zero_stage);
+  l.micro_batch = v.size() > 4 ? v[4] : c.train.micro_batch_size;
+  l.checkpointing = c.parallel.activation_checkpointing == "full";
+  if (v.size() > 5) {
+    const std::string ckpt = words.empty() ? std::to_string(v[5]) : words.back();
+    if (ckpt == "full" || ckpt == "1") l.checkpointing = true;
+    else if (ckpt == "none" || ckpt == "0") l.checkpointing = false;
+    else throw UsageError("--layout: ckpt must be none or full, got '" + ckpt + "'");
+  }
+  return l;
+}
+
+int run_one_layout(const Args& args, const TrainConfig& config, const plan::PlanModel& m,
+                   const plan::Cluster& cluster) {
+  const plan::Layout l = parse_layout(args.get("layout"), config);
+  const int devices = static_cast<int>(args.get_int("devices", l.world()));
+  // Here a tp group may leave its node: the user asked for this layout.
+  const std::string problem = plan::layout_problem(m, l, devices, INT_MAX);
+  if (!problem.empty()) throw UsageError("--layout " + args.get("layout") + ": " + problem);
+  const plan::Evaluation e = plan::evaluate(m, l, cluster);
+  if (args.has("json")) {
+    nlohmann::json out = plan::plan_json(m, cluster, devices, plan::Plan{}, 0);
+    out["considered"] = 1;
+    out["too_big"] = e.fits ? 0 : 1;
+    out["layouts"] = nlohmann::json::array({plan::evaluation_json(m, e)});
+    out["why"] = e.fits ? "the layout asked for" : "the layout asked for does not fit";
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << plan::evaluation_text(m, cluster, e);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_plan(const Argv& argv) {
+  const Args args = parse_args(kSpec, argv);
+  if (args.help) {
+    std::cout << help_text(kSpec);
+    return 0;
+  }
+  const TrainConfig config = load_config(args.positional[0], args.sets, 0);
+  const plan::PlanModel m = plan_model(config);
+  plan::Cluster cluster;
+  try {
+    cluster = plan::load_cluster(args.get("cluster", "h100"), preset_dirs());
+    cluster.matmul_flops(m.precision, 1024);  // fails now, naming the key, if missing
+  } catch (const plan::ClusterError& e) {
+    throw UsageError(std::string("--cluster: ") + e.what());
+  }
+  if (args.has("layout")) return run_one_layout(args, config, m, cluster);
+
+  if (!args.has("devices")) throw UsageError("--devices N is required (or give --layout)");
+  const int devices = static_cast<int>(args.get_int("devices", 0));
+  if (devices < 1) throw UsageError("--devices must be at least 1");
+  const int top = static_cast<int>(args.get_int("top", 10));
+  if (top < 1) throw UsageError("--top must be at least 1");
+  plan::SearchSpace space;
+  if (args.has("zero-stages")) {
+    space.zero_stages.clear();
+    for (int64_t s : parse_int_list("zero-stages", args.get("zero-stages"))) {
+      if (s < 0 || s > 3) throw UsageError("--zero-stages: stage " + std::to_string(s) +
+                                           " does not exist; use 0, 1, 2 or 3");
+      space.zero_stages.push_back(static_cast<int>(s));
+    }
+  }
+  const plan::Plan plan = plan::make_plan(m, cluster, devices, space);
+  if (args.has("json"))
+    std::cout << plan::plan_json(m, cluster, devices, plan, top).dump(2) << "\n";
+  else
+    std::cout << plan::plan_text(m, cluster, devices, plan, top);
+  return plan.ranked.empty() ? 1 : 0;
+}
+
+}  // namespace trident::cli
