@@ -16,6 +16,7 @@ int cmd_inspect(const Argv& args);
 int cmd_export(const Argv& args);
 int cmd_eval(const Argv& args);
 int cmd_plan(const Argv& args);
+int cmd_calibrate(const Argv& args);
 int cmd_prepare_data(const Argv& args);
 
 int run_main(int argc, char** argv);

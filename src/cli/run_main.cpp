@@ -30,6 +30,7 @@ const Subcommand kSubcommands[] = {
     {"export", cmd_export, true, "write a checkpoint as Hugging Face GPT-2 files"},
     {"eval", cmd_eval, true, "mean next-token loss of a checkpoint on a token file, any layout"},
     {"plan", cmd_plan, false, "predict memory and step time of every layout on N devices, rank them"},
+    {"calibrate", cmd_calibrate, true, "measure this machine's matmul rate and MPI links, write a cluster file"},
     {"prepare-data", cmd_prepare_data, false, "tokenise text files into an llm.c token file (byte or GPT-2 BPE)"},
 };
 
