@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Draws PNGs from a trident run directory: the loss against the source's entropy floor,
 tokens/s per step, and the pipeline timeline of the first recorded step from the trace.
 
