@@ -36,7 +36,7 @@ const Subcommand kSubcommands[] = {
 
 void print_usage(std::FILE* to) {
   std::fprintf(to, "usage: trident SUBCOMMAND [options]   (trident SUBCOMMAND --help)\n\n");
-  for (const auto& s : kSubcommands) std::fprintf(to, "  %-10s %s\n", s.name, s.summary);
+  for (const auto& s : kSubcommands) std::fprintf(to, "  %-13s %s\n", s.name, s.summary);
 }
 
 int world_rank() {
