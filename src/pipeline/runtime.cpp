@@ -36,7 +36,18 @@ PipelineRuntime::PipelineRuntime(GptStage& stage, ParallelContext& ctx,
     : stage_(stage), ctx_(ctx), options_(options) {}
 
 void PipelineRuntime::progress() {
-  for (auto& w : pending_sends_) w->test();
+  for (auto& s : pending_sends_) s.work->test();
+}
+
+int64_t PipelineRuntime::bytes_in_transit() {
+  int64_t bytes = 0;
+  for (auto& s : pending_sends_) bytes += s.work->test() ? 0 : s.bytes;
+  return bytes;
+}
+
+void PipelineRuntime::wait_for_sends() {
+  for (auto& s : pending_sends_) s.work->wait();
+  pending_sends_.clear();
 }
 
 void PipelineRuntime::forward(int k, InFlight& f, const MicroBatch& mb, double loss_scale) {
@@ -103,15 +114,15 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
         result.max_in_flight = std::max(result.max_in_flight, static_cast<int>(in_flight.size()));
         if (stage_.is_last()) result.loss += in_flight[k].output.item<double>();
         // What the stage holds for its in-flight micro-batches once this forward is done.
-        result.peak_activation_bytes =
-            std::max(result.peak_activation_bytes, live_tensor_bytes() - bytes_at_start);
+        result.peak_activation_bytes = std::max(
+            result.peak_activation_bytes, live_tensor_bytes() - bytes_at_start - bytes_in_transit());
         break;
       }
       case Op::kSendActivation: {
         InFlight& f = in_flight[k];
         // The send owns a detached copy's storage; the output itself keeps only its node.
         at::Tensor payload = f.output.detach().contiguous();
-        pending_sends_.push_back(pp.send(payload, stage + 1, activation_tag(k)));
+        pending_sends_.push_back({pp.send(payload, stage + 1, activation_tag(k)), payload.nbytes()});
         free_data(f.output);
         break;
       }
@@ -138,13 +149,14 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
       }
       case Op::kSendGrad: {
         InFlight& f = in_flight[k];
-        pending_sends_.push_back(pp.send(f.input.grad().contiguous(), stage - 1, grad_tag(k)));
+        at::Tensor grad = f.input.grad().contiguous();
+        pending_sends_.push_back({pp.send(grad, stage - 1, grad_tag(k)), grad.nbytes()});
         in_flight.erase(k);
         batches.erase(k);
         break;
       }
       case Op::kReduceGrads: {
-        wait_all(pending_sends_);
+        wait_for_sends();
         if (hooks.reduce_grads) hooks.reduce_grads();
         break;
       }
@@ -157,7 +169,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
     record.end = std::chrono::duration<double>(Clock::now() - t0).count();
     result.records.push_back(record);
   }
-  wait_all(pending_sends_);
+  wait_for_sends();
   return result;
 }
 

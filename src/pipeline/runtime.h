@@ -51,8 +51,9 @@ struct StepResult {
                          // of a node), the origin of the records' times
   std::vector<InstructionRecord> records;
   int max_in_flight = 0;              // micro-batches forwarded but not yet backwarded
-  /// Most tensor bytes held above the step's start right after a forward: the in-flight
-  /// micro-batches' activations (measured when the memory tracker is installed).
+  /// Most tensor bytes held above the step's start right after a forward, less the
+  /// buffers of sends still in transit: the in-flight micro-batches' activations
+  /// (measured when the memory tracker is installed).
   int64_t peak_activation_bytes = 0;
 };
 
@@ -75,11 +76,17 @@ class PipelineRuntime {
   void forward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
   void backward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
   void progress();
+  int64_t bytes_in_transit();
+  void wait_for_sends();
 
   GptStage& stage_;
   ParallelContext& ctx_;
   RuntimeOptions options_;
-  std::vector<WorkHandle> pending_sends_;
+  struct PendingSend {
+    WorkHandle work;
+    int64_t bytes;
+  };
+  std::vector<PendingSend> pending_sends_;
 };
 
 }  // namespace trident
