@@ -38,7 +38,8 @@ const CommandSpec kSpec{
      {"top", "K", "show the K fastest layouts (default 10)"},
      {"json", "", "print JSON (bytes, seconds) instead of tables"},
      {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
-     {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2; 3 is modelled only)"}},
+     {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2; 3 is modelled only)"},
+     {"devices-per-node", "N", "override the cluster's devices per node"}},
     1,
     1};
 
@@ -151,6 +152,10 @@ int cmd_plan(const Argv& argv) {
   try {
     cluster = plan::load_cluster(args.get("cluster", "h100"), preset_dirs());
     cluster.matmul_flops(m.precision, 1024);  // fails now, naming the key, if missing
+    if (args.has("devices-per-node")) {
+      cluster.devices_per_node = static_cast<int>(args.get_int("devices-per-node", 0));
+      if (cluster.devices_per_node < 1) throw UsageError("--devices-per-node must be at least 1");
+    }
   } catch (const plan::ClusterError& e) {
     throw UsageError(std::string("--cluster: ") + e.what());
   }

@@ -74,6 +74,17 @@ double Cluster::matmul_flops(const std::string& precision, double n) const {
   return peak->second * 1e12 * efficiency;
 }
 
+double Cluster::elementwise_bytes_per_s(double bytes) const {
+  if (elementwise_gbps.empty()) return memory_gbps * 1e9;
+  const auto& t = elementwise_gbps;
+  if (bytes <= t.begin()->first) return t.begin()->second * 1e9;
+  if (bytes >= t.rbegin()->first) return t.rbegin()->second * 1e9;
+  auto hi = t.lower_bound(bytes);
+  auto lo = std::prev(hi);
+  const double x = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second))) * 1e9;
+}
+
 Cluster parse_cluster(const std::string& text, const std::string& source) {
   toml::table root;
   try {
@@ -93,6 +104,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     } else if (key == "devices_per_node") {
       c.devices_per_node = static_cast<int>(number(source, key, node, 1));
       has_devices = true;
+    } else if (key == "cores_per_node") {
+      c.cores_per_node = static_cast<int>(number(source, key, node, 0));
     } else if (key == "memory_per_device_gb") {
       c.memory_per_device_gb = number(source, key, node, 0);
       has_memory = true;
@@ -132,6 +145,17 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
                              "' must be a message size in bytes");
         c.sendrecv_seconds[bytes] = number(source, "sendrecv_us." + text, us, 1e-9) * 1e-6;
       }
+    } else if (key == "elementwise_gbps") {
+      const toml::table* sizes = node.as_table();
+      if (!sizes) throw ClusterError(where(source, node) + ": elementwise_gbps must be a table");
+      for (const auto& [size, rate] : *sizes) {
+        const std::string text(size.str());
+        const double bytes = std::atof(text.c_str());
+        if (!(bytes > 0))
+          throw ClusterError(where(source, rate) + ": elementwise_gbps: key '" + text +
+                             "' must be a layer's activation bytes");
+        c.elementwise_gbps[bytes] = number(source, "elementwise_gbps." + text, rate, 1e-9);
+      }
     } else if (key == "efficiency") {
       c.efficiency = number(source, key, node, 1e-6);
     } else if (key == "intra_node_gbps") {
@@ -140,17 +164,26 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.inter_node_gbps = number(source, key, node, 1e-9);
     } else if (key == "latency_us") {
       c.latency_us = number(source, key, node, 0);
+    } else if (key == "sync_us") {
+      c.sync_us = number(source, key, node, 0);
     } else if (key == "memory_gbps") {
       c.memory_gbps = number(source, key, node, 0);
     } else if (key == "layer_overhead_us") {
       c.layer_overhead_us = number(source, key, node, 0);
+    } else if (key == "layer_overhead_tp_us") {
+      c.layer_overhead_tp_us = number(source, key, node, 0);
+    } else if (key == "ends_overhead_us") {
+      c.ends_overhead_us = number(source, key, node, 0);
     } else if (key == "dp_overlap") {
       c.dp_overlap = std::min(1.0, number(source, key, node, 0));
     } else {
       throw ClusterError(where(source, node) + ": unknown key '" + key +
-                         "'; valid keys: name description devices_per_node memory_per_device_gb "
+                         "'; valid keys: name description devices_per_node cores_per_node "
+                         "memory_per_device_gb "
                          "usable_memory_fraction peak_tflops matmul_tflops sendrecv_us efficiency "
-                         "intra_node_gbps inter_node_gbps latency_us memory_gbps layer_overhead_us dp_overlap");
+                         "intra_node_gbps inter_node_gbps latency_us sync_us memory_gbps elementwise_gbps "
+                         "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
+                         "dp_overlap");
     }
   }
   if (!has_devices) throw ClusterError(source + ": devices_per_node is missing");
@@ -214,14 +247,18 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
   out << "name = \"" << c.name << "\"\n";
   if (!c.description.empty()) out << "description = \"" << c.description << "\"\n";
   out << "devices_per_node = " << c.devices_per_node << "\n"
+      << "cores_per_node = " << c.cores_per_node << "\n"
       << "memory_per_device_gb = " << c.memory_per_device_gb << "\n"
       << "usable_memory_fraction = " << c.usable_memory_fraction << "\n"
       << "efficiency = " << c.efficiency << "\n"
       << "intra_node_gbps = " << c.intra_node_gbps << "\n"
       << "inter_node_gbps = " << c.inter_node_gbps << "\n"
       << "latency_us = " << c.latency_us << "\n"
+      << "sync_us = " << c.sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
       << "layer_overhead_us = " << c.layer_overhead_us << "\n"
+      << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"
+      << "ends_overhead_us = " << c.ends_overhead_us << "\n"
       << "dp_overlap = " << c.dp_overlap << "\n";
   if (!c.peak_tflops.empty()) {
     out << "\n[peak_tflops]\n";
@@ -230,6 +267,11 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
   for (const auto& [p, table] : c.matmul_tflops) {
     out << "\n[matmul_tflops." << p << "]  # measured, by matmul size n (n x n times n x n)\n";
     for (const auto& [n, v] : table) out << "\"" << n << "\" = " << v << "\n";
+  }
+  if (!c.elementwise_gbps.empty()) {
+    out << "\n[elementwise_gbps]  # measured, by a layer's activation bytes per micro-batch\n";
+    for (const auto& [bytes, gbps] : c.elementwise_gbps)
+      out << "\"" << static_cast<long long>(bytes) << "\" = " << gbps << "\n";
   }
   if (!c.sendrecv_seconds.empty()) {
     out << "\n[sendrecv_us]  # measured, by message bytes\n";

@@ -13,6 +13,9 @@ struct Cluster {
   std::string name = "cluster";
   std::string description;  ///< one line for tables; from the file's `description`
   int devices_per_node = 8;
+  /// CPU clusters: the cores a node's ranks share (0: every device computes on its own).
+  /// With more ranks than cores on a node, compute is time-shared.
+  int cores_per_node = 0;
   double memory_per_device_gb = 80;  ///< 1e9 bytes
   double usable_memory_fraction = 1.0;  ///< what the allocator, context and fragmentation leave
   /// Dense matmul peak in TFLOP/s per precision ("bf16", "fp32", "fp64").
@@ -27,10 +30,26 @@ struct Cluster {
   double intra_node_gbps = 300;  ///< GB/s one device sends to another in its node
   double inter_node_gbps = 50;   ///< GB/s one device sends to a device in another node
   double latency_us = 5;         ///< per message, both kinds of link
+  /// Extra wait per collective or send when the ranks compute in between: they arrive
+  /// out of step (cores shared with other ranks or processes, OS jitter). Measured by
+  /// `trident calibrate`; 0 for dedicated devices.
+  double sync_us = 0;
   double memory_gbps = 0;        ///< device memory bandwidth, GB/s; 0: elementwise work ignored
+  /// Measured effective rate of elementwise work (GB/s of activation bytes streamed) by a
+  /// layer's activation bytes per micro-batch; replaces memory_gbps for that work when
+  /// present (caches make small layers faster). TOML: [elementwise_gbps].
+  std::map<double, double> elementwise_gbps;
+  /// The rate elementwise work streams `bytes` of a layer's activations at, bytes/s.
+  double elementwise_bytes_per_s(double bytes) const;
   /// Fixed time of one layer's forward + backward for one micro-batch, beyond its FLOPs
   /// and bytes: operator dispatch, kernel launches, autograd bookkeeping.
   double layer_overhead_us = 0;
+  /// The same for a tensor-parallel layer (more operators: the tp regions, sharded QKV),
+  /// beyond its all-reduces; 0: as layer_overhead_us.
+  double layer_overhead_tp_us = 0;
+  /// The same for the model's ends, the embedding and the final norm, head and loss, of
+  /// one micro-batch; 0: as two layers.
+  double ends_overhead_us = 0;
   double dp_overlap = 1.0;  ///< fraction of dp gradient reduction hidden behind backward
 
   double usable_memory_bytes() const {

@@ -166,10 +166,12 @@ std::string explain_best(const Plan& plan, const Cluster& c) {
   if (plan.ranked.size() > 1) {
     const Evaluation& next = plan.ranked[1];
     const double gain = next.time.total() / e.time.total() - 1;
-    if (gain < 0.005)
-      out << "; as fast as " << next.layout.name() << " (within 0.5%) with "
-          << (e.memory.total() < next.memory.total() ? "less" : "as much") << " memory ("
+    if (gain < 0.005 && e.memory.total() <= next.memory.total())
+      out << "; as fast as " << next.layout.name() << " (within 0.5%) with less memory ("
           << gb(e.memory.total()) << " against " << gb(next.memory.total()) << ")";
+    else if (gain < 0.005)
+      out << "; within 0.5% of " << next.layout.name() << ", which needs less memory ("
+          << gb(next.memory.total()) << " against " << gb(e.memory.total()) << ")";
     else
       out << "; " << percent(gain) << " faster than " << next.layout.name()
           << ", which loses on " << biggest_difference(e.time, next.time);

@@ -35,14 +35,22 @@ double Link::message_s(double bytes) const {
   return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second)));
 }
 
-double send_s(double bytes, const Link& link) { return link.message_s(bytes); }
+double send_s(double bytes, const Link& link) { return link.message_s(bytes) + link.sync_s; }
 
-double reduce_scatter_s(double bytes, int n, const Link& link) {
-  if (n <= 1) return 0;
+namespace {
+
+double reduce_scatter_rounds_s(double bytes, int n, const Link& link) {
   const double ring = (n - 1) * link.message_s(bytes / n);
   double halving = 0, part = bytes;
   for (int r = 0; r < rounds(n); ++r) halving += link.message_s(part /= 2);
   return std::min(ring, halving);
+}
+
+}  // namespace
+
+double reduce_scatter_s(double bytes, int n, const Link& link) {
+  if (n <= 1) return 0;
+  return reduce_scatter_rounds_s(bytes, n, link) + link.sync_s;
 }
 
 double all_gather_s(double bytes, int n, const Link& link) {
@@ -52,7 +60,7 @@ double all_gather_s(double bytes, int n, const Link& link) {
 double all_reduce_s(double bytes, int n, const Link& link) {
   if (n <= 1) return 0;
   const double doubling = rounds(n) * link.message_s(bytes);
-  return std::min(2.0 * reduce_scatter_s(bytes, n, link), doubling);
+  return std::min(2.0 * reduce_scatter_rounds_s(bytes, n, link), doubling) + link.sync_s;
 }
 
 bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node) {
@@ -81,8 +89,15 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   link.inter_node = group_crosses_nodes(l, dim, c.devices_per_node);
   link.bytes_per_s = (link.inter_node ? c.inter_node_gbps : c.intra_node_gbps) * 1e9;
   link.latency_s = c.latency_us * 1e-6;
+  link.sync_s = c.sync_us * 1e-6;
   if (!link.inter_node && !c.sendrecv_seconds.empty()) link.measured = &c.sendrecv_seconds;
   return link;
+}
+
+double core_share(const Layout& l, const Cluster& c) {
+  if (c.cores_per_node <= 0) return 1;
+  const int ranks_per_node = std::min(l.world(), std::max(c.devices_per_node, 1));
+  return std::max(1.0, static_cast<double>(ranks_per_node) / c.cores_per_node);
 }
 
 double bubble_fraction(int pp, int64_t m) {
@@ -112,19 +127,24 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   MicroBatchTime t;
   t.flops = forward * passes;
   t.compute = t.flops / rate;
-  if (c.memory_gbps > 0) {
+  const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads};
+  const double layer_act = layer_activation_bytes(shape, l.tp, false, b.activation);
+  const double stream = c.elementwise_bytes_per_s(layer_act);
+  if (stream > 0) {
     // Elementwise work (norms, softmax, GELU, residual adds) streams the saved
     // activations: written and read in forward, read and their gradients written and
     // read in backward, about six times their size (eight with the recompute).
-    const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads};
-    double act = layers * layer_activation_bytes(shape, l.tp, false, b.activation);
+    double act = layers * layer_act;
     if (last) act += head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
-    t.compute += (l.checkpointing ? 8.0 : 6.0) * act / (c.memory_gbps * 1e9);
+    t.compute += (l.checkpointing ? 8.0 : 6.0) * act / stream;
   }
-  // The fixed cost of each layer's operator calls; the stage's ends (embedding; norm,
-  // head and loss) count as one layer each.
-  const double calls = layers + (first ? 1.0 : 0.0) + (last ? 1.0 : 0.0);
-  t.compute += calls * c.layer_overhead_us * 1e-6 * passes / 3.0;
+  // The fixed cost of each layer's operator calls, and of the model's ends (embedding on
+  // the first stage; final norm, head and loss on the last), half of it at each end.
+  const double overhead_us = l.tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us
+                                                                     : c.layer_overhead_us;
+  const double ends_us = c.ends_overhead_us > 0 ? c.ends_overhead_us : 2.0 * overhead_us;
+  const double fixed_us = layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us;
+  t.compute += fixed_us * 1e-6 * passes / 3.0;
   t.backward = t.compute * 2.0 / passes;
   if (l.tp > 1) {
     // Two all-reduces per layer forward (attention, MLP) and two backward, two more when
@@ -155,10 +175,12 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   // The slowest stage sets the pace of the pipeline.
   MicroBatchTime slow = micro_batch_time(m, l, c, 0);
   int64_t psi = stage_parameters(m, l.pp, l.tp, 0);
+  double mean_compute = slow.compute / l.pp;  // a micro-batch's compute, averaged over stages
   for (int s = 1; s < l.pp; ++s) {
     const MicroBatchTime t = micro_batch_time(m, l, c, s);
     if (t.compute + t.tp > slow.compute + slow.tp) slow = t;
     psi = std::max(psi, stage_parameters(m, l.pp, l.tp, s));
+    mean_compute += t.compute / l.pp;
   }
   TimeBreakdown out;
   out.compute = mbs * slow.compute;
@@ -175,6 +197,16 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     out.pp += all_reduce_s(embedding * b.transport, 2, link);
   }
   out.bubble = static_cast<double>(l.pp - 1) * (slow.compute + slow.tp + pp_per_mb);
+  const double share = core_share(l, c);
+  if (share > 1) {
+    // More ranks than cores: they time-share the cores, which are never idle while any
+    // rank has work, so the compute of a step is at least the node's work over its cores
+    // (and the bubble is filled by other ranks' work).
+    const double shared = share * mbs * mean_compute;
+    const double pipeline = out.compute + out.bubble;
+    out.compute = std::max(out.compute, shared);
+    out.bubble = std::max(0.0, pipeline - out.compute);
+  }
 
   const double grads = static_cast<double>(psi) * b.transport;
   if (l.dp > 1) {
@@ -210,10 +242,25 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     out.dp += all_reduce_s(8.0, l.world(), world) + all_reduce_s(8.0, l.dp, link_for(c, l, Dim::kDp));
     out.pp += all_gather_s(8.0, l.pp, link_for(c, l, Dim::kPp));
   }
+  if (c.memory_gbps > 0 && l.zero >= 2) {
+    // Every micro-batch, stage 2 copies the gradients into bucket buffers (read and
+    // write) and adds the reduced shard into its gradient shard (read, read, write).
+    const double shard = static_cast<double>(psi) / l.dp;
+    out.dp += std::max(1.0, share) * mbs *
+              (2.0 * static_cast<double>(psi) * b.grad + 3.0 * shard * b.grad_shard) /
+              (c.memory_gbps * 1e9);
+  }
   if (c.memory_gbps > 0) {
-    // AdamW reads and writes the parameters, master and moments once, reads the gradient.
+    // trident's AdamW (zero/zero_step.cpp) makes about 25 passes over its shard in the
+    // state dtype: weight decay 2, the scaled gradient 2, each moment 5, the denominator
+    // 6, the update 4, the gradient norm 1. 16-bit parameters add the master's rounding
+    // (read the master, write the parameter); the gradient buffer is zeroed after.
     const double shard = l.zero == 0 ? static_cast<double>(psi) : static_cast<double>(psi) / l.dp;
-    out.optimizer = shard * (2.0 * (b.param + b.optimizer) + b.grad) / (c.memory_gbps * 1e9);
+    const double state = m.precision == "fp64" ? 8.0 : 4.0;
+    double bytes = shard * 25.0 * state;
+    if (b.param < state) bytes += shard * (state + b.param);
+    bytes += (l.zero < 2 ? static_cast<double>(psi) * b.grad : shard * b.grad_shard);
+    out.optimizer = std::max(1.0, share) * bytes / (c.memory_gbps * 1e9);
   }
   return out;
 }

@@ -19,12 +19,14 @@ struct Link {
   /// Measured seconds per exchange by message bytes (Cluster::sendrecv_us); when set,
   /// it replaces bytes / bytes_per_s + latency_s.
   const std::map<double, double>* measured = nullptr;
+  double sync_s = 0;  ///< extra wait once per collective or send (Cluster::sync_us)
 
   /// Seconds to exchange one message of `bytes` with a peer.
   double message_s(double bytes) const;
 };
 
-/// One message of `bytes` between two devices.
+/// One message of `bytes` between two devices. Every collective and send also pays
+/// link.sync_s once.
 double send_s(double bytes, const Link& link);
 /// Reduce-scatter or all-gather of a buffer of `bytes` (whole, before sharding) over n
 /// devices: the faster of the ring, n-1 messages of bytes/n (the (n-1)/n * bytes every
@@ -63,6 +65,10 @@ struct TimeBreakdown {
 
 /// The predicted step time of `layout` on `cluster`.
 TimeBreakdown step_time(const PlanModel& m, const Layout& layout, const Cluster& cluster);
+
+/// Ranks per core on a node when its ranks share CPU cores (Cluster::cores_per_node):
+/// min(world, devices_per_node) / cores_per_node, at least 1; 1 when cores are not shared.
+double core_share(const Layout& layout, const Cluster& cluster);
 
 /// The 1F1B (and GPipe) bubble fraction: (p-1) / (m+p-1).
 double bubble_fraction(int pp, int64_t micro_batches);

@@ -80,7 +80,12 @@ TEST(ClusterFile, writes_what_it_reads) {
   Cluster c;
   c.name = "here";
   c.devices_per_node = 2;
+  c.cores_per_node = 2;
   c.memory_per_device_gb = 11.5;
+  c.layer_overhead_us = 250;
+  c.layer_overhead_tp_us = 400;
+  c.elementwise_gbps = {{3e6, 6.5}};
+  c.sync_us = 40;
   c.peak_tflops = {{"fp32", 0.05}};
   c.matmul_tflops["fp32"] = {{64, 0.01}, {256, 0.04}};
   c.intra_node_gbps = c.inter_node_gbps = 3.5;
@@ -90,12 +95,27 @@ TEST(ClusterFile, writes_what_it_reads) {
   const Cluster back = parse_cluster(cluster_to_toml(c, "measured here\nby test"), "back");
   EXPECT_EQ(back.name, "here");
   EXPECT_EQ(back.devices_per_node, 2);
+  EXPECT_EQ(back.cores_per_node, 2);
+  EXPECT_DOUBLE_EQ(back.layer_overhead_us, 250);
+  EXPECT_DOUBLE_EQ(back.layer_overhead_tp_us, 400);
+  EXPECT_DOUBLE_EQ(back.elementwise_gbps.at(3e6), 6.5);
+  EXPECT_DOUBLE_EQ(back.sync_us, 40);
   EXPECT_DOUBLE_EQ(back.memory_per_device_gb, 11.5);
   EXPECT_DOUBLE_EQ(back.matmul_tflops.at("fp32").at(256), 0.04);
   EXPECT_DOUBLE_EQ(back.latency_us, 1.25);
   EXPECT_DOUBLE_EQ(back.dp_overlap, 0);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1 << 20), 1e-4);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1024), 15e-6);
+}
+
+TEST(ClusterFile, elementwise_rate_by_activation_bytes) {
+  Cluster c;
+  c.memory_gbps = 100;
+  EXPECT_DOUBLE_EQ(c.elementwise_bytes_per_s(1e6), 100e9);  // no table: memory_gbps
+  c.elementwise_gbps = {{1e6, 8.0}, {1e8, 2.0}};
+  EXPECT_DOUBLE_EQ(c.elementwise_bytes_per_s(1e3), 8e9);
+  EXPECT_NEAR(c.elementwise_bytes_per_s(1e7), 4e9, 1);  // halfway in log: sqrt(8 * 2)
+  EXPECT_DOUBLE_EQ(c.elementwise_bytes_per_s(1e9), 2e9);
 }
 
 TEST(ClusterFile, measured_rates_interpolate_in_log_size) {

@@ -105,6 +105,28 @@ TEST(StepTime, compute_counts_recomputation) {
   EXPECT_NEAR(ckpt.compute / plain.compute, 4.0 / 3.0, 1e-12);
 }
 
+TEST(StepTime, fixed_cost_per_layer) {
+  // 8 layers on one stage plus its two ends (as two layers when ends_overhead_us is 0),
+  // 4 micro-batches: 10 x 4 layer costs, a third more with recomputation; tp layers cost
+  // layer_overhead_tp_us.
+  PlanModel m = small_model();
+  m.global_batch = 4;
+  Cluster c = compute_only();
+  const double base = step_time(m, Layout{1, 1, 1, 0, 1, false}, c).compute;
+  c.layer_overhead_us = 100;
+  EXPECT_NEAR(step_time(m, Layout{1, 1, 1, 0, 1, false}, c).compute - base, 40 * 100e-6, 1e-12);
+  const double ckpt = step_time(m, Layout{1, 1, 1, 0, 1, true}, c).compute -
+                      step_time(m, Layout{1, 1, 1, 0, 1, true}, compute_only()).compute;
+  EXPECT_NEAR(ckpt, 40 * 100e-6 * 4 / 3, 1e-12);
+  c.layer_overhead_tp_us = 300;
+  const double tp = step_time(m, Layout{1, 1, 2, 0, 1, false}, c).compute -
+                    step_time(m, Layout{1, 1, 2, 0, 1, false}, compute_only()).compute;
+  EXPECT_NEAR(tp, 40 * 300e-6, 1e-12);
+  c.ends_overhead_us = 1000;
+  const double ends = step_time(m, Layout{1, 1, 1, 0, 1, false}, c).compute - base;
+  EXPECT_NEAR(ends, 4 * (8 * 100e-6 + 1000e-6), 1e-12);
+}
+
 TEST(StepTime, tp_traffic_per_layer) {
   // tp 2, one micro-batch of 1: 4 all-reduces per layer, +1 embedding, +1 head.
   PlanModel m = small_model();
@@ -131,6 +153,29 @@ TEST(StepTime, dp_reduction_hides_behind_backward_except_the_last_bucket) {
   const double scalars = 2 * all_reduce_s(8, 2, link);
   EXPECT_NEAR(exposed.dp, all_reduce_s(psi * 4, 2, link) + scalars, 1e-12);
   EXPECT_NEAR(hidden.dp, all_reduce_s((1 << 16) * 4.0, 2, link) + scalars, 1e-12);
+}
+
+TEST(StepTime, ranks_sharing_cores_time_share_them) {
+  // 4 ranks on a node of 2 cores: pure dp computes at half speed; a 4-stage pipeline
+  // fills its bubble with other stages' work.
+  const PlanModel m = small_model();
+  Cluster c = compute_only();
+  const TimeBreakdown own = step_time(m, Layout{4, 1, 1, 0, 4, false}, c);
+  c.cores_per_node = 2;
+  EXPECT_DOUBLE_EQ(core_share(Layout{4, 1, 1}, c), 2.0);
+  EXPECT_DOUBLE_EQ(core_share(Layout{1, 1, 1}, c), 1.0);
+  const TimeBreakdown shared = step_time(m, Layout{4, 1, 1, 0, 4, false}, c);
+  EXPECT_NEAR(shared.compute, 2 * own.compute, 1e-12);
+  // pp 4, m = 16 micro-batches of 4: dedicated, (16 + 3) stage-times; shared, the work
+  // of 4 stages x 16 micro-batches on 2 cores = 32 stage-times, no idle bubble left.
+  const Layout pipe{1, 4, 1, 0, 4, false};
+  c.cores_per_node = 0;
+  const TimeBreakdown alone = step_time(m, pipe, c);
+  c.cores_per_node = 2;
+  const TimeBreakdown two_cores = step_time(m, pipe, c);
+  EXPECT_GT(two_cores.compute, alone.compute);
+  EXPECT_DOUBLE_EQ(two_cores.bubble, 0.0);
+  EXPECT_LT(two_cores.compute, 2 * (alone.compute + alone.bubble));
 }
 
 }  // namespace
