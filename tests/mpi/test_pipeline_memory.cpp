@@ -63,10 +63,19 @@ TEST(PipelineMemory, one_f_one_b_and_gpipe_in_flight_and_checkpointed_bytes) {
   EXPECT_GT(gpipe.peak_bytes, m * 4 * boundary);
   // 1F1B holds fewer micro-batches than GPipe, so less memory.
   EXPECT_LT(f1b.peak_bytes, gpipe.peak_bytes);
-  // With checkpointing a stage keeps each in-flight micro-batch's input instead of every
-  // layer's saved tensors. (Buffers of sends still in transit belong to the
-  // communication and are not counted. The measured excess over the inputs varies from run
-  // to run by one to four boundary-sized tensors, so no tighter bound is asserted here.)
+  // With checkpointing a stage keeps, per in-flight micro-batch, its input (the received
+  // activations; token ids on the first stage) and its data (ids and targets), and right
+  // after a forward the output not yet sent — on the last stage, which sends nothing, every
+  // in-flight micro-batch's scalar loss — and nothing of the layers. Buffers of sends in
+  // transit belong to the communication and are not counted.
+  const int64_t data_bytes = 2 * (2 * 32 * 8);  // ids and targets, (B, T) int64
+  const int64_t input_bytes = rank == 0 ? 0 : boundary;
+  auto checkpointed_bytes = [&](int in_flight) {
+    const int64_t outputs = rank == world - 1 ? in_flight * int64_t{4} : boundary;
+    return in_flight * (input_bytes + data_bytes) + outputs;
+  };
+  EXPECT_EQ(f1b_ckpt.peak_bytes, checkpointed_bytes(f1b_ckpt.max_in_flight));
+  EXPECT_EQ(gpipe_ckpt.peak_bytes, checkpointed_bytes(m));
   // ... which is a small fraction of what the same schedule holds without checkpointing.
   EXPECT_LT(f1b_ckpt.peak_bytes * 4, f1b.peak_bytes);
   EXPECT_LT(gpipe_ckpt.peak_bytes * 4, gpipe.peak_bytes);
