@@ -21,12 +21,14 @@ constexpr int kNumCommKinds = 7;
 const char* comm_kind_name(CommKind kind);
 
 /// What one group has moved: calls, payload bytes (the size of the buffer this rank
-/// contributes or receives, before any algorithm-specific factor) and wall seconds from
-/// posting an operation to its completion.
+/// contributes or receives, before any algorithm-specific factor), wall seconds from
+/// posting an operation to its completion, and the part of those seconds the caller spent
+/// blocked in wait() — the communication not hidden behind computation ("exposed").
 struct CommCounter {
   int64_t calls = 0;
   int64_t bytes = 0;
   double seconds = 0.0;
+  double wait_seconds = 0.0;
 };
 
 /// A posted operation. wait() blocks until it completes (or ends the job when the group's
@@ -71,6 +73,8 @@ class Communicator {
   const CommCounter& counter(CommKind kind) const { return counters_[static_cast<int>(kind)]; }
   void reset_counters() { counters_ = {}; }
   int64_t total_bytes() const;
+  /// Seconds this rank spent blocked in wait() on the group's operations, all kinds.
+  double total_wait_seconds() const;
 
  protected:
   std::array<CommCounter, kNumCommKinds> counters_{};

@@ -36,6 +36,12 @@ int64_t Communicator::total_bytes() const {
   return total;
 }
 
+double Communicator::total_wait_seconds() const {
+  double total = 0.0;
+  for (const auto& c : counters_) total += c.wait_seconds;
+  return total;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -90,6 +96,7 @@ class MpiWork : public Work {
 
   void wait() override {
     if (done_) return;
+    const auto blocked_from = Clock::now();
     const auto deadline = start_ + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(comm_.timeout_s()));
     int spins = 0;
@@ -101,6 +108,7 @@ class MpiWork : public Work {
       if (Clock::now() > deadline) abort_on_timeout();
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - blocked_from).count();
   }
 
  private:

@@ -27,7 +27,8 @@ void MetricsLog::write(const StepMetrics& m) {
   nlohmann::json j = {{"step", m.step},           {"loss", m.loss},
                       {"lr", m.lr},               {"grad_norm", m.grad_norm},
                       {"tokens_per_s", m.tokens_per_s}, {"step_time_s", m.step_time_s},
-                      {"tflops", m.tflops}};
+                      {"tflops", m.tflops},
+                      {"wait_s", {{"dp", m.dp_wait_s}, {"tp", m.tp_wait_s}, {"pp", m.pp_wait_s}}}};
   const std::string line = j.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);

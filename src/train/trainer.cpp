@@ -121,6 +121,9 @@ StepMetrics Trainer::step() {
                                config_.optimizer.warmup_steps, config_.train.steps};
   StepMetrics metrics;
   metrics.step = step;
+  const double dp_wait_before = ctx_.dp().total_wait_seconds();
+  const double tp_wait_before = ctx_.tp().total_wait_seconds();
+  const double pp_wait_before = ctx_.pp().total_wait_seconds();
   metrics.lr = lr_schedule.at(step);
   const double loss_scale = 1.0 / static_cast<double>(config_.train.global_batch_size *
                                                       config_.model.seq_len);
@@ -151,6 +154,9 @@ StepMetrics Trainer::step() {
       static_cast<double>(config_.train.global_batch_size * config_.model.seq_len);
   metrics.tokens_per_s = tokens / metrics.step_time_s;
   metrics.tflops = flops_per_step() / metrics.step_time_s / 1e12;
+  metrics.dp_wait_s = ctx_.dp().total_wait_seconds() - dp_wait_before;
+  metrics.tp_wait_s = ctx_.tp().total_wait_seconds() - tp_wait_before;
+  metrics.pp_wait_s = ctx_.pp().total_wait_seconds() - pp_wait_before;
   completed_ = step;
   return metrics;
 }
