@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>           // Tensor ops
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
-#include <algorithm>  // std::fill
+#include <algorithm>  // std::fill, std::min
 #include <cmath>      // std::pow, std::sqrt
 
 #include "parallel/parallel_context.h"  // ParallelContext
@@ -13,6 +13,10 @@
 namespace trident {
 
 namespace {
+
+/// Elementwise work on flat buffers runs over chunks of this many elements, so that its
+/// temporaries stay small and in cache instead of costing a fresh buffer of a whole bucket.
+constexpr int64_t kChunk = 1 << 16;
 
 int64_t nbytes(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
@@ -31,13 +35,24 @@ void adam_update(at::Tensor& master, const at::Tensor& grad, at::Tensor& exp_avg
   master.addcdiv_(exp_avg, denom, -lr / bias1);
 }
 
+/// Σ x² in float64, over chunks (no float64 copy of the whole tensor).
+double sum_of_squares(const at::Tensor& x) {
+  if (x.scalar_type() == at::kDouble) return at::dot(x, x).item<double>();
+  double total = 0.0;
+  for (int64_t i = 0; i < x.numel(); i += kChunk) {
+    const at::Tensor c = x.narrow(0, i, std::min(kChunk, x.numel() - i)).to(at::kDouble);
+    total += at::dot(c, c).item<double>();
+  }
+  return total;
+}
+
 }  // namespace
 
 double ZeroOptimizer::grad_norm() {
   wait_pending();
   const int dp_rank = ctx_.dp().rank();
   const bool first_tp_rank = ctx_.tp().rank() == 0;
-  at::Tensor sum_sq = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  double local = 0.0;
   for (const Group& g : groups_) {
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       // Every stage counts the dp shard it owns, so dp replicas count each element once.
@@ -51,10 +66,11 @@ double ZeroOptimizer::grad_norm() {
         at::Tensor grad = zero_.stage == 2
             ? g.grad_shard.narrow(0, state_offset(g, b) + part.begin - mine.begin, part.size())
             : g.grad.narrow(0, part.begin, part.size());
-        sum_sq += grad.to(at::kDouble).square().sum();
+        local += sum_of_squares(grad);
       }
     }
   }
+  at::Tensor sum_sq = at::full({1}, local, at::TensorOptions().dtype(at::kDouble).device(device_));
   ctx_.world().all_reduce(sum_sq, ReduceOp::kSum)->wait();
   return std::sqrt(sum_sq.item<double>());
 }
@@ -90,8 +106,13 @@ void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_sca
         master.narrow(0, part.begin - dom.begin, part.size()).mul_(1.0 - lr * adamw_.weight_decay);
     }
   }
-  const at::Tensor scaled = grad.to(state_dtype_) * grad_scale;  // a new tensor
-  adam_update(master, scaled, exp_avg, exp_avg_sq, lr, step_count_, adamw_);
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t c = std::min(kChunk, n - i);
+    at::Tensor m = master.narrow(0, i, c), m1 = exp_avg.narrow(0, i, c),
+               m2 = exp_avg_sq.narrow(0, i, c);
+    const at::Tensor scaled = grad.narrow(0, i, c).to(state_dtype_) * grad_scale;
+    adam_update(m, scaled, m1, m2, lr, step_count_, adamw_);
+  }
   if (g.master.defined()) param.copy_(master);  // round the fp32 master to the param dtype
 }
 
