@@ -35,11 +35,18 @@ class MpiCommunicator : public Communicator {
 
  private:
   MPI_Comm comm_;
+  MPI_Comm ring_comm_;  // a duplicate for collectives built from point-to-point messages,
+                        // so that they never match the group's own sends and receives
   std::string name_;
   std::vector<int> world_ranks_;
   double timeout_s_;
   int rank_ = 0;
   int size_ = 1;
+  /// Tags of the point-to-point messages of collectives built from them (MPI guarantees
+  /// tags up to 32767), taken in turn: every rank posts a group's collectives in the
+  /// same order.
+  static constexpr int kMaxTag = 32768;
+  int next_tag_ = 0;
 };
 
 }  // namespace trident
