@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Scaling experiments: trains CONFIG at each rank count and layout under mpirun, asks
+# `trident plan` for the same layout's prediction, collects everything into one CSV and
+# draws the plots (scripts/plot_scaling.py). See docs/scaling.md.
+#
+#   scripts/scale.sh CONFIG --ranks 1,2,4,8 [--layouts "dp,pp,tp[,zero[,micro[,ckpt]]];..."]
+#                    [--strong] [--steps N] [--out DIR] [--cluster FILE|NAME] [--calibrate]
+#                    [--mpirun-args "..."] [--wait-load L] [--set section.key=value ...]
+#
+# A layout's dp may be '*': dp = ranks / (pp * tp). A layout with a fixed dp runs only at the
+# rank count it multiplies to. Default layouts: '*,1,1' (pure dp). zero, micro and ckpt
+# default to the config's. Weak scaling (default) keeps the micro-batch size and the
+# micro-batches per dp rank of the config, so the global batch grows with dp; --strong
+# keeps the config's global batch. --calibrate first runs `trident calibrate` with one rank
+# per core and predicts with that file (a node of `ranks` devices sharing the cores, which
+# the planner time-shares when there are more ranks than cores). --wait-load L
+# waits (up to 10 minutes) before each run for the 1-minute load average to fall below L,
+# for machines shared with other work; runs.tsv records the load each run started at.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+trident=${TRIDENT:-$root/build/trident}
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] && [ "$1" != -h ] && [ "$1" != --help ] || usage
+config=$1; shift
+ranks_list="1,2,4,8" layouts="*,1,1" strong=0 steps=6 out="" cluster="h100" calibrate=0 wait_load=""
+mpirun_args=${MPIRUN_ARGS:---oversubscribe --bind-to none}
+sets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --ranks) ranks_list=$2; shift 2 ;;
+    --layouts) layouts=$2; shift 2 ;;
+    --strong) strong=1; shift ;;
+    --steps) steps=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --cluster) cluster=$2; shift 2 ;;
+    --calibrate) calibrate=1; shift ;;
+    --mpirun-args) mpirun_args=$2; shift 2 ;;
+    --wait-load) wait_load=$2; shift 2 ;;
+    --set) sets+=(--set "$2"); shift 2 ;;
+    -h|--help) usage ;;
+    *) echo "scale.sh: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[ -f "$config" ] || { echo "scale.sh: no config file '$config'" >&2; exit 2; }
+[ -x "$trident" ] || { echo "scale.sh: $trident is not built (scripts/build.sh --target trident)" >&2; exit 2; }
+out=${out:-scaling-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out/runs"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMP_NUM_THREADS=1
+
+# The config's own micro-batch size, global batch, ZeRO stage and checkpointing.
+resolved=$("$trident" check "$config" "${sets[@]}" --world 0 2>/dev/null || "$trident" check "$config" "${sets[@]}")
+value() { echo "$resolved" | sed -n "/^\[$1\]/,/^\[/s/^$2 = \(.*\)/\1/p" | head -1 | tr -d '"'; }
+base_micro=$(value train micro_batch_size)
+base_global=$(value train global_batch_size)
+base_zero=$(value parallel zero_stage)
+base_ckpt=$(value parallel activation_checkpointing)
+per_dp=$((base_global / base_micro))  # micro-batches per dp rank at dp = 1 (weak scaling)
+
+load() { cut -d' ' -f1 /proc/loadavg; }
+wait_for_quiet() {
+  [ -n "$wait_load" ] || return 0
+  for _ in $(seq 120); do
+    awk -v l="$(load)" -v max="$wait_load" 'BEGIN { exit !(l < max) }' && return 0
+    sleep 5
+  done
+  echo "   (load still $(load) after 10 minutes; running anyway)"
+}
+
+index=$out/runs.tsv
+printf 'ranks\tdp\tpp\ttp\tzero\tmicro\tckpt\tglobal\tlayout\tdir\tstatus\tload\n' > "$index"
+IFS=',' read -r -a rank_counts <<< "$ranks_list"
+IFS=';' read -r -a layout_specs <<< "$layouts"
+cluster_file=$cluster
+if [ "$calibrate" = 1 ]; then
+  # One rank per core; the planner time-shares the cores when a run has more ranks.
+  np=$(nproc); [ "$np" -ge 2 ] || np=2
+  cluster_file=$out/cluster.toml
+  wait_for_quiet
+  echo "== calibrate: $np ranks (load $(load))"
+  mpirun -np "$np" $mpirun_args "$trident" calibrate --threads 1 --out "$cluster_file" \
+    > "$out/calibrate.log" 2>&1 || { cat "$out/calibrate.log"; exit 1; }
+fi
+for ranks in "${rank_counts[@]}"; do
+  plan_node=()
+  # All ranks run on this machine: one node of `ranks` devices sharing its cores.
+  [ "$calibrate" = 1 ] && plan_node=(--devices-per-node "$ranks")
+  for spec in "${layout_specs[@]}"; do
+    IFS=',' read -r dp pp tp zero micro ckpt <<< "$spec"
+    pp=${pp:-1} tp=${tp:-1} zero=${zero:-$base_zero} micro=${micro:-$base_micro} ckpt=${ckpt:-$base_ckpt}
+    if [ "$dp" = "*" ]; then
+      [ $((ranks % (pp * tp))) -eq 0 ] || continue
+      dp=$((ranks / (pp * tp)))
+      # ZeRO stages differ only by sharding over dp: at dp 1 the stage-0 run stands for them.
+      if [ "$dp" = 1 ] && [ "$zero" != 0 ] && [ "$zero" != "$base_zero" ]; then continue; fi
+    fi
+    [ $((dp * pp * tp)) -eq "$ranks" ] || continue
+    if [ "$strong" = 1 ]; then global=$base_global; else global=$((per_dp * micro * dp)); fi
+    if [ $((global % (micro * dp))) -ne 0 ]; then
+      echo "skip $spec at $ranks ranks: global batch $global is not a multiple of $micro x dp $dp"
+      continue
+    fi
+    name=r${ranks}_dp${dp}_pp${pp}_tp${tp}_z${zero}_mb${micro}_${ckpt}
+    dir=$out/runs/$name
+    mkdir -p "$dir"
+    run_sets=("${sets[@]}" --set parallel.dp="$dp" --set parallel.pp="$pp" --set parallel.tp="$tp"
+              --set parallel.zero_stage="$zero" --set parallel.activation_checkpointing="$ckpt"
+              --set train.micro_batch_size="$micro" --set train.global_batch_size="$global")
+    wait_for_quiet
+    started_at=$(load)
+    echo "== $ranks ranks: dp $dp pp $pp tp $tp zero $zero micro $micro ckpt $ckpt global $global (load $started_at)"
+    status=ok
+    "$trident" plan "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
+      --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" > "$dir/plan.json" 2> "$dir/plan.err" || status=plan-failed
+    mpirun -np "$ranks" $mpirun_args "$trident" train "$config" "${run_sets[@]}" \
+      --set train.steps="$steps" --set train.stop_at=0 --set train.threads=1 --set train.log_every=1 \
+      --set logging.metrics="$dir/metrics.jsonl" --set checkpoint.dir='""' --set checkpoint.load='""' \
+      > "$dir/train.log" 2>&1 || status=train-failed
+    [ "$status" = ok ] || { echo "   $status (see $dir)"; tail -3 "$dir/train.log" "$dir/plan.err" 2>/dev/null || true; }
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ranks" "$dp" "$pp" "$tp" "$zero" \
+      "$micro" "$ckpt" "$global" "$spec" "runs/$name" "$status" "$started_at" >> "$index"
+  done
+done
+
+# Debian's python3-matplotlib lives with /usr/bin/python3; prefer an interpreter that has it.
+python=${PYTHON:-}
+for candidate in python3 /usr/bin/python3; do
+  [ -n "$python" ] && break
+  "$candidate" -c 'import matplotlib' 2>/dev/null && python=$candidate
+done
+"${python:-python3}" "$root/scripts/plot_scaling.py" "$out" $([ "$strong" = 1 ] && echo --strong)
