@@ -5,6 +5,9 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>  // torch::autograd::Function
 
+#include <algorithm>  // std::max, std::min
+#include <limits>     // std::numeric_limits
+
 #include "parallel/communicator.h"
 
 namespace trident {
@@ -22,39 +25,50 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
     // Reductions in at least float32: bf16 logits are upcast here.
     const at::ScalarType dtype =
         logits_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-    at::Tensor logits = logits_in.to(dtype).contiguous();  // (N, Vl)
-    const int64_t local_vocab = logits.size(1);
-    if (vocab_start + local_vocab > vocab) {  // padding columns on this rank
-      at::Tensor cols = at::arange(vocab_start, vocab_start + local_vocab, at::kLong);
-      logits = logits.masked_fill((cols >= vocab).unsqueeze(0),
-                                  -std::numeric_limits<double>::infinity());
-    }
-    at::Tensor max = std::get<0>(logits.max(-1)).contiguous();  // (N)
+    const at::Tensor logits = logits_in.to(dtype);  // (N, Vl)
+    const int64_t n = logits.size(0), local_vocab = logits.size(1);
+    // Padding columns on this rank take no part: the softmax is computed over the real
+    // columns only, into a buffer whose padding columns are zero (their probability).
+    const int64_t real = std::max<int64_t>(0, std::min(local_vocab, vocab - vocab_start));
+    const at::Tensor valid = logits.narrow(1, 0, real);
+    // (A rank may hold padding only, when the padding exceeds its share of the columns.)
+    at::Tensor max = real > 0 ? std::get<0>(valid.max(-1)).contiguous()
+                              : at::full({n}, -std::numeric_limits<double>::infinity(),
+                                         logits.options());  // (N)
     if (tp.size() > 1) tp.all_reduce(max, ReduceOp::kMax)->wait();
-    at::Tensor shifted = logits - max.unsqueeze(-1);
-    at::Tensor exp = shifted.exp();
-    at::Tensor sum_exp = exp.sum(-1).contiguous();  // (N)
 
     at::Tensor local_target = targets - vocab_start;
-    at::Tensor mine = (local_target >= 0).logical_and(local_target < local_vocab);  // (N)
+    at::Tensor mine = (local_target >= 0).logical_and(local_target < real);  // (N)
     at::Tensor safe_target = local_target.masked_fill(mine.logical_not(), 0);
-    at::Tensor picked =
-        shifted.gather(1, safe_target.unsqueeze(-1)).squeeze(-1).masked_fill(
-            mine.logical_not(), 0.0).contiguous();  // (N)
+    at::Tensor picked = real > 0 ? (valid.gather(1, safe_target.unsqueeze(-1)).squeeze(-1) - max)
+                                       .masked_fill(mine.logical_not(), 0.0)
+                                       .contiguous()
+                                 : at::zeros({n}, logits.options());  // (N)
+
+    at::Tensor probs = at::empty({n, local_vocab}, logits.options());  // becomes the softmax
+    if (real < local_vocab) probs.narrow(1, real, local_vocab - real).zero_();
+    at::Tensor shifted = probs.narrow(1, 0, real);
+    at::sub_out(shifted, valid, max.unsqueeze(-1));
+    shifted.exp_();
+    at::Tensor sum_exp = shifted.sum(-1).contiguous();  // (N)
     if (tp.size() > 1) {
       auto a = tp.all_reduce(sum_exp);
       auto b = tp.all_reduce(picked);
       a->wait();
       b->wait();
     }
-    ctx->save_for_backward({exp.div_(sum_exp.unsqueeze(-1)), safe_target, mine});
+    shifted.div_(sum_exp.unsqueeze(-1));
+    ctx->save_for_backward({probs, safe_target, mine});
     ctx->saved_data["dtype"] = static_cast<int64_t>(logits_in.scalar_type());
     return sum_exp.log() - picked;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
-    at::Tensor grad = saved[0].clone();  // softmax (N, Vl)
+    // The saved softmax becomes the gradient in place: trident runs each graph's backward
+    // once (graphs are never retained), and a copy would cost one more pass over the
+    // logits, the largest activation of the model.
+    at::Tensor grad = saved[0];  // softmax (N, Vl)
     const at::Tensor& target = saved[1];
     const at::Tensor& mine = saved[2];
     grad.scatter_add_(1, target.unsqueeze(-1), mine.to(grad.scalar_type()).neg().unsqueeze(-1));

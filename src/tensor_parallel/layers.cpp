@@ -36,6 +36,9 @@ RowParallelLinear::RowParallelLinear(ParamRegistry& params, Communicator& tp,
 }
 
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
+  // The bias is added once, after the partial products are summed over tp; without tp
+  // the matmul adds it itself.
+  if (tp_.size() == 1) return at::linear(x, weight_, bias_);
   return reduce_from_tp_region(at::linear(x, weight_), tp_) + bias_;
 }
 
