@@ -22,8 +22,9 @@ const char* comm_kind_name(CommKind kind);
 
 /// What one group has moved: calls, payload bytes (the size of the buffer this rank
 /// contributes or receives, before any algorithm-specific factor), wall seconds from
-/// posting an operation to its completion, and the part of those seconds the caller spent
-/// blocked in wait() — the communication not hidden behind computation ("exposed").
+/// posting an operation to its completion, and the seconds the caller spent inside the
+/// group's operations — posting, testing, waiting — instead of computing: the
+/// communication not hidden behind computation ("exposed").
 struct CommCounter {
   int64_t calls = 0;
   int64_t bytes = 0;
@@ -73,7 +74,7 @@ class Communicator {
   const CommCounter& counter(CommKind kind) const { return counters_[static_cast<int>(kind)]; }
   void reset_counters() { counters_ = {}; }
   int64_t total_bytes() const;
-  /// Seconds this rank spent blocked in wait() on the group's operations, all kinds.
+  /// Seconds this rank spent inside the group's operations (posting, testing, waiting).
   double total_wait_seconds() const;
 
  protected:

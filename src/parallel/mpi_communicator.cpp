@@ -95,13 +95,10 @@ class MpiWork : public Work {
 
   bool test() override {
     if (done_) return true;
-    int flag = 0;
-    MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                MPI_STATUSES_IGNORE);
-    if (!flag) return false;
-    requests_.clear();
-    if (!next_round_ || next_round_()) complete();
-    return done_;
+    const auto from = Clock::now();
+    const bool finished = progress();
+    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from).count();
+    return finished;
   }
 
   void wait() override {
@@ -110,7 +107,7 @@ class MpiWork : public Work {
     const auto deadline = start_ + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(comm_.timeout_s()));
     int spins = 0;
-    while (!test()) {
+    while (!progress()) {
       if (++spins < 64) {
         sched_yield();
         continue;
@@ -122,6 +119,18 @@ class MpiWork : public Work {
   }
 
  private:
+  /// Drives MPI and the next round; true once the operation has completed.
+  bool progress() {
+    if (done_) return true;
+    int flag = 0;
+    MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
+                MPI_STATUSES_IGNORE);
+    if (!flag) return false;
+    requests_.clear();
+    if (!next_round_ || next_round_()) complete();
+    return done_;
+  }
+
   void complete() {
     done_ = true;
     if (finish_) finish_();
@@ -161,6 +170,21 @@ class MpiWork : public Work {
 
 int64_t nbytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
 
+/// Adds its scope's seconds to a counter's blocked time: posting an operation (dtype
+/// conversions, the MPI call, which may move much of the data at once) is time the caller
+/// spends communicating rather than computing.
+class Blocked {
+ public:
+  explicit Blocked(CommCounter& counter) : counter_(counter), from_(Clock::now()) {}
+  ~Blocked() { counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from_).count(); }
+  Blocked(const Blocked&) = delete;
+  Blocked& operator=(const Blocked&) = delete;
+
+ private:
+  CommCounter& counter_;
+  Clock::time_point from_;
+};
+
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks,
@@ -183,6 +207,7 @@ MpiCommunicator::~MpiCommunicator() {
 WorkHandle MpiCommunicator::all_reduce(at::Tensor tensor, ReduceOp op) {
   check_tensor(tensor, "all_reduce");
   auto& counter = counters_[static_cast<int>(CommKind::kAllReduce)];
+  Blocked blocked(counter);
   at::Tensor buffer = needs_upcast(tensor.scalar_type()) ? tensor.to(at::kFloat) : tensor;
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllReduce, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor, buffer});
@@ -203,6 +228,7 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor output, at::Tensor input, 
               "': input has ", input.numel(), " elements, expected ", output.numel() * size_);
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "reduce_scatter: dtypes differ");
   auto& counter = counters_[static_cast<int>(CommKind::kReduceScatter)];
+  Blocked blocked(counter);
   const bool up = needs_upcast(input.scalar_type());
   at::Tensor in = up ? input.to(at::kFloat) : input;
   at::Tensor out = up ? at::empty(output.sizes(), output.options().dtype(at::kFloat)) : output;
@@ -267,6 +293,7 @@ WorkHandle MpiCommunicator::all_gather(at::Tensor output, at::Tensor input) {
               "': output has ", output.numel(), " elements, expected ", input.numel() * size_);
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "all_gather: dtypes differ");
   auto& counter = counters_[static_cast<int>(CommKind::kAllGather)];
+  Blocked blocked(counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllGather, nbytes(output),
                                         std::vector<at::Tensor>{output, input});
   const MPI_Datatype type = transport_type(input.scalar_type());
@@ -278,6 +305,7 @@ WorkHandle MpiCommunicator::all_gather(at::Tensor output, at::Tensor input) {
 WorkHandle MpiCommunicator::broadcast(at::Tensor tensor, int root) {
   check_tensor(tensor, "broadcast");
   auto& counter = counters_[static_cast<int>(CommKind::kBroadcast)];
+  Blocked blocked(counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kBroadcast, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor});
   MPI_Ibcast(tensor.data_ptr(), static_cast<int>(tensor.numel()),
@@ -288,6 +316,7 @@ WorkHandle MpiCommunicator::broadcast(at::Tensor tensor, int root) {
 WorkHandle MpiCommunicator::send(at::Tensor tensor, int dst, int tag) {
   check_tensor(tensor, "send");
   auto& counter = counters_[static_cast<int>(CommKind::kSend)];
+  Blocked blocked(counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kSend, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor});
   MPI_Isend(tensor.data_ptr(), static_cast<int>(tensor.numel()),
@@ -298,6 +327,7 @@ WorkHandle MpiCommunicator::send(at::Tensor tensor, int dst, int tag) {
 WorkHandle MpiCommunicator::recv(at::Tensor tensor, int src, int tag) {
   check_tensor(tensor, "recv");
   auto& counter = counters_[static_cast<int>(CommKind::kRecv)];
+  Blocked blocked(counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kRecv, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor});
   MPI_Irecv(tensor.data_ptr(), static_cast<int>(tensor.numel()),
@@ -307,6 +337,7 @@ WorkHandle MpiCommunicator::recv(at::Tensor tensor, int src, int tag) {
 
 WorkHandle MpiCommunicator::barrier() {
   auto& counter = counters_[static_cast<int>(CommKind::kBarrier)];
+  Blocked blocked(counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kBarrier, 0,
                                         std::vector<at::Tensor>{});
   MPI_Ibarrier(comm_, work->request());

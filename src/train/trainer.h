@@ -29,8 +29,8 @@ struct StepMetrics {
   double step_time_s = 0.0;
   double tokens_per_s = 0.0;
   double tflops = 0.0;  // achieved model FLOP/s, in units of 1e12
-  /// Seconds this rank spent blocked waiting on each group's communication during the
-  /// step: the part not hidden behind computation (pp's includes the pipeline bubble).
+  /// Seconds this rank spent inside each group's communication during the step (posting,
+  /// testing, waiting): the part not hidden behind computation (pp's includes the bubble).
   double dp_wait_s = 0.0;
   double tp_wait_s = 0.0;
   double pp_wait_s = 0.0;
