@@ -10,6 +10,6 @@ int main(int argc, char** argv) {
   // (docs/performance.md) that made a step 3x slower. Keep freed memory for reuse, as
   // PyTorch's caching allocators do.
   mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);  // bytes, int; return memory only above 1 GiB free
+  mallopt(M_TRIM_THRESHOLD, -1);  // never trim the heap
   return trident::cli::run_main(argc, argv);
 }
