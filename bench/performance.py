@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""trident's performance figures, each a ratio measured in this run against its target.
+
+    bench/performance.py BUILD_DIR [--steps N] [--doc docs/performance.md]
+
+Runs, one after another on an otherwise idle machine:
+  1. the ceiling: the best FLOP/s of a large fp32 matmul, one thread (matmul_ceiling);
+  2. the same GPT (hidden 768, 4 layers, 12 heads, sequence 256, GPT-2 vocabulary, fp32,
+     micro-batch 4) trained by a plain libtorch loop (gpt_baseline) and by trident at one
+     rank: framework overhead and model FLOPs utilisation (MFU);
+  3. trident at dp 2 (one thread per rank, weak scaling: micro-batch 4 per rank) with
+     ZeRO 0 and 2 against one rank; the exposed communication of each
+     (2 and 3 alternate over two rounds, medians over both);
+  4. trident at tp 2: its exposed communication;
+  5. the pipeline bubble at pp 4, m 8 from the run's trace against (p - 1)/(m + p - 1).
+Tokens/s are medians over the steps after the first two (allocation and first touches).
+The plain loop runs with the malloc settings trident's main() makes (MALLOC_ENV).
+"Exposed communication" is the time a rank spends inside a group's operations, posting,
+testing or waiting (metrics.jsonl `wait_s`), over the step time. Prints the table; with --doc, writes it into that Markdown
+file between the markers `<!-- bench:begin -->` and `<!-- bench:end -->`.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_mpi_yield_when_idle": "1",
+    "OMP_NUM_THREADS": "1",
+}
+# The GPT of the MFU target: GPT-2's vocabulary and width, 4 layers, sequence 256.
+GPT = {"hidden": 768, "layers": 4, "heads": 12, "seq": 256, "vocab": 50257, "micro": 4}
+ROUNDS = 2  # of the compared runs, alternated
+
+
+# What trident's main() sets with mallopt (src/cli/main.cpp), given to the plain loop too so
+# that both run on the same allocator settings.
+MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 62)}
+
+
+def run(cmd, **kw):
+    env = dict(os.environ, **MPI_ENV)
+    out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, **kw)
+    if out.returncode != 0:
+        sys.exit(f"bench: {' '.join(map(str, cmd))} failed ({out.returncode}):\n"
+                 f"{out.stderr[-3000:]}")
+    return out.stdout
+
+
+def later(rows, skip=2):
+    return rows[skip:] if len(rows) > skip else rows[-1:]
+
+
+def median(xs):
+    return statistics.median(list(xs))
+
+
+class Bench:
+    def __init__(self, build, steps):
+        self.build = Path(build)
+        self.steps = steps
+        self.tmp = Path(tempfile.mkdtemp(prefix="trident-bench-"))
+        self.rows = []  # (figure, measured, target, ok, detail)
+
+    def trident(self, name, ranks, sets, model=GPT, steps=None, trace=False):
+        """Trains with mpirun -np ranks; returns (metrics rows after warm-up, trace path)."""
+        steps = steps or self.steps
+        metrics = self.tmp / f"{name}.jsonl"
+        trace_path = self.tmp / f"{name}.trace.json"
+        base = [
+            "model.layers=%d" % model["layers"], "model.hidden=%d" % model["hidden"],
+            "model.heads=%d" % model["heads"], "model.seq_len=%d" % model["seq"],
+            "model.vocab=%d" % model["vocab"], "train.micro_batch_size=%d" % model["micro"],
+            "train.precision=fp32", "train.threads=1", "train.steps=%d" % steps,
+            "train.log_every=1", "train.stop_at=0", "checkpoint.dir=\"\"",
+            "logging.metrics=%s" % metrics,
+        ]
+        if trace:
+            base.append("logging.trace=%s" % trace_path)
+        args = []
+        for s in base + sets:
+            args += ["--set", s]
+        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
+               str(self.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")] + args
+        t0 = time.time()
+        run(cmd)
+        rows = [json.loads(l) for l in metrics.read_text().splitlines() if l.strip()]
+        print(f"   {name}: {ranks} rank(s), {len(rows)} steps in {time.time() - t0:.0f} s, "
+              f"{median(r['tokens_per_s'] for r in later(rows)):.0f} tokens/s", flush=True)
+        return later(rows), trace_path
+
+    def add(self, figure, measured, target, ok, detail=""):
+        self.rows.append((figure, measured, target, ok, detail))
+
+    def ceiling(self):
+        out = json.loads(run([str(self.build / "matmul_ceiling"), "--threads", "1",
+                              "--seconds", "4"]).strip().splitlines()[-1])
+        self.ceiling_gflops = out["gflops_best"]
+        self.add("matmul ceiling, fp32 %d³, 1 thread" % out["size"],
+                 "%.1f GFLOP/s" % out["gflops_best"], "(the limit)", None,
+                 "median %.1f GFLOP/s" % out["gflops_median"])
+
+    def baseline(self, name):
+        """The plain libtorch loop; returns its per-step tokens/s after warm-up."""
+        m = GPT
+        env = dict(os.environ, **MPI_ENV, **MALLOC_ENV)
+        out = subprocess.run([
+            str(self.build / "gpt_baseline"), "--hidden", str(m["hidden"]), "--layers",
+            str(m["layers"]), "--heads", str(m["heads"]), "--seq", str(m["seq"]), "--vocab",
+            str(m["vocab"]), "--micro-batch", str(m["micro"]), "--micro-batches", "1",
+            "--steps", str(self.steps), "--threads", "1"], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        if out.returncode != 0:
+            sys.exit(f"bench: gpt_baseline failed:\n{out.stderr[-3000:]}")
+        rates = [float(line.rsplit("tokens/s", 1)[1]) for line in out.stderr.splitlines()
+                 if line.startswith("step ") and "tokens/s" in line]
+        print(f"   {name}: plain libtorch loop, {median(later(rates)):.0f} tokens/s", flush=True)
+        return later(rates)
+
+    def one_rank_and_data_parallel(self):
+        """Alternates the runs that are compared, so that a slow phase of the machine
+        falls on both sides of each ratio: ROUNDS × (plain loop, 1 rank, dp 2 ZeRO-0 and 2)."""
+        m = GPT
+        base, dp1, dp2 = [], [], {0: [], 2: []}
+        for k in range(ROUNDS):
+            base += self.baseline(f"baseline.{k}")
+            rows, _ = self.trident(f"dp1.{k}", 1, ["parallel.dp=1", "parallel.zero_stage=0",
+                                                   "train.global_batch_size=%d" % m["micro"]])
+            dp1 += rows
+            for stage in (0, 2):
+                rows, _ = self.trident(f"dp2_zero{stage}.{k}", 2, [
+                    "parallel.dp=2", "parallel.zero_stage=%d" % stage,
+                    "train.global_batch_size=%d" % (2 * m["micro"])])
+                dp2[stage] += rows
+        baseline = median(base)
+        self.dp1 = median(r["tokens_per_s"] for r in dp1)
+        ratio = self.dp1 / baseline
+        self.add("trident 1 rank / plain libtorch loop (tokens/s)", "%.3f" % ratio, ">= 0.97",
+                 ratio >= 0.97, "%.0f vs %.0f tokens/s" % (self.dp1, baseline))
+        achieved = median(r["tflops"] for r in dp1) * 1e3  # GFLOP/s
+        mfu = achieved / self.ceiling_gflops
+        self.add("MFU, GPT h768 L4 T256, 1 rank", "%.3f" % mfu, ">= 0.50", mfu >= 0.5,
+                 "%.1f of %.1f GFLOP/s" % (achieved, self.ceiling_gflops))
+        rate = {st: median(r["tokens_per_s"] for r in rows) for st, rows in dp2.items()}
+        speedup = rate[0] / self.dp1
+        self.add("dp 2 / 1 rank, one thread each (tokens/s)", "%.3f" % speedup, ">= 1.85",
+                 speedup >= 1.85, "%.0f vs %.0f tokens/s" % (rate[0], self.dp1))
+        z = rate[2] / rate[0]
+        self.add("ZeRO-2 / ZeRO-0 at dp 2 (tokens/s)", "%.3f" % z, ">= 0.95", z >= 0.95,
+                 "%.0f vs %.0f tokens/s" % (rate[2], rate[0]))
+        # The machine's own limit for two ranks: two independent 1-rank runs at once, with
+        # no communication between them, against one alone.
+        pair = self.independent_pair(m)
+        self.add("two independent 1-rank runs at once / 1 rank (tokens/s)", "%.3f" % (pair / self.dp1),
+                 "(the machine's limit)", None,
+                 "dp 2 reaches %.3f of it" % (rate[0] / pair))
+        for stage in (0, 2):
+            exposed = median(r["wait_s"]["dp"] / r["step_time_s"] for r in dp2[stage])
+            self.add("exposed dp communication, dp 2 ZeRO-%d" % stage, "%.3f" % exposed,
+                     "<= 0.10", exposed <= 0.10, "of the step time, inside dp communication")
+
+    def independent_pair(self, m):
+        """Summed tokens/s of two 1-rank trainings running at the same time."""
+        env = dict(os.environ, **MPI_ENV)
+        procs, paths = [], []
+        for k in range(2):
+            path = self.tmp / f"pair{k}.jsonl"
+            paths.append(path)
+            cmd = [str(self.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")]
+            for kv in ["model.layers=%d" % m["layers"], "model.hidden=%d" % m["hidden"],
+                       "model.heads=%d" % m["heads"], "model.seq_len=%d" % m["seq"],
+                       "model.vocab=%d" % m["vocab"], "train.micro_batch_size=%d" % m["micro"],
+                       "train.global_batch_size=%d" % m["micro"], "train.precision=fp32",
+                       "train.threads=1", "train.steps=%d" % self.steps, "train.log_every=1",
+                       "parallel.zero_stage=0", "checkpoint.dir=\"\"", "logging.metrics=%s" % path]:
+                cmd += ["--set", kv]
+            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, text=True))
+        for p in procs:
+            _, err = p.communicate()
+            if p.returncode != 0:
+                sys.exit(f"bench: an independent 1-rank run failed:\n{err[-3000:]}")
+        total = 0.0
+        for path in paths:
+            rows = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+            total += median(r["tokens_per_s"] for r in later(rows))
+        print(f"   two independent 1-rank runs at once: {total:.0f} tokens/s together", flush=True)
+        return total
+
+    def tensor_parallel(self):
+        m = GPT
+        rows, _ = self.trident("tp2", 2, ["parallel.tp=2", "parallel.zero_stage=0",
+                                          "train.global_batch_size=%d" % m["micro"]])
+        exposed = median(r["wait_s"]["tp"] / r["step_time_s"] for r in rows)
+        tps = median(r["tokens_per_s"] for r in rows)
+        self.add("exposed tp communication, tp 2", "%.3f" % exposed, "(report)", None,
+                 "tp 2 / 1 rank: %.3f (%.0f tokens/s)" % (tps / self.dp1, tps))
+
+    def pipeline(self):
+        # Eight layers, two per stage, and a small vocabulary so that the stages are equal,
+        # as the formula assumes.
+        p, m = 4, 8
+        model = {"hidden": 256, "layers": 8, "heads": 4, "seq": 128, "vocab": 256, "micro": 2}
+        steps = max(self.steps, 10)
+        _, trace = self.trident("pp4", p, ["parallel.pp=4", "parallel.schedule=1f1b",
+                                           "parallel.zero_stage=0",
+                                           "train.global_batch_size=%d" % (m * model["micro"])],
+                                model=model, steps=steps, trace=True)
+        events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
+        fractions = []
+        for step in range(3, steps + 1):
+            ev = [e for e in events if e["args"]["step"] == step]
+            compute = [e for e in ev if e["cat"] in ("forward", "backward")]
+            if not compute:
+                continue
+            start = min(e["ts"] for e in compute)
+            end = max(e["ts"] + e["dur"] for e in compute)
+            busy = sum(e["dur"] for e in compute)
+            fractions.append(1 - busy / (p * (end - start)))
+        measured = median(fractions)
+        formula = (p - 1) / (m + p - 1)
+        ratio = measured / formula
+        self.add("pipeline bubble pp 4, m 8: measured / (p-1)/(m+p-1)", "%.3f" % ratio,
+                 "<= 1.10", ratio <= 1.10,
+                 "%.3f vs %.3f; %d ranks on %d cores" % (measured, formula, p, os.cpu_count()))
+
+    def table(self):
+        lines = ["| figure | measured | target | met | detail |", "|---|---|---|---|---|"]
+        for figure, measured, target, ok, detail in self.rows:
+            met = "" if ok is None else ("yes" if ok else "**no**")
+            lines.append(f"| {figure} | {measured} | {target} | {met} | {detail} |")
+        return "\n".join(lines)
+
+
+def write_doc(path, table, header):
+    text = Path(path).read_text()
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    if begin not in text or end not in text:
+        sys.exit(f"bench: {path} lacks the markers {begin} and {end}")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    Path(path).write_text(f"{head}{begin}\n{header}\n\n{table}\n{end}{tail}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--doc", default="")
+    a = ap.parse_args()
+    b = Bench(a.build, a.steps)
+    t0 = time.time()
+    for part in (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline):
+        print(f"== {part.__name__.replace('_', ' ')}", flush=True)
+        part()
+    table = b.table()
+    header = (f"Measured by `scripts/bench.sh` on {time.strftime('%Y-%m-%d')}: "
+              f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+              f"load average {os.getloadavg()[0]:.2f} at the end, {time.time() - t0:.0f} s.")
+    print()
+    print(header)
+    print(table)
+    if a.doc:
+        write_doc(a.doc, table, header)
+        print(f"\nwrote the table into {a.doc}")
+
+
+if __name__ == "__main__":
+    main()
