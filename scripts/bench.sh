@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Runs trident's benchmarks and prints each figure as a ratio measured in one run.
+# trident's performance benchmarks: every figure of docs/performance.md as a ratio measured
+# in this run, with its target, and the table written back into docs/performance.md.
+#   scripts/bench.sh [--steps N] [--no-doc]
+# Run it on an idle machine: other work on the cores shows up in every ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+steps=6 doc=docs/performance.md
+while [ $# -gt 0 ]; do
+  case $1 in
+    --steps) steps=$2; shift 2 ;;
+    --no-doc) doc=""; shift ;;
+    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
 scripts/setup.sh
-scripts/build.sh --target trident >/dev/null
-echo "== ZeRO stages at dp 2 (bench/zero_stages.sh)"
-bench/zero_stages.sh "${1:-configs/tiny.toml}" "${2:-30}"
-echo "== pipeline bubble at pp 4, m 8 (bench/pipeline_bubble.sh)"
-bench/pipeline_bubble.sh
+scripts/build.sh --target trident matmul_ceiling gpt_baseline >/dev/null
+python3 bench/performance.py build --steps "$steps" ${doc:+--doc "$doc"}
