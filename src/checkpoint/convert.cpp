@@ -14,16 +14,17 @@
 #include "checkpoint/checkpoint.h"   // CheckpointError
 #include "checkpoint/checksum.h"     // to_hex
 #include "checkpoint/collective.h"   // broadcast_string, gather_strings
-#include "checkpoint/evaluate.h"     // gpt_options
 #include "checkpoint/index.h"        // open_checkpoint, check_model, check_shape
 #include "checkpoint/ownership.h"    // stores_param, zero_owned_ranges
 #include "checkpoint/reader.h"       // SliceReader
 #include "checkpoint/safetensors.h"  // dtype_from_name, fsync_directory
 #include "checkpoint/writer.h"       // write_pieces, add_records, slice_file_name
 #include "config/config.h"           // TrainConfig, to_toml
+#include "models/gpt.h"              // GptOptions, GptStage
 #include "parallel/agreement.h"      // run_agreed
 #include "parallel/communicator.h"   // Communicator
 #include "parallel/process_grid.h"   // ProcessGrid
+#include "train/trainer.h"           // gpt_options
 
 namespace trident::checkpoint {
 

@@ -8,26 +8,11 @@
 #include <vector>  // std::vector
 
 #include "checkpoint/collective.h"      // world_comm
-#include "config/config.h"              // TrainConfig
 #include "data/token_file.h"            // data::TokenFile
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
-#include "train/trainer.h"              // precision_dtype
 
 namespace trident::checkpoint {
-
-GptOptions gpt_options(const TrainConfig& c) {
-  GptOptions o;
-  o.layers = c.model.layers;
-  o.hidden = c.model.hidden;
-  o.heads = c.model.heads;
-  o.vocab = c.model.vocab;
-  o.padded_vocab = c.padded_vocab();
-  o.seq_len = c.model.seq_len;
-  o.seed = static_cast<uint64_t>(c.train.seed);
-  o.dtype = precision_dtype(c.train.precision);
-  return o;
-}
 
 EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std::string& data_path,
                                int64_t sequences, int64_t seq_len, int64_t micro_batch) {

@@ -7,14 +7,10 @@
 #include "models/gpt.h"  // GptOptions, GptStage
 
 namespace trident {
-struct TrainConfig;
 class ParallelContext;
 }
 
 namespace trident::checkpoint {
-
-/// The GPT of a config (as the trainer builds it).
-GptOptions gpt_options(const TrainConfig& config);
 
 struct EvalResult {
   double loss = 0.0;   // mean over the tokens

@@ -7,13 +7,14 @@
 #include <memory>
 
 #include "checkpoint/checkpoint.h"  // checkpoint_config, load_model_weights
-#include "checkpoint/evaluate.h"    // evaluate_token_file, gpt_options
+#include "checkpoint/evaluate.h"    // evaluate_token_file
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "models/gpt.h"                 // GptStage
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
+#include "train/trainer.h"              // gpt_options
 
 namespace trident::cli {
 
@@ -70,7 +71,7 @@ int cmd_eval(const Argv& argv) {
                       static_cast<int>(p.tp), p.timeout_s);
   std::unique_ptr<GptStage> model;
   run_agreed(MPI_COMM_WORLD, [&] {
-    model = std::make_unique<GptStage>(checkpoint::gpt_options(config), ctx.tp(), ctx.coord().pp,
+    model = std::make_unique<GptStage>(gpt_options(config), ctx.tp(), ctx.coord().pp,
                                        static_cast<int>(p.pp));
   });
   load_model_weights(*model, ctx, config, path, "");

@@ -22,9 +22,7 @@ at::ScalarType precision_dtype(const std::string& precision) {
   return at::kFloat;
 }
 
-namespace {
-
-GptOptions model_options(const TrainConfig& c) {
+GptOptions gpt_options(const TrainConfig& c) {
   GptOptions o;
   o.layers = c.model.layers;
   o.hidden = c.model.hidden;
@@ -36,8 +34,6 @@ GptOptions model_options(const TrainConfig& c) {
   o.dtype = precision_dtype(c.train.precision);
   return o;
 }
-
-}  // namespace
 
 Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(config), ctx_(ctx) {
   const auto& p = config.parallel;
@@ -51,7 +47,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   source.markov_successors = config.data.markov_successors;
   source_ = data::open_source(source);
 
-  model_ = std::make_unique<GptStage>(model_options(config), ctx.tp(), ctx.coord().pp,
+  model_ = std::make_unique<GptStage>(gpt_options(config), ctx.tp(), ctx.coord().pp,
                                       static_cast<int>(p.pp));
   ZeroOptions zero;
   zero.stage = static_cast<int>(p.zero_stage);

@@ -14,6 +14,7 @@
 
 namespace trident {
 class GptStage;
+struct GptOptions;
 class ParallelContext;
 class ZeroOptimizer;
 namespace data {
@@ -76,5 +77,9 @@ class Trainer {
 
 /// The libtorch dtype of train.precision.
 at::ScalarType precision_dtype(const std::string& precision);
+
+/// The GPT a config describes, as the trainer builds it (evaluation and conversion build
+/// the same one).
+GptOptions gpt_options(const TrainConfig& config);
 
 }  // namespace trident

@@ -17,13 +17,14 @@
 
 #include "checkpoint/checkpoint.h"   // save_checkpoint, load_checkpoint, checkpoint_config
 #include "checkpoint/collective.h"   // broadcast_string, comm_rank
-#include "checkpoint/evaluate.h"     // evaluate_token_file, gpt_options
+#include "checkpoint/evaluate.h"     // evaluate_token_file
 #include "checkpoint/hf.h"           // export_hf
 #include "checkpoint/index.h"        // open_checkpoint
 #include "checkpoint/reader.h"       // read_global_tensor
 #include "checkpoint/safetensors.h"  // SafetensorsFile
 #include "models/gpt.h"              // GptStage
 #include "parity_harness.h"          // parity_config_toml, train_steps
+#include "train/trainer.h"           // gpt_options
 
 namespace trident::testing {
 namespace {
@@ -239,7 +240,7 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
   EXPECT_EQ(config.padded_vocab(), 52);  // one padding row at tp 2
   ParallelContext ctx(MPI_COMM_WORLD, 2, 2, 2, 120.0);
   {
-    GptStage model(checkpoint::gpt_options(config), ctx.tp(), ctx.coord().pp, 2);
+    GptStage model(gpt_options(config), ctx.tp(), ctx.coord().pp, 2);
     load_model_weights(model, ctx, config, hf, "");
     const checkpoint::EvalResult got = checkpoint::evaluate_token_file(model, ctx, tokens, K, T, 2);
     EXPECT_EQ(got.tokens, K * T);
