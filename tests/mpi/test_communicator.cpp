@@ -109,6 +109,28 @@ INSTANTIATE_TEST_SUITE_P(Comm, EveryDtype,
                          ::testing::Values(at::kDouble, at::kFloat, at::kBFloat16, at::kLong),
                          [](const auto& info) { return std::string(c10::toString(info.param)); });
 
+// The ring reduce-scatter over all 8 ranks (7 rounds), two in flight at once, against
+// closed forms: rank r contributes r + i at element i of chunk c (a sum), and r * (c + 1)
+// (a maximum).
+TEST(RingReduceScatter, sum_and_max_over_eight_ranks_two_in_flight) {
+  auto ctx = grid_2x2x2();
+  Communicator& world = ctx->world();
+  const int n = world.size(), r = world.rank();
+  const int64_t S = 5;
+  at::Tensor sum_in = at::arange(n * S, at::kDouble).remainder(S).add_(r);
+  at::Tensor max_in = at::arange(n, at::kDouble).add_(1).mul_(r).repeat_interleave(S);
+  at::Tensor sum_out = at::empty({S}, at::kDouble), max_out = at::empty({S}, at::kDouble);
+  auto a = world.reduce_scatter(sum_out, sum_in, ReduceOp::kSum);
+  auto b = world.reduce_scatter(max_out, max_in, ReduceOp::kMax);
+  b->wait();
+  a->wait();
+  const double ranks_sum = n * (n - 1) / 2.0;
+  for (int64_t i = 0; i < S; ++i) {
+    EXPECT_EQ(sum_out[i].item<double>(), n * static_cast<double>(i) + ranks_sum);
+    EXPECT_EQ(max_out[i].item<double>(), (n - 1) * static_cast<double>(r + 1));
+  }
+}
+
 TEST(Overlap, all_reduce_progresses_while_a_matmul_runs) {
   auto ctx = grid_2x2x2();
   at::Tensor big = at::full({1 << 20}, 1.0, at::kFloat);
