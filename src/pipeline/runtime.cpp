@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>  // TORCH_CHECK
 #include <torch/autograd.h>      // torch::autograd::backward
 
+#include <algorithm>  // std::remove_if
 #include <chrono>
 
 #include "models/gpt.h"
@@ -36,12 +37,16 @@ PipelineRuntime::PipelineRuntime(GptStage& stage, ParallelContext& ctx,
     : stage_(stage), ctx_(ctx), options_(options) {}
 
 void PipelineRuntime::progress() {
-  for (auto& s : pending_sends_) s.work->test();
+  // A completed send has released its buffer; its handle is dropped.
+  pending_sends_.erase(std::remove_if(pending_sends_.begin(), pending_sends_.end(),
+                                      [](PendingSend& s) { return s.work->test(); }),
+                       pending_sends_.end());
 }
 
 int64_t PipelineRuntime::bytes_in_transit() {
+  progress();
   int64_t bytes = 0;
-  for (auto& s : pending_sends_) bytes += s.work->test() ? 0 : s.bytes;
+  for (const auto& s : pending_sends_) bytes += s.bytes;
   return bytes;
 }
 

@@ -75,7 +75,9 @@ class PipelineRuntime {
   };
   void forward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
   void backward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
+  /// Tests the pending sends and drops the completed ones.
   void progress();
+  /// Bytes of sends posted but not completed (tests them first).
   int64_t bytes_in_transit();
   void wait_for_sends();
 
