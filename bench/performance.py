@@ -78,6 +78,19 @@ class Bench:
         steps = steps or self.steps
         metrics = self.tmp / f"{name}.jsonl"
         trace_path = self.tmp / f"{name}.trace.json"
+        sets = sets + (["logging.trace=%s" % trace_path] if trace else [])
+        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + \
+            self.train_command(model, steps, metrics, sets)
+        t0 = time.time()
+        run(cmd)
+        rows = [json.loads(l) for l in metrics.read_text().splitlines() if l.strip()]
+        print(f"   {name}: {ranks} rank(s), {len(rows)} steps in {time.time() - t0:.0f} s, "
+              f"{median(r['tokens_per_s'] for r in later(rows)):.0f} tokens/s", flush=True)
+        return later(rows), trace_path
+
+    def train_command(self, model, steps, metrics, sets):
+        """`trident train` of `model` (fp32, one thread, no checkpoints), logging every step
+        to `metrics`, with `sets` (section.key=value) on top."""
         base = [
             "model.layers=%d" % model["layers"], "model.hidden=%d" % model["hidden"],
             "model.heads=%d" % model["heads"], "model.seq_len=%d" % model["seq"],
@@ -86,19 +99,10 @@ class Bench:
             "train.log_every=1", "train.stop_at=0", "checkpoint.dir=\"\"",
             "logging.metrics=%s" % metrics,
         ]
-        if trace:
-            base.append("logging.trace=%s" % trace_path)
-        args = []
-        for s in base + sets:
-            args += ["--set", s]
-        cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
-               str(self.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")] + args
-        t0 = time.time()
-        run(cmd)
-        rows = [json.loads(l) for l in metrics.read_text().splitlines() if l.strip()]
-        print(f"   {name}: {ranks} rank(s), {len(rows)} steps in {time.time() - t0:.0f} s, "
-              f"{median(r['tokens_per_s'] for r in later(rows)):.0f} tokens/s", flush=True)
-        return later(rows), trace_path
+        cmd = [str(self.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")]
+        for kv in base + sets:
+            cmd += ["--set", kv]
+        return cmd
 
     def add(self, figure, measured, target, ok, detail=""):
         self.rows.append((figure, measured, target, ok, detail))
@@ -177,14 +181,8 @@ class Bench:
         for k in range(2):
             path = self.tmp / f"pair{k}.jsonl"
             paths.append(path)
-            cmd = [str(self.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")]
-            for kv in ["model.layers=%d" % m["layers"], "model.hidden=%d" % m["hidden"],
-                       "model.heads=%d" % m["heads"], "model.seq_len=%d" % m["seq"],
-                       "model.vocab=%d" % m["vocab"], "train.micro_batch_size=%d" % m["micro"],
-                       "train.global_batch_size=%d" % m["micro"], "train.precision=fp32",
-                       "train.threads=1", "train.steps=%d" % self.steps, "train.log_every=1",
-                       "parallel.zero_stage=0", "checkpoint.dir=\"\"", "logging.metrics=%s" % path]:
-                cmd += ["--set", kv]
+            cmd = self.train_command(m, self.steps, path, ["parallel.zero_stage=0",
+                                                           "train.global_batch_size=%d" % m["micro"]])
             procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.PIPE, text=True))
         for p in procs:
