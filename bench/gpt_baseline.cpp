@@ -47,15 +47,23 @@ const char* kUsage =
 
 Options parse(int argc, char** argv) {
   Options o;
-  std::map<std::string, int64_t*> ints{
-      {"--hidden", &o.hidden}, {"--layers", &o.layers}, {"--heads", &o.heads},
-      {"--seq", &o.seq}, {"--vocab", &o.vocab}, {"--vocab-multiple", &o.vocab_multiple},
-      {"--micro-batch", &o.micro_batch}, {"--micro-batches", &o.micro_batches},
-      {"--steps", &o.steps}, {"--warmup-steps", &o.warmup_steps}};
-  std::map<std::string, double*> reals{
-      {"--lr", &o.lr}, {"--min-lr", &o.min_lr}, {"--weight-decay", &o.weight_decay},
-      {"--beta1", &o.beta1}, {"--beta2", &o.beta2}, {"--eps", &o.eps},
-      {"--grad-clip", &o.grad_clip}};
+  std::map<std::string, int64_t*> ints{{"--hidden", &o.hidden},
+                                       {"--layers", &o.layers},
+                                       {"--heads", &o.heads},
+                                       {"--seq", &o.seq},
+                                       {"--vocab", &o.vocab},
+                                       {"--vocab-multiple", &o.vocab_multiple},
+                                       {"--micro-batch", &o.micro_batch},
+                                       {"--micro-batches", &o.micro_batches},
+                                       {"--steps", &o.steps},
+                                       {"--warmup-steps", &o.warmup_steps}};
+  std::map<std::string, double*> reals{{"--lr", &o.lr},
+                                       {"--min-lr", &o.min_lr},
+                                       {"--weight-decay", &o.weight_decay},
+                                       {"--beta1", &o.beta1},
+                                       {"--beta2", &o.beta2},
+                                       {"--eps", &o.eps},
+                                       {"--grad-clip", &o.grad_clip}};
   for (int i = 1; i < argc; ++i) {
     const std::string key = argv[i];
     if (key == "--help" || key == "-h") {
@@ -111,9 +119,9 @@ struct BlockImpl : nn::Module {
     // Causal: a query sees no key after it (the mask is rebuilt each call, as trident does).
     torch::Tensor future = torch::ones({T, T}, torch::kBool).triu(1);  // (T, T)
     att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
-    att = torch::softmax(att, -1);                          // (B, nh, T, T)
-    torch::Tensor y = torch::matmul(att, v);                // (B, nh, T, hd)
-    y = y.transpose(1, 2).reshape({B, T, C});               // (B, T, C)
+    att = torch::softmax(att, -1);             // (B, nh, T, T)
+    torch::Tensor y = torch::matmul(att, v);   // (B, nh, T, hd)
+    y = y.transpose(1, 2).reshape({B, T, C});  // (B, T, C)
     return attn_proj(y);
   }
 

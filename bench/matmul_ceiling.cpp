@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
     // The output is reused so that a repetition times the kernel, not a fresh
     // allocation's page faults.
     at::Tensor c = at::empty({n, n}, a.options());
-    const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) *
-                         static_cast<double>(n);
+    const double flops =
+        2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
 
     using Clock = std::chrono::steady_clock;
     auto time_one = [&] {
@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
       gflops.push_back(flops / s / 1e9);
     }
     const double best = *std::max_element(gflops.begin(), gflops.end());
-    std::cerr << "matmul_ceiling: " << gflops.size() << " repetitions of " << n << "^3 in "
-              << spent << " s\n";
+    std::cerr << "matmul_ceiling: " << gflops.size() << " repetitions of " << n << "^3 in " << spent
+              << " s\n";
     std::cout << "{\"size\":" << n << ",\"threads\":" << o.threads << ",\"dtype\":\"" << o.dtype
               << "\",\"gflops_best\":" << best << ",\"gflops_median\":" << median(gflops)
               << ",\"repetitions\":" << gflops.size() << "}" << std::endl;

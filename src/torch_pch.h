@@ -1,10 +1,11 @@
 // Precompiled header for the libtorch-based targets: the heavy headers, parsed once.
 #pragma once
 #include <ATen/ATen.h>
+#include <mpi.h>
 #include <torch/autograd.h>
 #include <torch/nn/module.h>
 #include <torch/types.h>
-#include <mpi.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -62,8 +62,8 @@ std::vector<StoredPiece> plan_rank(SliceReader& reader, const CheckpointIndex& s
                                    const TrainConfig& target) {
   const auto& p = target.parallel;
   const int tp = static_cast<int>(p.tp), zero = static_cast<int>(p.zero_stage);
-  const std::vector<OwnedRange> ranges = zero_owned_ranges(
-      params, zero, static_cast<int>(p.dp), c.dp, p.bucket_size);
+  const std::vector<OwnedRange> ranges =
+      zero_owned_ranges(params, zero, static_cast<int>(p.dp), c.dp, p.bucket_size);
   std::vector<StoredPiece> pieces;
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamSpec& spec = params[i].spec;
@@ -103,7 +103,8 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
     check_model(source, target);
     if (me == 0) {
       if (fs::exists(out))
-        throw CheckpointError("convert: " + out + " exists; choose a new directory (nothing is "
+        throw CheckpointError("convert: " + out +
+                              " exists; choose a new directory (nothing is "
                               "overwritten)");
       tmp = out + ".tmp_" + to_hex(std::random_device{}()).substr(8);
       fs::create_directories(tmp);
@@ -156,7 +157,9 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
     index.optimizer = source.optimizer;
     if (weights_only(source)) {
       index.step = source.hugging_face ? 0 : source.step;
-      index.trainer = {{"step", index.step}, {"data_position", index.step}, {"rng", "none"},
+      index.trainer = {{"step", index.step},
+                       {"data_position", index.step},
+                       {"rng", "none"},
                        {"loss_scale", nullptr}};
       index.optimizer = {{"kind", "none"}};
     }

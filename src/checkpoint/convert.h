@@ -27,7 +27,6 @@ struct ConvertSummary {
 /// appears by one rename once complete. Every rank returns the same summary, or throws
 /// the same error.
 ConvertSummary convert_checkpoint(const std::string& in, const std::string& checkpoint_dir,
-                                  const TrainConfig& target, const std::string& out,
-                                  MPI_Comm comm);
+                                  const TrainConfig& target, const std::string& out, MPI_Comm comm);
 
 }  // namespace trident::checkpoint

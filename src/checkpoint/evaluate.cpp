@@ -2,8 +2,8 @@
 // the pp group), the token losses summed on the last stage and agreed by every rank.
 #include "checkpoint/evaluate.h"
 
-#include <ATen/ATen.h>                // Tensor ops
-#include <ATen/core/grad_mode.h>      // at::NoGradGuard
+#include <ATen/ATen.h>            // Tensor ops
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard
 
 #include <vector>  // std::vector
 
@@ -25,9 +25,9 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
   run_agreed(world_comm(ctx), [&] {
     if (K < 1) throw std::invalid_argument("eval: --sequences must be at least 1");
     if (T < 1 || T > model.options().seq_len)
-      throw std::invalid_argument("eval: --seq-len " + std::to_string(T) +
-                                  " must be in [1, model.seq_len = " +
-                                  std::to_string(model.options().seq_len) + "]");
+      throw std::invalid_argument(
+          "eval: --seq-len " + std::to_string(T) +
+          " must be in [1, model.seq_len = " + std::to_string(model.options().seq_len) + "]");
     const data::TokenFile file = data::TokenFile::open(data_path);
     if (file.size() < K * T + 1)
       throw std::invalid_argument("eval: data file " + data_path + " has " +
@@ -41,11 +41,10 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
       file.read(mine[w] * T, T + 1, out);
       for (int64_t t = 0; t <= T; ++t)
         if (out[t] < 0 || out[t] >= model.options().vocab)
-          throw std::invalid_argument("eval: data file " + data_path + " has token " +
-                                      std::to_string(out[t]) + " at position " +
-                                      std::to_string(mine[w] * T + t) +
-                                      ", outside the model's vocabulary of " +
-                                      std::to_string(model.options().vocab));
+          throw std::invalid_argument(
+              "eval: data file " + data_path + " has token " + std::to_string(out[t]) +
+              " at position " + std::to_string(mine[w] * T + t) +
+              ", outside the model's vocabulary of " + std::to_string(model.options().vocab));
     }
   });
 
@@ -58,15 +57,16 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
     const int64_t B = std::min(micro_batch, windows - first);
     at::Tensor ids, targets, input;
     if (model.is_first() || model.is_last()) {
-      at::Tensor block = at::from_blob(tokens.data() + first * (T + 1), {B, T + 1}, at::kInt)
-                             .to(at::kLong);
+      at::Tensor block =
+          at::from_blob(tokens.data() + first * (T + 1), {B, T + 1}, at::kInt).to(at::kLong);
       ids = block.narrow(1, 0, T).contiguous();      // (B, T)
       targets = block.narrow(1, 1, T).contiguous();  // (B, T)
     }
     if (model.is_first()) {
       input = ids;
     } else {
-      input = at::empty({B, T, model.options().hidden}, at::TensorOptions().dtype(model.options().dtype));
+      input = at::empty({B, T, model.options().hidden},
+                        at::TensorOptions().dtype(model.options().dtype));
       pp.recv(input, stage - 1, static_cast<int>(tag))->wait();
     }
     at::Tensor out = model.forward(input, targets, 1.0);

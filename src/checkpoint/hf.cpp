@@ -31,12 +31,18 @@ struct BlockName {
   bool conv1d;
 };
 constexpr BlockName kBlockNames[] = {
-    {"ln_1.weight", "ln_1.weight", false},         {"ln_1.bias", "ln_1.bias", false},
-    {"attn.qkv.weight", "attn.c_attn.weight", true}, {"attn.qkv.bias", "attn.c_attn.bias", false},
-    {"attn.proj.weight", "attn.c_proj.weight", true}, {"attn.proj.bias", "attn.c_proj.bias", false},
-    {"ln_2.weight", "ln_2.weight", false},         {"ln_2.bias", "ln_2.bias", false},
-    {"mlp.fc.weight", "mlp.c_fc.weight", true},    {"mlp.fc.bias", "mlp.c_fc.bias", false},
-    {"mlp.proj.weight", "mlp.c_proj.weight", true}, {"mlp.proj.bias", "mlp.c_proj.bias", false},
+    {"ln_1.weight", "ln_1.weight", false},
+    {"ln_1.bias", "ln_1.bias", false},
+    {"attn.qkv.weight", "attn.c_attn.weight", true},
+    {"attn.qkv.bias", "attn.c_attn.bias", false},
+    {"attn.proj.weight", "attn.c_proj.weight", true},
+    {"attn.proj.bias", "attn.c_proj.bias", false},
+    {"ln_2.weight", "ln_2.weight", false},
+    {"ln_2.bias", "ln_2.bias", false},
+    {"mlp.fc.weight", "mlp.c_fc.weight", true},
+    {"mlp.fc.bias", "mlp.c_fc.bias", false},
+    {"mlp.proj.weight", "mlp.c_proj.weight", true},
+    {"mlp.proj.bias", "mlp.c_proj.bias", false},
 };
 constexpr const char* kTopNames[] = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"};
 
@@ -129,7 +135,8 @@ CheckpointIndex read_hf_index(const std::string& dir) {
     info.slices.push_back({kHfWeights, key, full_box(info.shape), ours->transposed});
     index.tensors[ours->name] = std::move(info);
   }
-  index.model["dtype"] = index.tensors.count("wte.weight") ? index.tensors["wte.weight"].dtype : "F32";
+  index.model["dtype"] =
+      index.tensors.count("wte.weight") ? index.tensors["wte.weight"].dtype : "F32";
   return index;
 }
 
@@ -150,13 +157,13 @@ void check_hf_config(const CheckpointIndex& index, const TrainConfig& config) {
   expect("vocab_size", index.model["vocab"].get<int64_t>(), "model.vocab", m.vocab);
   const int64_t positions = index.model["seq_len"].get<int64_t>();
   if (m.seq_len > positions)
-    throw CheckpointError("Hugging Face config " + path + ": n_positions = " +
-                          std::to_string(positions) + " is less than model.seq_len = " +
-                          std::to_string(m.seq_len) + "; set model.seq_len <= " +
-                          std::to_string(positions));
+    throw CheckpointError("Hugging Face config " + path +
+                          ": n_positions = " + std::to_string(positions) +
+                          " is less than model.seq_len = " + std::to_string(m.seq_len) +
+                          "; set model.seq_len <= " + std::to_string(positions));
   if (c.contains("model_type") && c["model_type"] != "gpt2")
-    throw CheckpointError("Hugging Face config " + path + ": model_type " +
-                          c["model_type"].dump() + " is not gpt2");
+    throw CheckpointError("Hugging Face config " + path + ": model_type " + c["model_type"].dump() +
+                          " is not gpt2");
   const std::string act = c.value("activation_function", "gelu_new");
   if (act != "gelu_new" && act != "gelu_pytorch_tanh")
     throw CheckpointError("Hugging Face config " + path + ": activation_function \"" + act +
@@ -172,7 +179,8 @@ void check_hf_config(const CheckpointIndex& index, const TrainConfig& config) {
 
 void export_hf(const CheckpointIndex& index, const std::string& out_dir) {
   if (fs::exists(out_dir) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir)))
-    throw CheckpointError("export: " + out_dir + " exists and is not empty; choose a new "
+    throw CheckpointError("export: " + out_dir +
+                          " exists and is not empty; choose a new "
                           "directory (nothing is overwritten)");
   const int64_t vocab = index.model.at("vocab").get<int64_t>();
   const int64_t layers = index.model.at("layers").get<int64_t>();

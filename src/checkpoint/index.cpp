@@ -34,7 +34,9 @@ nlohmann::json box_json(const Box& b) { return {{"offsets", b.offsets}, {"shape"
 std::string exp_avg_name(const std::string& param) { return "optimizer.exp_avg/" + param; }
 std::string exp_avg_sq_name(const std::string& param) { return "optimizer.exp_avg_sq/" + param; }
 std::string master_name(const std::string& param) { return "optimizer.master/" + param; }
-bool is_optimizer_state(const std::string& tensor) { return tensor.rfind(kOptimizerPrefix, 0) == 0; }
+bool is_optimizer_state(const std::string& tensor) {
+  return tensor.rfind(kOptimizerPrefix, 0) == 0;
+}
 
 nlohmann::json index_to_json(const CheckpointIndex& index) {
   nlohmann::json j;
@@ -72,8 +74,7 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& dir)
   const int version = j.value("format_version", -1);
   if (version != kFormatVersion)
     throw CheckpointError(where + " has format version " + std::to_string(version) +
-                          "; this trident reads format version " +
-                          std::to_string(kFormatVersion) +
+                          "; this trident reads format version " + std::to_string(kFormatVersion) +
                           " (load it with the trident that wrote it, or convert it there)");
   CheckpointIndex index;
   index.dir = dir;
@@ -97,7 +98,8 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& dir)
         ref.key = s.at("key").get<std::string>();
         ref.box.offsets = s.at("offsets").get<std::vector<int64_t>>();
         ref.box.shape = s.at("shape").get<std::vector<int64_t>>();
-        if (ref.box.offsets.size() != info.shape.size() || ref.box.shape.size() != info.shape.size())
+        if (ref.box.offsets.size() != info.shape.size() ||
+            ref.box.shape.size() != info.shape.size())
           throw CheckpointError(where + ": a slice of " + name + " has the wrong rank");
         if (index.files.count(ref.file) == 0)
           throw CheckpointError(where + ": a slice of " + name + " is in " + ref.file +
@@ -122,12 +124,13 @@ std::string resolve_checkpoint(const std::string& path, const std::string& check
   };
   if (path == kLatestFile) {
     if (checkpoint_dir.empty())
-      throw CheckpointError("checkpoint.load = \"latest\" needs checkpoint.dir, the directory "
-                            "whose `latest` file names the checkpoint");
+      throw CheckpointError(
+          "checkpoint.load = \"latest\" needs checkpoint.dir, the directory "
+          "whose `latest` file names the checkpoint");
     if (!fs::exists(checkpoint_dir + "/" + kLatestFile))
       throw CheckpointError("checkpoint.load = \"latest\": " + checkpoint_dir +
-                            "/latest does not exist (no checkpoint was saved in " +
-                            checkpoint_dir + " yet)");
+                            "/latest does not exist (no checkpoint was saved in " + checkpoint_dir +
+                            " yet)");
     return follow_latest(checkpoint_dir);
   }
   std::string dir = path;

@@ -3,18 +3,18 @@
 // and stored slices. Also where a user's path leads: "latest", a step directory, or a
 // Hugging Face directory (read as an index with one slice per tensor).
 #pragma once
-#include <cstdint>  // int64_t
-#include <map>      // std::map
+#include <cstdint>            // int64_t
+#include <map>                // std::map
 #include <nlohmann/json.hpp>  // nlohmann::json
-#include <string>   // std::string
-#include <vector>   // std::vector
+#include <string>             // std::string
+#include <vector>             // std::vector
 
 #include "checkpoint/slices.h"  // Box
 
 namespace trident {
 struct TrainConfig;
 struct ParamSpec;
-}
+}  // namespace trident
 
 namespace trident::checkpoint {
 

@@ -39,8 +39,10 @@ void checkpoint::check_model(const CheckpointIndex& index, const TrainConfig& co
     return;
   }
   const auto& m = config.model;
-  const std::pair<const char*, int64_t> keys[] = {{"layers", m.layers}, {"hidden", m.hidden},
-                                                  {"heads", m.heads},   {"vocab", m.vocab},
+  const std::pair<const char*, int64_t> keys[] = {{"layers", m.layers},
+                                                  {"hidden", m.hidden},
+                                                  {"heads", m.heads},
+                                                  {"vocab", m.vocab},
                                                   {"seq_len", m.seq_len}};
   for (const auto& [key, ours] : keys) {
     const int64_t theirs = index.model.at(key).get<int64_t>();
@@ -123,7 +125,8 @@ void plan_optimizer(SliceReader& reader, Trainer& trainer, const ParallelContext
     add(exp_avg_name(spec.name), v.exp_avg);
     add(exp_avg_sq_name(spec.name), v.exp_avg_sq);
     if (separate_master)
-      add(index.tensors.count(master_name(spec.name)) ? master_name(spec.name) : spec.name, v.master);
+      add(index.tensors.count(master_name(spec.name)) ? master_name(spec.name) : spec.name,
+          v.master);
   }
 }
 

@@ -57,7 +57,8 @@ void SliceReader::verify() {
     const std::string path = index_.path_of(file);
     const FileInfo& info = index_.files.at(file);
     // Size and checksum are checked before anything of the file is believed.
-    auto opened = std::make_unique<SafetensorsFile>(path, SafetensorsFile::Expected{info.bytes, info.xxh64});
+    auto opened =
+        std::make_unique<SafetensorsFile>(path, SafetensorsFile::Expected{info.bytes, info.xxh64});
     files_[file] = std::move(opened);
   }
   for (const Copy& c : copies_) {
@@ -90,7 +91,8 @@ at::Tensor read_global_tensor(const CheckpointIndex& index, const std::string& n
   const auto it = index.tensors.find(name);
   if (it == index.tensors.end())
     throw CheckpointError("checkpoint " + index.dir + " has no tensor " + name);
-  at::Tensor out = at::empty(it->second.shape, at::TensorOptions().dtype(dtype_from_name(it->second.dtype)));
+  at::Tensor out =
+      at::empty(it->second.shape, at::TensorOptions().dtype(dtype_from_name(it->second.dtype)));
   SliceReader reader(index);
   reader.add(name, full_box(it->second.shape), out);
   reader.verify();

@@ -4,10 +4,10 @@
 #pragma once
 #include <ATen/core/Tensor.h>  // at::Tensor
 
-#include <map>      // std::map
-#include <memory>   // std::unique_ptr
-#include <string>   // std::string
-#include <vector>   // std::vector
+#include <map>     // std::map
+#include <memory>  // std::unique_ptr
+#include <string>  // std::string
+#include <vector>  // std::vector
 
 #include "checkpoint/index.h"        // CheckpointIndex, Box
 #include "checkpoint/safetensors.h"  // SafetensorsFile

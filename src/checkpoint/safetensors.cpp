@@ -2,14 +2,14 @@
 // (a memory mapping whose header is validated before any tensor is handed out).
 #include "checkpoint/safetensors.h"
 
-#include <ATen/ATen.h>     // at::from_blob, Tensor::contiguous
-#include <fcntl.h>         // open
-#include <unistd.h>        // write, fsync, close
+#include <ATen/ATen.h>  // at::from_blob, Tensor::contiguous
+#include <fcntl.h>      // open
+#include <unistd.h>     // write, fsync, close
 
-#include <algorithm>       // std::stable_sort
-#include <cerrno>          // errno
-#include <cstring>         // std::strerror, std::memcpy
-#include <filesystem>      // std::filesystem::exists
+#include <algorithm>          // std::stable_sort
+#include <cerrno>             // errno
+#include <cstring>            // std::strerror, std::memcpy
+#include <filesystem>         // std::filesystem::exists
 #include <nlohmann/json.hpp>  // nlohmann::json
 
 #include "checkpoint/checksum.h"  // Xxh64, to_hex
@@ -133,8 +133,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path, const Expected& expect
                             "); the file is corrupt: restore it or load another checkpoint");
   }
   auto bad = [&](const std::string& why) {
-    return CheckpointError("checkpoint file " + path + " is not a valid safetensors file: " +
-                           why + "; the file is truncated or corrupt");
+    return CheckpointError("checkpoint file " + path + " is not a valid safetensors file: " + why +
+                           "; the file is truncated or corrupt");
   };
   if (size < 8) throw bad("shorter than its 8-byte header length");
   uint64_t header_length = 0;

@@ -13,7 +13,7 @@
 #include <vector>      // std::vector
 
 #include "checkpoint/checkpoint.h"  // CheckpointError
-#include "data/mapped_file.h"        // data::MappedFile
+#include "data/mapped_file.h"       // data::MappedFile
 
 namespace trident::checkpoint {
 

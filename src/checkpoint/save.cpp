@@ -42,7 +42,8 @@ void maybe_crash(const char* point, int64_t step) {
     spec = spec.substr(0, at);
   }
   if (spec != point) return;
-  std::fprintf(stderr, "TRIDENT_CHECKPOINT_FAULT: killing this rank at %s of the save of step %lld\n",
+  std::fprintf(stderr,
+               "TRIDENT_CHECKPOINT_FAULT: killing this rank at %s of the save of step %lld\n",
                point, static_cast<long long>(step));
   std::fflush(stderr);
   std::raise(SIGKILL);
@@ -123,7 +124,8 @@ void prune(const std::string& dir, int64_t keep_last, const std::string& current
     std::smatch m;
     if (e.is_directory() && std::regex_match(name, m, step_dir))
       steps.emplace_back(std::stoll(m[1]), e.path());
-    else if (e.is_directory() && (name.rfind(".tmp_step_", 0) == 0 || name.rfind(".old_step_", 0) == 0))
+    else if (e.is_directory() &&
+             (name.rfind(".tmp_step_", 0) == 0 || name.rfind(".old_step_", 0) == 0))
       fs::remove_all(e.path());
   }
   if (keep_last <= 0) return;
@@ -162,8 +164,8 @@ std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::s
     const GridCoord& c = ctx.coord();
     const std::string file = slice_file_name(c.dp, c.pp, c.tp);
     record = write_pieces(tmp, file, pieces, [step](size_t k) {
-                if (k == 0) maybe_crash("mid_file", step);
-              }).dump();
+               if (k == 0) maybe_crash("mid_file", step);
+             }).dump();
   });
   const std::vector<std::string> records = gather_strings(comm, record, 0);
 

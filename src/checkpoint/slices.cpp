@@ -146,8 +146,8 @@ std::vector<std::pair<at::Tensor, Box>> flat_range_pieces(const ParamSpec& spec,
   return out;
 }
 
-std::vector<std::pair<at::Tensor, Box>> shard_views(const ParamSpec& spec, int tp_rank,
-                                                    int tp_size, const at::Tensor& shard) {
+std::vector<std::pair<at::Tensor, Box>> shard_views(const ParamSpec& spec, int tp_rank, int tp_size,
+                                                    const at::Tensor& shard) {
   const Box all = full_box(shard.sizes().vec());
   std::vector<std::pair<at::Tensor, Box>> out;
   for (const ShardPiece& sp : shard_pieces(spec, tp_rank, tp_size, all))

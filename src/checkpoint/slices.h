@@ -58,7 +58,7 @@ std::vector<std::pair<at::Tensor, Box>> flat_range_pieces(const ParamSpec& spec,
                                                           int tp_size, const at::Tensor& flat,
                                                           int64_t start);
 /// The same for a whole shard (`shard` has the local shape).
-std::vector<std::pair<at::Tensor, Box>> shard_views(const ParamSpec& spec, int tp_rank,
-                                                    int tp_size, const at::Tensor& shard);
+std::vector<std::pair<at::Tensor, Box>> shard_views(const ParamSpec& spec, int tp_rank, int tp_size,
+                                                    const at::Tensor& shard);
 
 }  // namespace trident::checkpoint

@@ -71,8 +71,9 @@ void add_records(CheckpointIndex& index, const std::vector<std::string>& records
 }
 
 nlohmann::json model_json(const TrainConfig& c) {
-  return {{"arch", c.model.arch},       {"layers", c.model.layers}, {"hidden", c.model.hidden},
-          {"heads", c.model.heads},     {"vocab", c.model.vocab},   {"padded_vocab", c.padded_vocab()},
+  return {{"arch", c.model.arch},       {"layers", c.model.layers},
+          {"hidden", c.model.hidden},   {"heads", c.model.heads},
+          {"vocab", c.model.vocab},     {"padded_vocab", c.padded_vocab()},
           {"seq_len", c.model.seq_len}, {"dtype", c.train.precision}};
 }
 

@@ -4,11 +4,11 @@
 #pragma once
 #include <ATen/core/Tensor.h>  // at::Tensor
 
-#include <cstddef>     // size_t
-#include <functional>  // std::function
+#include <cstddef>            // size_t
+#include <functional>         // std::function
 #include <nlohmann/json.hpp>  // nlohmann::json
-#include <string>      // std::string
-#include <vector>      // std::vector
+#include <string>             // std::string
+#include <vector>             // std::vector
 
 #include "checkpoint/index.h"  // CheckpointIndex, Box
 

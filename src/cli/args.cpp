@@ -84,8 +84,10 @@ std::string help_text(const CommandSpec& spec) {
   out << "usage: " << spec.usage << "\n\n" << spec.summary << "\n\noptions:\n";
   auto line = [&](const std::string& left, const std::string& help) {
     out << "  " << left;
-    if (left.size() < 28) out << std::string(28 - left.size(), ' ');
-    else out << "\n" << std::string(30, ' ');
+    if (left.size() < 28)
+      out << std::string(28 - left.size(), ' ');
+    else
+      out << "\n" << std::string(30, ' ');
     out << help << "\n";
   };
   for (const auto& o : spec.options)

@@ -9,15 +9,15 @@
 namespace trident::cli {
 
 struct OptionSpec {
-  std::string name;       // without dashes: "world"
-  std::string value_name; // empty for a flag: "N"
+  std::string name;        // without dashes: "world"
+  std::string value_name;  // empty for a flag: "N"
   std::string help;
 };
 
 struct CommandSpec {
-  std::string name;        // "check"
-  std::string usage;       // "trident check CONFIG [--world N] [--set section.key=value ...]"
-  std::string summary;     // one paragraph
+  std::string name;     // "check"
+  std::string usage;    // "trident check CONFIG [--world N] [--set section.key=value ...]"
+  std::string summary;  // one paragraph
   std::vector<OptionSpec> options;
   int min_positional = 0;
   int max_positional = 0;

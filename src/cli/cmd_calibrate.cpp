@@ -1,30 +1,30 @@
 // `trident calibrate`: measures this machine as the planner sees a cluster (matmul rate by
 // size and precision, memory bandwidth, MPI bandwidth and latency between ranks) with
 // every rank measuring at once, and writes a cluster TOML for it.
-#include <ATen/ATen.h>       // at::matmul, at::add_out, tensors
-#include <ATen/Parallel.h>   // at::set_num_threads
-#include <mpi.h>             // MPI_Sendrecv, MPI_Allreduce, MPI_Wtime
+#include <ATen/ATen.h>      // at::matmul, at::add_out, tensors
+#include <ATen/Parallel.h>  // at::set_num_threads
+#include <mpi.h>            // MPI_Sendrecv, MPI_Allreduce, MPI_Wtime
 
-#include <algorithm>  // std::max, std::min
-#include <cmath>      // std::sqrt, std::cbrt, std::log, std::exp
-#include <chrono>     // std::chrono::seconds
-#include <fstream>    // std::ifstream, std::ofstream
-#include <functional> // std::function
-#include <iostream>   // std::cout
-#include <map>        // std::map
-#include <sstream>    // std::ostringstream
-#include <thread>     // std::thread::hardware_concurrency
-#include <vector>     // std::vector
+#include <algorithm>   // std::max, std::min
+#include <chrono>      // std::chrono::seconds
+#include <cmath>       // std::sqrt, std::cbrt, std::log, std::exp
+#include <fstream>     // std::ifstream, std::ofstream
+#include <functional>  // std::function
+#include <iostream>    // std::cout
+#include <map>         // std::map
+#include <sstream>     // std::ostringstream
+#include <thread>      // std::thread::hardware_concurrency
+#include <vector>      // std::vector
 
-#include "cli/args.h"          // CommandSpec, parse_args, UsageError
-#include "cli/commands.h"      // Argv, cmd_calibrate
+#include "cli/args.h"                   // CommandSpec, parse_args, UsageError
+#include "cli/commands.h"               // Argv, cmd_calibrate
 #include "models/gpt.h"                 // GptBlock, GptOptions: the layer training runs
 #include "parallel/mpi_communicator.h"  // MpiCommunicator: the path training's collectives take
+#include "plan/cluster.h"               // Cluster, cluster_to_toml
+#include "plan/memory_model.h"          // layer_activation_bytes
+#include "plan/plan_model.h"            // PlanModel, layer_forward_flops_per_token
+#include "plan/time_model.h"            // Link, all_reduce_s
 #include "tensor_parallel/parameter.h"  // ParamRegistry
-#include "plan/cluster.h"       // Cluster, cluster_to_toml
-#include "plan/memory_model.h"  // layer_activation_bytes
-#include "plan/plan_model.h"    // PlanModel, layer_forward_flops_per_token
-#include "plan/time_model.h"    // Link, all_reduce_s
 
 namespace trident::cli {
 
@@ -196,12 +196,12 @@ double communicator_all_reduce_s(MpiCommunicator& comm, int64_t bytes, double wo
                                  const World& w) {
   at::Tensor buffer = at::ones({bytes / 4});
   const double both = mean_over_ranks(time_per_call(
-                                           [&] {
-                                             some_work();
-                                             comm.all_reduce(buffer, ReduceOp::kSum)->wait();
-                                           },
-                                           bytes >= (8 << 20) ? 2.0 : 1.0),
-                                       w);
+                                          [&] {
+                                            some_work();
+                                            comm.all_reduce(buffer, ReduceOp::kSum)->wait();
+                                          },
+                                          bytes >= (8 << 20) ? 2.0 : 1.0),
+                                      w);
   return std::max(0.0, both - work);
 }
 
@@ -227,7 +227,8 @@ plan::Cluster measure_once(const World& w, int cores, const Say& say) {
   c.efficiency = 1.0;              // the rates below are measured, not peaks
   c.dp_overlap = 0;                // MPI on CPU progresses only inside MPI calls
   char line[160];
-  for (const auto& [name, dtype] : {std::pair{"fp32", at::kFloat}, std::pair{"fp64", at::kDouble}}) {
+  for (const auto& [name, dtype] :
+       {std::pair{"fp32", at::kFloat}, std::pair{"fp64", at::kDouble}}) {
     double best = 0;
     for (int64_t n : {32, 64, 128, 256, 512, 1024}) {
       const double tflops = matmul_tflops(n, dtype, w);
@@ -240,8 +241,8 @@ plan::Cluster measure_once(const World& w, int cores, const Say& say) {
     c.peak_tflops[name] = best;
   }
   c.memory_gbps = memory_gbps(w);
-  std::snprintf(line, sizeof line,
-                "stream bandwidth (c = a + b, 64 MB fp32): %.2f GB/s per rank", c.memory_gbps);
+  std::snprintf(line, sizeof line, "stream bandwidth (c = a + b, 64 MB fp32): %.2f GB/s per rank",
+                c.memory_gbps);
   say(line);
 
   // A block so small that its arithmetic is negligible costs the fixed price of its ~40
@@ -315,20 +316,22 @@ plan::Cluster measure_once(const World& w, int cores, const Say& say) {
       messages[half] = std::max(s / 2, raw.message_s(half));
       std::snprintf(line, sizeof line,
                     "all-reduce over 2 ranks through the communicator, after 0.5 ms of work, "
-                    "%9lld B: %10.2f us", static_cast<long long>(bytes), s * 1e6);
+                    "%9lld B: %10.2f us",
+                    static_cast<long long>(bytes), s * 1e6);
       say(line);
     }
     c.sendrecv_seconds = messages;
     // The tiny block again with tp 2: its fixed cost beyond its four all-reduces, which
     // the planner charges separately.
     const plan::Link link{bandwidth, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
-    const double reduces = 4 * plan::all_reduce_s(tiny.batch * tiny.seq * tiny.hidden * 4.0, 2, link);
+    const double reduces =
+        4 * plan::all_reduce_s(tiny.batch * tiny.seq * tiny.hidden * 4.0, 2, link);
     const double measured = block_s(tiny, pair, w);
     c.layer_overhead_tp_us = std::max(c.layer_overhead_us, (measured - reduces) * 1e6);
     std::snprintf(line, sizeof line,
                   "tiny block with tp 2: %.1f us, of which its 4 all-reduces %.1f us: "
-                  "layer_overhead_tp_us %.1f", measured * 1e6, reduces * 1e6,
-                  c.layer_overhead_tp_us);
+                  "layer_overhead_tp_us %.1f",
+                  measured * 1e6, reduces * 1e6, c.layer_overhead_tp_us);
     say(line);
   } else {
     say("an odd number of ranks: [sendrecv_us] holds the raw MPI_Sendrecv times");
@@ -346,7 +349,8 @@ plan::Cluster best_of(plan::Cluster a, const plan::Cluster& b) {
   auto keep_min = [](auto& into, const auto& from) {
     for (const auto& [k, v] : from) into[k] = std::min(into.count(k) ? into[k] : v, v);
   };
-  for (const auto& [precision, table] : b.matmul_tflops) keep_max(a.matmul_tflops[precision], table);
+  for (const auto& [precision, table] : b.matmul_tflops)
+    keep_max(a.matmul_tflops[precision], table);
   keep_max(a.peak_tflops, b.peak_tflops);
   keep_max(a.elementwise_gbps, b.elementwise_gbps);
   keep_min(a.sendrecv_seconds, b.sendrecv_seconds);
@@ -396,9 +400,9 @@ int cmd_calibrate(const Argv& argv) {
   char line[200];
   std::snprintf(line, sizeof line,
                 "kept, of %d rounds, the best of each figure: %.1f GFLOP/s fp32 at 256, "
-                "layer %.1f us, tp layer %.1f us, ends %.1f us, memory %.2f GB/s", rounds,
-                c.matmul_flops("fp32", 256) / 1e9, c.layer_overhead_us, c.layer_overhead_tp_us,
-                c.ends_overhead_us, c.memory_gbps);
+                "layer %.1f us, tp layer %.1f us, ends %.1f us, memory %.2f GB/s",
+                rounds, c.matmul_flops("fp32", 256) / 1e9, c.layer_overhead_us,
+                c.layer_overhead_tp_us, c.ends_overhead_us, c.memory_gbps);
   say(line);
 
   const std::string toml = plan::cluster_to_toml(

@@ -9,7 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "parallel/agreement.h"     // run_agreed
+#include "parallel/agreement.h"  // run_agreed
 
 namespace trident::cli {
 
@@ -36,7 +36,8 @@ int cmd_convert(const Argv& argv) {
     std::cout << help_text(kSpec);
     return 0;
   }
-  if (!args.has("in") || !args.has("out")) throw UsageError("convert needs --in CKPT and --out DIR");
+  if (!args.has("in") || !args.has("out"))
+    throw UsageError("convert needs --in CKPT and --out DIR");
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   TrainConfig target;
@@ -46,9 +47,9 @@ int cmd_convert(const Argv& argv) {
       checkpoint::convert_checkpoint(args.get("in"), "", target, args.get("out"), MPI_COMM_WORLD);
   const auto& p = target.parallel;
   if (rank == 0)
-    std::cout << "converted " << args.get("in") << " to " << s.out << " for dp " << p.dp
-              << " x pp " << p.pp << " x tp " << p.tp << ", ZeRO stage " << p.zero_stage << ": "
-              << s.files << " files, " << s.bytes << " bytes\n";
+    std::cout << "converted " << args.get("in") << " to " << s.out << " for dp " << p.dp << " x pp "
+              << p.pp << " x tp " << p.tp << ", ZeRO stage " << p.zero_stage << ": " << s.files
+              << " files, " << s.bytes << " bytes\n";
   return 0;
 }
 

@@ -57,8 +57,11 @@ int cmd_eval(const Argv& argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
   // The saving run's layout and batch do not apply: one rank unless --set says otherwise.
-  std::vector<std::string> sets = {"parallel.dp=0", "parallel.pp=1", "parallel.tp=1",
-                                   "parallel.zero_stage=0", "train.micro_batch_size=1",
+  std::vector<std::string> sets = {"parallel.dp=0",
+                                   "parallel.pp=1",
+                                   "parallel.tp=1",
+                                   "parallel.zero_stage=0",
+                                   "train.micro_batch_size=1",
                                    "train.global_batch_size=" + std::to_string(world)};
   sets.insert(sets.end(), args.sets.begin(), args.sets.end());
   const std::string path = args.get("checkpoint");
@@ -77,7 +80,8 @@ int cmd_eval(const Argv& argv) {
   load_model_weights(*model, ctx, config, path, "");
   const checkpoint::EvalResult r =
       checkpoint::evaluate_token_file(*model, ctx, args.get("data"), K, T, B);
-  if (rank == 0) std::printf("{\"loss\": %.17g, \"tokens\": %lld}\n", r.loss, static_cast<long long>(r.tokens));
+  if (rank == 0)
+    std::printf("{\"loss\": %.17g, \"tokens\": %lld}\n", r.loss, static_cast<long long>(r.tokens));
   return 0;
 }
 

@@ -35,7 +35,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 void print_index(const checkpoint::CheckpointIndex& index) {
   using nlohmann::json;
   if (index.hugging_face) {
-    std::cout << "checkpoint " << index.dir << " (Hugging Face GPT-2: model.safetensors + config.json)\n";
+    std::cout << "checkpoint " << index.dir
+              << " (Hugging Face GPT-2: model.safetensors + config.json)\n";
   } else {
     std::cout << "checkpoint " << index.dir << " (trident format version " << index.format_version
               << ")\nstep " << index.step << "\n";
@@ -98,8 +99,8 @@ int cmd_inspect(const Argv& argv) {
   std::cout << "verify:\n";
   const int bad = verify_files(index);
   if (bad == 0) return 0;
-  std::cerr << "trident: error: " << bad << " of " << index.files.size()
-            << " files of " << index.dir << " fail verification\n";
+  std::cerr << "trident: error: " << bad << " of " << index.files.size() << " files of "
+            << index.dir << " fail verification\n";
   return 1;
 }
 

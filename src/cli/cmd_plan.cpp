@@ -8,12 +8,12 @@
 #include <iostream>  // std::cout
 #include <sstream>   // std::istringstream
 
-#include "cli/args.h"             // CommandSpec, parse_args, UsageError
-#include "cli/commands.h"         // Argv, cmd_plan
-#include "config/config.h"        // load_config, TrainConfig
-#include "plan/cluster.h"         // load_cluster, ClusterError
-#include "plan/plan_report.h"     // plan_text, plan_json, evaluation_text, evaluation_json
-#include "plan/planner.h"         // make_plan, evaluate, layout_problem
+#include "cli/args.h"          // CommandSpec, parse_args, UsageError
+#include "cli/commands.h"      // Argv, cmd_plan
+#include "config/config.h"     // load_config, TrainConfig
+#include "plan/cluster.h"      // load_cluster, ClusterError
+#include "plan/plan_report.h"  // plan_text, plan_json, evaluation_text, evaluation_json
+#include "plan/planner.h"      // make_plan, evaluate, layout_problem
 
 namespace trident::cli {
 
@@ -100,8 +100,9 @@ plan::Layout parse_layout(const std::string& text, const TrainConfig& c) {
     throw UsageError("--layout expects dp,pp,tp[,zero[,micro[,ckpt]]], got '" + text + "'");
   plan::Layout l;
   for (size_t i = 0; i < std::min<size_t>(v.size(), 5); ++i)
-    if (v[i] < 0) throw UsageError("--layout: field " + std::to_string(i + 1) + " of '" + text +
-                                   "' must be a non-negative integer");
+    if (v[i] < 0)
+      throw UsageError("--layout: field " + std::to_string(i + 1) + " of '" + text +
+                       "' must be a non-negative integer");
   l.dp = static_cast<int>(v[0]);
   l.pp = static_cast<int>(v[1]);
   l.tp = static_cast<int>(v[2]);
@@ -110,9 +111,12 @@ plan::Layout parse_layout(const std::string& text, const TrainConfig& c) {
   l.checkpointing = c.parallel.activation_checkpointing == "full";
   if (v.size() > 5) {
     const std::string ckpt = words.empty() ? std::to_string(v[5]) : words.back();
-    if (ckpt == "full" || ckpt == "1") l.checkpointing = true;
-    else if (ckpt == "none" || ckpt == "0") l.checkpointing = false;
-    else throw UsageError("--layout: ckpt must be none or full, got '" + ckpt + "'");
+    if (ckpt == "full" || ckpt == "1")
+      l.checkpointing = true;
+    else if (ckpt == "none" || ckpt == "0")
+      l.checkpointing = false;
+    else
+      throw UsageError("--layout: ckpt must be none or full, got '" + ckpt + "'");
   }
   return l;
 }
@@ -170,8 +174,9 @@ int cmd_plan(const Argv& argv) {
   if (args.has("zero-stages")) {
     space.zero_stages.clear();
     for (int64_t s : parse_int_list("zero-stages", args.get("zero-stages"))) {
-      if (s < 0 || s > 3) throw UsageError("--zero-stages: stage " + std::to_string(s) +
-                                           " does not exist; use 0, 1, 2 or 3");
+      if (s < 0 || s > 3)
+        throw UsageError("--zero-stages: stage " + std::to_string(s) +
+                         " does not exist; use 0, 1, 2 or 3");
       space.zero_stages.push_back(static_cast<int>(s));
     }
   }

@@ -5,12 +5,12 @@
 #include <string>    // std::string
 #include <vector>    // std::vector
 
-#include "cli/args.h"          // CommandSpec, parse_args, help_text, UsageError
-#include "cli/commands.h"      // Argv, cmd_prepare_data
-#include "data/data_error.h"   // DataError
-#include "data/prepare.h"      // prepare_token_file, PrepareOptions
-#include "data/token_file.h"   // format_count
-#include "data/tokenizer.h"    // make_tokenizer
+#include "cli/args.h"         // CommandSpec, parse_args, help_text, UsageError
+#include "cli/commands.h"     // Argv, cmd_prepare_data
+#include "data/data_error.h"  // DataError
+#include "data/prepare.h"     // prepare_token_file, PrepareOptions
+#include "data/token_file.h"  // format_count
+#include "data/tokenizer.h"   // make_tokenizer
 
 namespace trident::cli {
 
@@ -71,8 +71,8 @@ void print_summary(const data::Tokenizer& tokenizer, const data::PrepareOptions&
             << " tokens (llm.c shard, uint16) from " << stats.files
             << (stats.files == 1 ? " file, " : " files, ") << data::format_count(stats.bytes)
             << " bytes of text, in " << rate << "\n"
-            << "tokenizer: " << tokenizer.describe() << "; largest token id used: "
-            << stats.max_token << "\n"
+            << "tokenizer: " << tokenizer.describe()
+            << "; largest token id used: " << stats.max_token << "\n"
             << "train on it with data.source = \"" << options.output
             << "\" and model.vocab >= " << tokenizer.vocab_size() << "\n";
 }
@@ -98,8 +98,8 @@ int cmd_prepare_data(const Argv& argv) {
   if (buffer_kib < 1) throw UsageError("--buffer-kib must be at least 1");
   options.buffer_bytes = static_cast<size_t>(buffer_kib) * 1024;
   options.progress = stderr;
-  const data::TokenizerOptions tokenizer_options{
-      required(args, "tokenizer", "byte or gpt2"), args.get("vocab"), args.get("merges")};
+  const data::TokenizerOptions tokenizer_options{required(args, "tokenizer", "byte or gpt2"),
+                                                 args.get("vocab"), args.get("merges")};
   try {
     const auto tokenizer = data::make_tokenizer(tokenizer_options);
     const data::PrepareStats stats = data::prepare_token_file(*tokenizer, options);

@@ -46,8 +46,8 @@ void set_threads(int64_t configured) {
   MPI_Comm_size(local, &local_ranks);
   MPI_Comm_free(&local);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = configured > 0 ? static_cast<int>(configured)
-                                     : std::max(1, cores / std::max(1, local_ranks));
+  const int threads =
+      configured > 0 ? static_cast<int>(configured) : std::max(1, cores / std::max(1, local_ranks));
   at::set_num_threads(threads);
 }
 

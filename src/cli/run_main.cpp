@@ -29,9 +29,12 @@ const Subcommand kSubcommands[] = {
     {"inspect", cmd_inspect, false, "print a checkpoint's step, layout, tensors and sizes"},
     {"export", cmd_export, true, "write a checkpoint as Hugging Face GPT-2 files"},
     {"eval", cmd_eval, true, "mean next-token loss of a checkpoint on a token file, any layout"},
-    {"plan", cmd_plan, false, "predict memory and step time of every layout on N devices, rank them"},
-    {"calibrate", cmd_calibrate, true, "measure this machine's matmul rate and MPI links, write a cluster file"},
-    {"prepare-data", cmd_prepare_data, false, "tokenise text files into an llm.c token file (byte or GPT-2 BPE)"},
+    {"plan", cmd_plan, false,
+     "predict memory and step time of every layout on N devices, rank them"},
+    {"calibrate", cmd_calibrate, true,
+     "measure this machine's matmul rate and MPI links, write a cluster file"},
+    {"prepare-data", cmd_prepare_data, false,
+     "tokenise text files into an llm.c token file (byte or GPT-2 BPE)"},
 };
 
 void print_usage(std::FILE* to) {

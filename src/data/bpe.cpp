@@ -36,8 +36,8 @@ ByteLevelBpe::~ByteLevelBpe() = default;
 std::string ByteLevelBpe::describe() const {
   int64_t tokens = 0;
   for (bool has : has_id_) tokens += has;
-  return "GPT-2 BPE (" + vocab_path_ + ": " + format_count(tokens) + " tokens, " +
-         merges_path_ + ": " + format_count(merge_count()) + " merges)";
+  return "GPT-2 BPE (" + vocab_path_ + ": " + format_count(tokens) + " tokens, " + merges_path_ +
+         ": " + format_count(merge_count()) + " merges)";
 }
 
 std::vector<int32_t> ByteLevelBpe::encode_word(std::string_view word) const {
@@ -48,7 +48,8 @@ std::vector<int32_t> ByteLevelBpe::encode_word(std::string_view word) const {
     if (byte_id_[byte] < 0)
       throw DataError("vocab file " + vocab_path_ + " has no token for byte 0x" +
                       hex_digit(byte >> 4) + hex_digit(byte) + " ('" +
-                      encode_utf8(byte_to_char(byte)) + "' in GPT-2's alphabet); a byte-level "
+                      encode_utf8(byte_to_char(byte)) +
+                      "' in GPT-2's alphabet); a byte-level "
                       "vocabulary needs all 256 single-byte tokens");
     symbols.push_back(byte_id_[byte]);
   }

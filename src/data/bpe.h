@@ -55,7 +55,8 @@ class ByteLevelBpe final : public Tokenizer {
 
   ByteLevelBpe();
   static uint64_t pair_key(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+           static_cast<uint32_t>(right);
   }
   void read_vocab(const std::string& path);
   void read_merges(const std::string& path);
@@ -66,7 +67,7 @@ class ByteLevelBpe final : public Tokenizer {
   std::vector<std::string> bytes_of_id_;  // raw bytes of each id; holes are empty
   std::vector<bool> has_id_;              // whether vocab.json defines the id
   std::unordered_map<std::string, int32_t> id_of_bytes_;
-  std::array<int32_t, 256> byte_id_{};    // the single-byte tokens; -1 where missing
+  std::array<int32_t, 256> byte_id_{};          // the single-byte tokens; -1 where missing
   std::unordered_map<uint64_t, Merge> merges_;  // (left, right) ids → merge
   std::optional<int32_t> end_of_text_;
   std::unique_ptr<WordCache> cache_;

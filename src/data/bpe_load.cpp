@@ -2,15 +2,15 @@
 // and merges.txt (pairs in rank order), checked against each other.
 #include <sys/stat.h>  // stat
 
-#include <fstream>             // std::ifstream
-#include <limits>              // std::numeric_limits
-#include <nlohmann/json.hpp>   // nlohmann::json
-#include <utility>             // std::move
+#include <fstream>            // std::ifstream
+#include <limits>             // std::numeric_limits
+#include <nlohmann/json.hpp>  // nlohmann::json
+#include <utility>            // std::move
 
-#include "data/bpe.h"            // ByteLevelBpe
-#include "data/bpe_alphabet.h"   // alphabet_to_bytes
-#include "data/data_error.h"     // DataError
-#include "data/token_file.h"     // format_count
+#include "data/bpe.h"           // ByteLevelBpe
+#include "data/bpe_alphabet.h"  // alphabet_to_bytes
+#include "data/data_error.h"    // DataError
+#include "data/token_file.h"    // format_count
 
 namespace trident::data {
 namespace {
@@ -51,7 +51,8 @@ void ByteLevelBpe::read_vocab(const std::string& path) {
                     "); " + kVocabFix);
   for (const auto& [token, value] : vocab.items()) {
     const std::string quoted = "\"" + token + "\"";
-    if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > kMaxTokenId)
+    if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+        value.get<int64_t>() > kMaxTokenId)
       throw DataError("vocab file " + path + ": token " + quoted + " has id " + value.dump() +
                       "; ids must be integers from 0 to " + format_count(kMaxTokenId) + "; " +
                       kVocabFix);
@@ -79,8 +80,9 @@ void ByteLevelBpe::read_vocab(const std::string& path) {
 
 void ByteLevelBpe::read_merges(const std::string& path) {
   std::ifstream in = open_or_throw(path, "merges file", kMergesFix);
-  const std::string mismatch = "; the vocab and merges files do not belong together (use the "
-                               "vocab.json and merges.txt of one tokenizer)";
+  const std::string mismatch =
+      "; the vocab and merges files do not belong together (use the "
+      "vocab.json and merges.txt of one tokenizer)";
   std::string line;
   for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -89,8 +91,8 @@ void ByteLevelBpe::read_merges(const std::string& path) {
     const size_t space = line.find(' ');
     if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string::npos)
-      throw DataError(where + ": expected two tokens separated by one space, got '" + line +
-                      "'; " + kMergesFix);
+      throw DataError(where + ": expected two tokens separated by one space, got '" + line + "'; " +
+                      kMergesFix);
     const std::string left = line.substr(0, space), right = line.substr(space + 1);
     int32_t ids[2];
     std::string merged;

@@ -56,9 +56,7 @@ inline uint64_t random_u64(uint64_t key, uint64_t a, uint64_t b) {
 }
 
 /// The top 53 bits of `bits` as a double in [0, 1) (exact: every value is k / 2^53).
-inline double bits_to_unit(uint64_t bits) {
-  return static_cast<double>(bits >> 11) * 0x1.0p-53;
-}
+inline double bits_to_unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
 /// A uniform double in [0, 1) for (key, counter).
 inline double uniform_at(uint64_t key, uint64_t counter) {

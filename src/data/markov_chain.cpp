@@ -89,8 +89,9 @@ void MarkovChain::solve_stationary() {
   double change = 1.0;
   for (iterations_ = 0; change >= kTolerance; ++iterations_) {
     if (iterations_ == kMaxIterations) {
-      throw DataError("synthetic data: the Markov chain's stationary distribution did not "
-                      "converge; choose another data.seed or data.markov_successors");
+      throw DataError(
+          "synthetic data: the Markov chain's stationary distribution did not "
+          "converge; choose another data.seed or data.markov_successors");
     }
     std::fill(next_pi.begin(), next_pi.end(), 0.0);
     for (int64_t i = 0; i < V; ++i) {  // next_pi = pi P
@@ -131,8 +132,8 @@ void MarkovChain::sample(uint64_t key, int64_t length, int32_t* out) const {
   int64_t state = bin_of(stationary_cdf_.data(), vocab_, uniform_at(key, 0));
   out[0] = static_cast<int32_t>(state);
   for (int64_t t = 1; t < length; ++t) {
-    const int64_t j = bin_of(&cdf_[state * successors_], successors_,
-                             uniform_at(key, static_cast<uint64_t>(t)));
+    const int64_t j =
+        bin_of(&cdf_[state * successors_], successors_, uniform_at(key, static_cast<uint64_t>(t)));
     state = next_[state * successors_ + j];
     out[t] = static_cast<int32_t>(state);
   }

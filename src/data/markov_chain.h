@@ -46,9 +46,9 @@ class MarkovChain {
 
   int64_t vocab_;
   int64_t successors_;
-  std::vector<int32_t> next_;   // (V, successors): next states
-  std::vector<double> prob_;    // (V, successors): their probabilities
-  std::vector<double> cdf_;     // (V, successors): running sums, last forced to 1
+  std::vector<int32_t> next_;  // (V, successors): next states
+  std::vector<double> prob_;   // (V, successors): their probabilities
+  std::vector<double> cdf_;    // (V, successors): running sums, last forced to 1
   std::vector<double> stationary_;
   std::vector<double> stationary_cdf_;  // (V,): running sums of pi, last forced to 1
   int64_t iterations_ = 0;

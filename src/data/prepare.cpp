@@ -10,10 +10,10 @@
 #include <cstring>    // std::strerror
 #include <memory>     // std::unique_ptr
 
-#include "data/data_error.h"       // DataError
-#include "data/prepare_progress.h" // Progress
-#include "data/prepare_writer.h"   // LlmcWriter
-#include "data/token_file.h"       // format_count
+#include "data/data_error.h"        // DataError
+#include "data/prepare_progress.h"  // Progress
+#include "data/prepare_writer.h"    // LlmcWriter
+#include "data/token_file.h"        // format_count
 
 namespace trident::data {
 namespace {
@@ -38,7 +38,8 @@ std::vector<InputFile> check_inputs(const PrepareOptions& options) {
     if (S_ISDIR(st.st_mode))
       throw DataError("input file " + path + " is a directory; pass the text files in it to --in");
     if (out_exists && st.st_dev == out.st_dev && st.st_ino == out.st_ino)
-      throw DataError("--out " + options.output + " is also an input; write the tokens to "
+      throw DataError("--out " + options.output +
+                      " is also an input; write the tokens to "
                       "another file");
     files.push_back({path, S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : 0});
   }

@@ -14,22 +14,22 @@ namespace trident::data {
 
 /// What to tokenise and where to write it.
 struct PrepareOptions {
-  std::vector<std::string> inputs;   ///< text files, tokenised in this order into one file
-  std::string output;                ///< the llm.c file; written as output + ".tmp", renamed
-  bool append_eot = false;           ///< the tokenizer's end-of-text token after each input
+  std::vector<std::string> inputs;        ///< text files, tokenised in this order into one file
+  std::string output;                     ///< the llm.c file; written as output + ".tmp", renamed
+  bool append_eot = false;                ///< the tokenizer's end-of-text token after each input
   size_t buffer_bytes = size_t{1} << 20;  ///< bytes read at a time; memory is about this
                                           ///< plus the longest word
-  std::FILE* progress = nullptr;     ///< where the progress line goes; nullptr: nowhere
-  double progress_interval_s = 0.5;  ///< the least time between two progress lines
+  std::FILE* progress = nullptr;          ///< where the progress line goes; nullptr: nowhere
+  double progress_interval_s = 0.5;       ///< the least time between two progress lines
 };
 
 /// What prepare_token_file did.
 struct PrepareStats {
-  int64_t files = 0;      ///< inputs read
-  int64_t bytes = 0;      ///< bytes of text read
-  int64_t tokens = 0;     ///< tokens written
-  int64_t max_token = -1; ///< the largest token id written (-1: none)
-  double seconds = 0;     ///< wall time
+  int64_t files = 0;       ///< inputs read
+  int64_t bytes = 0;       ///< bytes of text read
+  int64_t tokens = 0;      ///< tokens written
+  int64_t max_token = -1;  ///< the largest token id written (-1: none)
+  double seconds = 0;      ///< wall time
 };
 
 /// The largest token id an llm.c file holds (its tokens are uint16).

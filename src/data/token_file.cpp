@@ -15,7 +15,8 @@ namespace {
 
 // Every format is little-endian and read in place, without byte swapping.
 #if defined(__BYTE_ORDER__)
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "token files are read in place: "
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "token files are read in place: "
               "a little-endian host is required");
 #endif
 
@@ -30,7 +31,8 @@ bool is_file(const std::string& path) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// Reads a little-endian value at byte `offset` (unaligned-safe).
@@ -51,12 +53,18 @@ T load(const std::byte* base, int64_t offset) {
 template <typename Fn>
 void with_typed(TokenDtype dtype, const std::byte* p, Fn&& fn) {
   switch (dtype) {
-    case TokenDtype::kUint8: return fn(reinterpret_cast<const uint8_t*>(p));
-    case TokenDtype::kInt8: return fn(reinterpret_cast<const int8_t*>(p));
-    case TokenDtype::kInt16: return fn(reinterpret_cast<const int16_t*>(p));
-    case TokenDtype::kInt32: return fn(reinterpret_cast<const int32_t*>(p));
-    case TokenDtype::kInt64: return fn(reinterpret_cast<const int64_t*>(p));
-    case TokenDtype::kUint16: return fn(reinterpret_cast<const uint16_t*>(p));
+    case TokenDtype::kUint8:
+      return fn(reinterpret_cast<const uint8_t*>(p));
+    case TokenDtype::kInt8:
+      return fn(reinterpret_cast<const int8_t*>(p));
+    case TokenDtype::kInt16:
+      return fn(reinterpret_cast<const int16_t*>(p));
+    case TokenDtype::kInt32:
+      return fn(reinterpret_cast<const int32_t*>(p));
+    case TokenDtype::kInt64:
+      return fn(reinterpret_cast<const int64_t*>(p));
+    case TokenDtype::kUint16:
+      return fn(reinterpret_cast<const uint16_t*>(p));
   }
 }
 
@@ -74,21 +82,30 @@ std::string format_count(int64_t n) {
 
 const char* format_name(TokenFormat format) {
   switch (format) {
-    case TokenFormat::kLlmc: return "llm.c shard";
-    case TokenFormat::kMegatron: return "Megatron dataset";
-    case TokenFormat::kRawUint16: return "raw uint16 tokens";
+    case TokenFormat::kLlmc:
+      return "llm.c shard";
+    case TokenFormat::kMegatron:
+      return "Megatron dataset";
+    case TokenFormat::kRawUint16:
+      return "raw uint16 tokens";
   }
   return "?";
 }
 
 const char* dtype_name(TokenDtype dtype) {
   switch (dtype) {
-    case TokenDtype::kUint8: return "uint8";
-    case TokenDtype::kInt8: return "int8";
-    case TokenDtype::kInt16: return "int16";
-    case TokenDtype::kInt32: return "int32";
-    case TokenDtype::kInt64: return "int64";
-    case TokenDtype::kUint16: return "uint16";
+    case TokenDtype::kUint8:
+      return "uint8";
+    case TokenDtype::kInt8:
+      return "int8";
+    case TokenDtype::kInt16:
+      return "int16";
+    case TokenDtype::kInt32:
+      return "int32";
+    case TokenDtype::kInt64:
+      return "int64";
+    case TokenDtype::kUint16:
+      return "uint16";
   }
   return "?";
 }
@@ -96,11 +113,15 @@ const char* dtype_name(TokenDtype dtype) {
 int64_t dtype_bytes(TokenDtype dtype) {
   switch (dtype) {
     case TokenDtype::kUint8:
-    case TokenDtype::kInt8: return 1;
+    case TokenDtype::kInt8:
+      return 1;
     case TokenDtype::kInt16:
-    case TokenDtype::kUint16: return 2;
-    case TokenDtype::kInt32: return 4;
-    case TokenDtype::kInt64: return 8;
+    case TokenDtype::kUint16:
+      return 2;
+    case TokenDtype::kInt32:
+      return 4;
+    case TokenDtype::kInt64:
+      return 8;
   }
   return 0;
 }
@@ -141,9 +162,15 @@ TokenFile TokenFile::open(const std::string& path) {
   TokenFile file(path, MappedFile(detected.data_path));
   file.format_ = detected.format;
   switch (detected.format) {
-    case TokenFormat::kLlmc: file.open_llmc(); break;
-    case TokenFormat::kMegatron: file.open_megatron(detected.index_path); break;
-    case TokenFormat::kRawUint16: file.open_raw(); break;
+    case TokenFormat::kLlmc:
+      file.open_llmc();
+      break;
+    case TokenFormat::kMegatron:
+      file.open_megatron(detected.index_path);
+      break;
+    case TokenFormat::kRawUint16:
+      file.open_raw();
+      break;
   }
   return file;
 }
@@ -195,23 +222,33 @@ void TokenFile::open_megatron(const std::string& index_path) {
   static constexpr const char* kCodeNames[] = {"?",     "uint8",   "int8",    "int16", "int32",
                                                "int64", "float64", "float32", "uint16"};
   switch (code) {
-    case 1: dtype_ = TokenDtype::kUint8; break;
-    case 2: dtype_ = TokenDtype::kInt8; break;
-    case 3: dtype_ = TokenDtype::kInt16; break;
-    case 4: dtype_ = TokenDtype::kInt32; break;
-    case 5: dtype_ = TokenDtype::kInt64; break;
-    case 8: dtype_ = TokenDtype::kUint16; break;
+    case 1:
+      dtype_ = TokenDtype::kUint8;
+      break;
+    case 2:
+      dtype_ = TokenDtype::kInt8;
+      break;
+    case 3:
+      dtype_ = TokenDtype::kInt16;
+      break;
+    case 4:
+      dtype_ = TokenDtype::kInt32;
+      break;
+    case 5:
+      dtype_ = TokenDtype::kInt64;
+      break;
+    case 8:
+      dtype_ = TokenDtype::kUint16;
+      break;
     default:
       throw DataError("data index " + index_path + ": dtype code " + std::to_string(code) + " (" +
                       (code <= 8 ? kCodeNames[code] : "unknown") +
-                      ") is not supported; token ids must be integers (codes 1-5 or 8)" +
-                      rebuild);
+                      ") is not supported; token ids must be integers (codes 1-5 or 8)" + rebuild);
   }
   const uint64_t sequences = load<uint64_t>(idx, 18);
   const uint64_t documents = load<uint64_t>(idx, 26);
   const uint64_t room = static_cast<uint64_t>(idx_bytes - kMegatronHeaderBytes);
-  if (sequences > room / 12 || documents > room / 8 ||
-      12 * sequences + 8 * documents != room) {
+  if (sequences > room / 12 || documents > room / 8 || 12 * sequences + 8 * documents != room) {
     throw DataError("data index " + index_path + " has " + format_count(idx_bytes) +
                     " bytes, which does not match its header (" + std::to_string(sequences) +
                     " sequences, " + std::to_string(documents) + " documents)" + rebuild);
@@ -235,8 +272,8 @@ void TokenFile::open_megatron(const std::string& index_path) {
   }
   const int64_t bin_bytes = static_cast<int64_t>(data_.size());
   if (total * item != bin_bytes) {
-    throw DataError("data file " + data_.path() + " has " + format_count(bin_bytes) + " bytes but " +
-                    index_path + " describes " + format_count(total * item) + " (" +
+    throw DataError("data file " + data_.path() + " has " + format_count(bin_bytes) +
+                    " bytes but " + index_path + " describes " + format_count(total * item) + " (" +
                     format_count(total) + " tokens of " + dtype_name(dtype_) +
                     "); the pair does not match" + rebuild);
   }
@@ -248,8 +285,8 @@ void TokenFile::open_megatron(const std::string& index_path) {
 void TokenFile::read(int64_t offset, int64_t length, int32_t* out) const {
   if (offset < 0 || length < 0 || offset + length > count_) {
     throw DataError("data file " + path_ + ": read of tokens [" + std::to_string(offset) + ", " +
-                    std::to_string(offset + length) + ") is outside its " +
-                    std::to_string(count_) + " tokens");
+                    std::to_string(offset + length) + ") is outside its " + std::to_string(count_) +
+                    " tokens");
   }
   with_typed(dtype_, tokens_, [&](const auto* tokens) {
     for (int64_t k = 0; k < length; ++k) out[k] = static_cast<int32_t>(tokens[offset + k]);

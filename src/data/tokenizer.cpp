@@ -35,14 +35,16 @@ std::unique_ptr<Tokenizer> make_tokenizer(const TokenizerOptions& options) {
   const bool has_files = !options.vocab_path.empty() || !options.merges_path.empty();
   if (options.kind == "byte") {
     if (has_files)
-      throw DataError("--vocab and --merges are for --tokenizer gpt2; the byte tokenizer "
-                      "needs no files (drop them, or use --tokenizer gpt2)");
+      throw DataError(
+          "--vocab and --merges are for --tokenizer gpt2; the byte tokenizer "
+          "needs no files (drop them, or use --tokenizer gpt2)");
     return std::make_unique<ByteTokenizer>();
   }
   if (options.kind == "gpt2") {
     if (options.vocab_path.empty() || options.merges_path.empty())
-      throw DataError("--tokenizer gpt2 needs --vocab vocab.json and --merges merges.txt "
-                      "(the files of GPT-2's tokenizer from Hugging Face)");
+      throw DataError(
+          "--tokenizer gpt2 needs --vocab vocab.json and --merges merges.txt "
+          "(the files of GPT-2's tokenizer from Hugging Face)");
     return std::make_unique<ByteLevelBpe>(
         ByteLevelBpe::load(options.vocab_path, options.merges_path));
   }

@@ -29,20 +29,24 @@ GptBlock::GptBlock(ParamRegistry& params, Communicator& tp, const GptOptions& o,
   const int64_t c = o.hidden;
   // GPT-2: residual projections scaled by 1/sqrt(2 * layers).
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
-  ln_1_weight_ = register_parameter("ln_1_weight", norm_param(params, p + "ln_1.weight", c, InitKind::kOnes));
-  ln_1_bias_ = register_parameter("ln_1_bias", norm_param(params, p + "ln_1.bias", c, InitKind::kZeros));
+  ln_1_weight_ =
+      register_parameter("ln_1_weight", norm_param(params, p + "ln_1.weight", c, InitKind::kOnes));
+  ln_1_bias_ =
+      register_parameter("ln_1_bias", norm_param(params, p + "ln_1.bias", c, InitKind::kZeros));
   qkv_ = register_module("qkv", std::make_shared<ColumnParallelLinear>(
                                     params, tp, p + "attn.qkv", LinearOptions{c, 3 * c, 0.02, 3}));
-  attn_proj_ = register_module("attn_proj", std::make_shared<RowParallelLinear>(
-                                                params, tp, p + "attn.proj",
-                                                LinearOptions{c, c, residual_std}));
-  ln_2_weight_ = register_parameter("ln_2_weight", norm_param(params, p + "ln_2.weight", c, InitKind::kOnes));
-  ln_2_bias_ = register_parameter("ln_2_bias", norm_param(params, p + "ln_2.bias", c, InitKind::kZeros));
+  attn_proj_ = register_module(
+      "attn_proj", std::make_shared<RowParallelLinear>(params, tp, p + "attn.proj",
+                                                       LinearOptions{c, c, residual_std}));
+  ln_2_weight_ =
+      register_parameter("ln_2_weight", norm_param(params, p + "ln_2.weight", c, InitKind::kOnes));
+  ln_2_bias_ =
+      register_parameter("ln_2_bias", norm_param(params, p + "ln_2.bias", c, InitKind::kZeros));
   fc_ = register_module("fc", std::make_shared<ColumnParallelLinear>(
                                   params, tp, p + "mlp.fc", LinearOptions{c, 4 * c, 0.02}));
-  mlp_proj_ = register_module("mlp_proj", std::make_shared<RowParallelLinear>(
-                                              params, tp, p + "mlp.proj",
-                                              LinearOptions{4 * c, c, residual_std}));
+  mlp_proj_ = register_module(
+      "mlp_proj", std::make_shared<RowParallelLinear>(params, tp, p + "mlp.proj",
+                                                      LinearOptions{4 * c, c, residual_std}));
 }
 
 at::Tensor GptBlock::attention(const at::Tensor& x) {
@@ -54,9 +58,9 @@ at::Tensor GptBlock::attention(const at::Tensor& x) {
   at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
   at::Tensor future = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).triu(1);
   att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
-  att = at::softmax(att, -1);                                   // (B, nh/tp, T, T)
-  at::Tensor y = at::matmul(att, v);                            // (B, nh/tp, T, hd)
-  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});     // (B, T, C/tp)
+  att = at::softmax(att, -1);                                // (B, nh/tp, T, T)
+  at::Tensor y = at::matmul(att, v);                         // (B, nh/tp, T, hd)
+  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
   return attn_proj_->forward(y);
 }
 
@@ -68,7 +72,10 @@ at::Tensor GptBlock::forward(const at::Tensor& x) {
 }
 
 GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
-    : o_(o), tp_(tp), stage_(stage), stages_(stages),
+    : o_(o),
+      tp_(tp),
+      stage_(stage),
+      stages_(stages),
       params_(o.seed, tp.rank(), tp.size(), o.dtype) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
               " is not divisible by parallel.pp = ", stages);
@@ -78,9 +85,13 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
     wte_ = register_module("wte", std::make_shared<VocabParallelEmbedding>(
                                       params_, tp, "wte", o.vocab, o.padded_vocab, o.hidden,
                                       /*tied_copy=*/false));
-    wpe_ = register_parameter(
-        "wpe", params_.create({"wpe.weight", {o.seq_len, o.hidden}, ShardSpec{},
-                               InitKind::kNormal, 0.02, -1, /*weight_decay=*/true}));
+    wpe_ = register_parameter("wpe", params_.create({"wpe.weight",
+                                                     {o.seq_len, o.hidden},
+                                                     ShardSpec{},
+                                                     InitKind::kNormal,
+                                                     0.02,
+                                                     -1,
+                                                     /*weight_decay=*/true}));
   }
   const int64_t per_stage = o.layers / stages;
   auto h = register_module("h", std::make_shared<torch::nn::Module>());
@@ -89,8 +100,10 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
     h->register_module(std::to_string(i), blocks_.back());
   }
   if (is_last()) {
-    ln_f_weight_ = register_parameter("ln_f_weight", norm_param(params_, "ln_f.weight", o.hidden, InitKind::kOnes));
-    ln_f_bias_ = register_parameter("ln_f_bias", norm_param(params_, "ln_f.bias", o.hidden, InitKind::kZeros));
+    ln_f_weight_ = register_parameter(
+        "ln_f_weight", norm_param(params_, "ln_f.weight", o.hidden, InitKind::kOnes));
+    ln_f_bias_ = register_parameter("ln_f_bias",
+                                    norm_param(params_, "ln_f.bias", o.hidden, InitKind::kZeros));
     if (!is_first()) {
       // The head's copy of the token embedding: the same layout-free init, and its
       // gradient is summed with the first stage's over the embedding group.
@@ -120,8 +133,8 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
   const int64_t B = x.size(0), T = x.size(1);
   x = at::layer_norm(x, {o_.hidden}, ln_f_weight_, ln_f_bias_, GptOptions::kLayerNormEps);
   // Tied head on this rank's vocabulary slice: (B*T, C) x (V/tp, C)^T -> (B*T, V/tp).
-  at::Tensor logits = at::matmul(copy_to_tp_region(x, tp_).reshape({B * T, o_.hidden}),
-                                 wte_->weight().t());
+  at::Tensor logits =
+      at::matmul(copy_to_tp_region(x, tp_).reshape({B * T, o_.hidden}), wte_->weight().t());
   at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
                                                    wte_->vocab_start(), o_.vocab);
   return losses.sum() * loss_scale;

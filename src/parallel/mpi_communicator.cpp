@@ -14,13 +14,20 @@ namespace trident {
 
 const char* comm_kind_name(CommKind kind) {
   switch (kind) {
-    case CommKind::kAllReduce: return "all_reduce";
-    case CommKind::kReduceScatter: return "reduce_scatter";
-    case CommKind::kAllGather: return "all_gather";
-    case CommKind::kBroadcast: return "broadcast";
-    case CommKind::kSend: return "send";
-    case CommKind::kRecv: return "recv";
-    case CommKind::kBarrier: return "barrier";
+    case CommKind::kAllReduce:
+      return "all_reduce";
+    case CommKind::kReduceScatter:
+      return "reduce_scatter";
+    case CommKind::kAllGather:
+      return "all_gather";
+    case CommKind::kBroadcast:
+      return "broadcast";
+    case CommKind::kSend:
+      return "send";
+    case CommKind::kRecv:
+      return "recv";
+    case CommKind::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -49,14 +56,22 @@ using Clock = std::chrono::steady_clock;
 /// The MPI datatype that moves `dtype` unchanged (bf16 travels as 16-bit words).
 MPI_Datatype transport_type(at::ScalarType dtype) {
   switch (dtype) {
-    case at::kDouble: return MPI_DOUBLE;
-    case at::kFloat: return MPI_FLOAT;
-    case at::kLong: return MPI_INT64_T;
-    case at::kInt: return MPI_INT32_T;
-    case at::kBFloat16: return MPI_UINT16_T;
-    case at::kHalf: return MPI_UINT16_T;
-    case at::kByte: return MPI_UINT8_T;
-    default: break;
+    case at::kDouble:
+      return MPI_DOUBLE;
+    case at::kFloat:
+      return MPI_FLOAT;
+    case at::kLong:
+      return MPI_INT64_T;
+    case at::kInt:
+      return MPI_INT32_T;
+    case at::kBFloat16:
+      return MPI_UINT16_T;
+    case at::kHalf:
+      return MPI_UINT16_T;
+    case at::kByte:
+      return MPI_UINT8_T;
+    default:
+      break;
   }
   TORCH_CHECK(false, "communicator: unsupported dtype ", dtype,
               " (supported: float64, float32, bfloat16, int64, int32, uint8)");
@@ -77,8 +92,12 @@ class MpiWork : public Work {
  public:
   MpiWork(const MpiCommunicator& comm, CommCounter& counter, CommKind kind, int64_t bytes,
           std::vector<at::Tensor> keep_alive)
-      : comm_(comm), counter_(counter), kind_(kind), bytes_(bytes),
-        keep_alive_(std::move(keep_alive)), start_(Clock::now()) {
+      : comm_(comm),
+        counter_(counter),
+        kind_(kind),
+        bytes_(bytes),
+        keep_alive_(std::move(keep_alive)),
+        start_(Clock::now()) {
     counter_.calls += 1;
     counter_.bytes += bytes;
   }
@@ -123,8 +142,7 @@ class MpiWork : public Work {
   bool progress() {
     if (done_) return true;
     int flag = 0;
-    MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                MPI_STATUSES_IGNORE);
+    MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag, MPI_STATUSES_IGNORE);
     if (!flag) return false;
     requests_.clear();
     if (!next_round_ || next_round_()) complete();
@@ -176,7 +194,9 @@ int64_t nbytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.
 class Blocked {
  public:
   explicit Blocked(CommCounter& counter) : counter_(counter), from_(Clock::now()) {}
-  ~Blocked() { counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from_).count(); }
+  ~Blocked() {
+    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from_).count();
+  }
   Blocked(const Blocked&) = delete;
   Blocked& operator=(const Blocked&) = delete;
 
@@ -189,7 +209,9 @@ class Blocked {
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks,
                                  double timeout_s)
-    : comm_(comm), name_(std::move(name)), world_ranks_(std::move(world_ranks)),
+    : comm_(comm),
+      name_(std::move(name)),
+      world_ranks_(std::move(world_ranks)),
       timeout_s_(timeout_s) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -244,7 +266,9 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor output, at::Tensor input, 
   // flight together never match each other's messages.
   const int n = size_, r = rank_;
   const int64_t S = out.numel();
-  auto chunk = [in, S, n](int i) { return in.narrow(0, static_cast<int64_t>((i % n + n) % n) * S, S); };
+  auto chunk = [in, S, n](int i) {
+    return in.narrow(0, static_cast<int64_t>((i % n + n) % n) * S, S);
+  };
   auto combine = [op](at::Tensor& dst, const at::Tensor& a, const at::Tensor& b) {
     if (op == ReduceOp::kMax) {
       at::maximum_out(dst, a, b);
@@ -261,7 +285,8 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor output, at::Tensor input, 
     MPI_Comm comm = ring_comm_;
     MpiWork* w = work.get();
     auto post = [=](const at::Tensor& partial) {
-      MPI_Isend(partial.data_ptr(), static_cast<int>(S), type, (r + 1) % n, tag, comm, w->request());
+      MPI_Isend(partial.data_ptr(), static_cast<int>(S), type, (r + 1) % n, tag, comm,
+                w->request());
       MPI_Irecv(recv_buf.data_ptr(), static_cast<int>(S), type, (r + n - 1) % n, tag, comm,
                 w->request());
     };
@@ -338,8 +363,8 @@ WorkHandle MpiCommunicator::recv(at::Tensor tensor, int src, int tag) {
 WorkHandle MpiCommunicator::barrier() {
   auto& counter = counters_[static_cast<int>(CommKind::kBarrier)];
   Blocked blocked(counter);
-  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kBarrier, 0,
-                                        std::vector<at::Tensor>{});
+  auto work =
+      std::make_shared<MpiWork>(*this, counter, CommKind::kBarrier, 0, std::vector<at::Tensor>{});
   MPI_Ibarrier(comm_, work->request());
   return work;
 }

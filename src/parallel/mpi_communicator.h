@@ -11,8 +11,7 @@ class MpiCommunicator : public Communicator {
  public:
   /// Takes ownership of `comm` (freed in the destructor unless it is MPI_COMM_WORLD/SELF).
   /// `world_ranks` are the members in group-rank order; `timeout_s` bounds every wait.
-  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks,
-                  double timeout_s);
+  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks, double timeout_s);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;

@@ -32,9 +32,9 @@ ParallelContext::ParallelContext(MPI_Comm base, int dp, int pp, int tp, double t
   int size = 0;
   MPI_Comm_rank(base, &rank_);
   MPI_Comm_size(base, &size);
-  TORCH_CHECK(size == grid_.world_size(), "the job has ", size, " ranks but dp*pp*tp = ", dp,
-              "*", pp, "*", tp, " = ", grid_.world_size(),
-              "; launch with mpirun -np ", grid_.world_size(), " or change parallel.dp/pp/tp");
+  TORCH_CHECK(size == grid_.world_size(), "the job has ", size, " ranks but dp*pp*tp = ", dp, "*",
+              pp, "*", tp, " = ", grid_.world_size(), "; launch with mpirun -np ",
+              grid_.world_size(), " or change parallel.dp/pp/tp");
   coord_ = grid_.coord_of(rank_);
   world_ = split(base, grid_, GroupKind::kWorld, rank_, timeout_s);
   tp_ = split(base, grid_, GroupKind::kTp, rank_, timeout_s);

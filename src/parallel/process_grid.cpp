@@ -1,28 +1,34 @@
 // Rank arithmetic of the (dp, pp, tp) grid.
 #include "parallel/process_grid.h"
 
-#include <sstream>   // std::ostringstream
-#include <stdexcept> // std::invalid_argument
+#include <sstream>    // std::ostringstream
+#include <stdexcept>  // std::invalid_argument
 
 namespace trident {
 
 const char* group_name(GroupKind kind) {
   switch (kind) {
-    case GroupKind::kWorld: return "world";
-    case GroupKind::kTp: return "tp";
-    case GroupKind::kDp: return "dp";
-    case GroupKind::kPp: return "pp";
-    case GroupKind::kModelParallel: return "model-parallel";
-    case GroupKind::kEmbedding: return "embedding";
+    case GroupKind::kWorld:
+      return "world";
+    case GroupKind::kTp:
+      return "tp";
+    case GroupKind::kDp:
+      return "dp";
+    case GroupKind::kPp:
+      return "pp";
+    case GroupKind::kModelParallel:
+      return "model-parallel";
+    case GroupKind::kEmbedding:
+      return "embedding";
   }
   return "?";
 }
 
 ProcessGrid::ProcessGrid(int dp, int pp, int tp) : dp_(dp), pp_(pp), tp_(tp) {
   if (dp < 1 || pp < 1 || tp < 1) {
-    throw std::invalid_argument("process grid: dp, pp and tp must each be at least 1 (got dp=" +
-                                std::to_string(dp) + " pp=" + std::to_string(pp) +
-                                " tp=" + std::to_string(tp) + ")");
+    throw std::invalid_argument(
+        "process grid: dp, pp and tp must each be at least 1 (got dp=" + std::to_string(dp) +
+        " pp=" + std::to_string(pp) + " tp=" + std::to_string(tp) + ")");
   }
 }
 

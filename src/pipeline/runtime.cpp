@@ -122,15 +122,16 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
         // Sends are tested first: a send that completes releases its buffer, so the bytes
         // still in transit and the live bytes are read in one consistent state.
         const int64_t in_transit = bytes_in_transit();
-        result.peak_activation_bytes = std::max(
-            result.peak_activation_bytes, live_tensor_bytes() - bytes_at_start - in_transit);
+        result.peak_activation_bytes = std::max(result.peak_activation_bytes,
+                                                live_tensor_bytes() - bytes_at_start - in_transit);
         break;
       }
       case Op::kSendActivation: {
         InFlight& f = in_flight[k];
         // The send owns a detached copy's storage; the output itself keeps only its node.
         at::Tensor payload = f.output.detach().contiguous();
-        pending_sends_.push_back({pp.send(payload, stage + 1, activation_tag(k)), static_cast<int64_t>(payload.nbytes())});
+        pending_sends_.push_back({pp.send(payload, stage + 1, activation_tag(k)),
+                                  static_cast<int64_t>(payload.nbytes())});
         free_data(f.output);
         break;
       }
@@ -158,7 +159,8 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
       case Op::kSendGrad: {
         InFlight& f = in_flight[k];
         at::Tensor grad = f.input.grad().contiguous();
-        pending_sends_.push_back({pp.send(grad, stage - 1, grad_tag(k)), static_cast<int64_t>(grad.nbytes())});
+        pending_sends_.push_back(
+            {pp.send(grad, stage - 1, grad_tag(k)), static_cast<int64_t>(grad.nbytes())});
         in_flight.erase(k);
         batches.erase(k);
         break;

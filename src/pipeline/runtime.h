@@ -46,11 +46,11 @@ struct InstructionRecord {
 };
 
 struct StepResult {
-  double loss = 0.0;  // the sum of this stage's micro-batch losses (last stage), else 0
+  double loss = 0.0;     // the sum of this stage's micro-batch losses (last stage), else 0
   double start_s = 0.0;  // when the step began, steady clock seconds (shared by the ranks
                          // of a node), the origin of the records' times
   std::vector<InstructionRecord> records;
-  int max_in_flight = 0;              // micro-batches forwarded but not yet backwarded
+  int max_in_flight = 0;  // micro-batches forwarded but not yet backwarded
   /// Most tensor bytes held above the step's start right after a forward, less the
   /// buffers of sends still in transit: the in-flight micro-batches' activations
   /// (measured when the memory tracker is installed).

@@ -85,9 +85,7 @@ class Simulator {
 
   // ---- where messages go: chunk c of stage s is virtual stage c * stages + s ----
   bool is_first(int stage, int chunk) const { return stage == 0 && chunk == 0; }
-  bool is_last(int stage, int chunk) const {
-    return stage == stages_ - 1 && chunk == chunks_ - 1;
-  }
+  bool is_last(int stage, int chunk) const { return stage == stages_ - 1 && chunk == chunks_ - 1; }
   int next_stage(int stage) const { return (stage + 1) % stages_; }
   int prev_stage(int stage) const { return (stage + stages_ - 1) % stages_; }
   int next_chunk(int stage, int chunk) const { return chunk + (stage == stages_ - 1 ? 1 : 0); }
@@ -139,13 +137,25 @@ class Simulator {
                   std::to_string(micro_batches_) + " micro-batches");
     }
     switch (in.op) {
-      case Op::kRecvActivation: return receive(s, in, Kind::kActivation);
-      case Op::kRecvGrad: return receive(s, in, Kind::kGrad);
-      case Op::kForward: forward(s, in); break;
-      case Op::kBackward: backward(s, in); break;
-      case Op::kSendActivation: send(s, in, Kind::kActivation); break;
-      case Op::kSendGrad: send(s, in, Kind::kGrad); break;
-      case Op::kReduceGrads: reduce_grads(s); break;
+      case Op::kRecvActivation:
+        return receive(s, in, Kind::kActivation);
+      case Op::kRecvGrad:
+        return receive(s, in, Kind::kGrad);
+      case Op::kForward:
+        forward(s, in);
+        break;
+      case Op::kBackward:
+        backward(s, in);
+        break;
+      case Op::kSendActivation:
+        send(s, in, Kind::kActivation);
+        break;
+      case Op::kSendGrad:
+        send(s, in, Kind::kGrad);
+        break;
+      case Op::kReduceGrads:
+        reduce_grads(s);
+        break;
       case Op::kOptimizerStep:
         if (!st.reduced) fail(s, "the optimizer steps before ReduceGrads");
         if (st.stepped) fail(s, "the optimizer steps twice");
@@ -168,8 +178,9 @@ class Simulator {
     const int peer_chunk = act ? prev_chunk(s, in.chunk) : next_chunk(s, in.chunk);
     Progress& p = progress_of(s, in);
     bool& received = act ? p.activation_received : p.grad_received;
-    if (received) fail(s, "receives the " + std::string(act ? "activation" : "gradient") +
-                              " of " + mb_text(in.micro_batch, in.chunk) + " twice");
+    if (received)
+      fail(s, "receives the " + std::string(act ? "activation" : "gradient") + " of " +
+                  mb_text(in.micro_batch, in.chunk) + " twice");
     std::deque<Message>& queue = channel(peer, s, kind);
     if (queue.empty()) return false;  // blocks until the peer posts its send
     const Message head = queue.front();
@@ -177,9 +188,9 @@ class Simulator {
       const Instruction expected{act ? Op::kSendActivation : Op::kSendGrad, in.micro_batch,
                                  peer_chunk};
       const std::string peer_name = "stage " + std::to_string(peer);
-      fail(s, std::string("the next ") + (act ? "activation" : "gradient") + " from " +
-                  peer_name + " is " + where(peer, head.sender_index) + ", not " +
-                  to_string(expected) + " (channels are FIFO); " + peer_name +
+      fail(s, std::string("the next ") + (act ? "activation" : "gradient") + " from " + peer_name +
+                  " is " + where(peer, head.sender_index) + ", not " + to_string(expected) +
+                  " (channels are FIFO); " + peer_name +
                   (sends_later(peer, expected, 0) ? " sends it out of order" : " never sends it"));
     }
     queue.pop_front();
@@ -198,17 +209,20 @@ class Simulator {
       fail(s, "the first stage has no previous stage to send gradients to");
     }
     Progress& p = progress_of(s, in);
-    if (act && !p.forwarded) fail(s, "sends the activation of " + mb_text(in.micro_batch, in.chunk) +
-                                         " before its forward");
-    if (!act && !p.backwarded) fail(s, "sends the gradient of " + mb_text(in.micro_batch, in.chunk) +
-                                           " before its backward");
+    if (act && !p.forwarded)
+      fail(s,
+           "sends the activation of " + mb_text(in.micro_batch, in.chunk) + " before its forward");
+    if (!act && !p.backwarded)
+      fail(s,
+           "sends the gradient of " + mb_text(in.micro_batch, in.chunk) + " before its backward");
     bool& sent = act ? p.activation_sent : p.grad_sent;
-    if (sent) fail(s, "sends the " + std::string(act ? "activation" : "gradient") + " of " +
-                          mb_text(in.micro_batch, in.chunk) + " twice");
+    if (sent)
+      fail(s, "sends the " + std::string(act ? "activation" : "gradient") + " of " +
+                  mb_text(in.micro_batch, in.chunk) + " twice");
     sent = true;
     const int peer = act ? next_stage(s) : prev_stage(s);
-    channel(s, peer, kind).push_back(
-        {in.micro_batch, in.chunk, static_cast<int>(state_[s].pc), state_[s].clock});
+    channel(s, peer, kind)
+        .push_back({in.micro_batch, in.chunk, static_cast<int>(state_[s].pc), state_[s].clock});
   }
 
   void forward(int s, const Instruction& in) {
@@ -310,7 +324,8 @@ class Simulator {
     };
     if (!roots.empty()) {
       const std::string others = join_others(std::vector<bool>(stages_, false));
-      throw Fault("unmatched receive: " + roots + (others.empty() ? "" : "; also stuck: " + others) +
+      throw Fault("unmatched receive: " + roots +
+                  (others.empty() ? "" : "; also stuck: " + others) +
                   " (stuck stages: " + stuck_list + ")");
     }
     // Each stuck stage waits on exactly one stuck peer, so walking the waits from any
@@ -355,8 +370,8 @@ class Simulator {
     for (int from = 0; from < stages_; ++from) {
       for (int to = 0; to < stages_; ++to) {
         for (Kind kind : {Kind::kActivation, Kind::kGrad}) {
-          const std::deque<Message>& queue = channels_[(from * stages_ + to) * 2 +
-                                                       static_cast<int>(kind)];
+          const std::deque<Message>& queue =
+              channels_[(from * stages_ + to) * 2 + static_cast<int>(kind)];
           if (!queue.empty()) {
             throw Fault("unmatched send: " + where(from, queue.front().sender_index) +
                         " is never received by stage " + std::to_string(to));
@@ -392,13 +407,14 @@ CheckReport check_schedules(const std::vector<Schedule>& per_stage, int micro_ba
     throw std::invalid_argument("check_schedules: no stages given (need one schedule per stage)");
   }
   if (micro_batches < 1) {
-    throw std::invalid_argument("check_schedules: the number of micro-batches must be at least 1, got " +
-                                std::to_string(micro_batches));
+    throw std::invalid_argument(
+        "check_schedules: the number of micro-batches must be at least 1, got " +
+        std::to_string(micro_batches));
   }
   if (!(forward_cost > 0.0) || !(backward_cost > 0.0)) {
-    throw std::invalid_argument("check_schedules: forward and backward costs must be positive, got " +
-                                std::to_string(forward_cost) + " and " +
-                                std::to_string(backward_cost));
+    throw std::invalid_argument(
+        "check_schedules: forward and backward costs must be positive, got " +
+        std::to_string(forward_cost) + " and " + std::to_string(backward_cost));
   }
   return Simulator(per_stage, micro_batches, forward_cost, backward_cost).run();
 }

@@ -111,8 +111,8 @@ bool print_report(const ScheduleArgs& a, std::ostream& out) {
   for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(a.schedule, pp, s, m));
   const CheckReport report = check_schedules(per_stage, m, a.forward_cost, a.backward_cost);
 
-  out << "schedule " << a.schedule << ", pp " << pp << ", micro-batches " << m
-      << ", forward cost " << a.forward_cost << ", backward cost " << a.backward_cost << "\n\n";
+  out << "schedule " << a.schedule << ", pp " << pp << ", micro-batches " << m << ", forward cost "
+      << a.forward_cost << ", backward cost " << a.backward_cost << "\n\n";
   out << "compute order:\n";
   for (int s = 0; s < pp; ++s) out << "  stage " << s << ": " << to_string(per_stage[s]) << "\n";
   if (a.full) {
@@ -168,14 +168,16 @@ std::string render_timeline(const std::vector<Schedule>& per_stage, const CheckR
     }
   }
   const int unit = widest + 1;  // columns per forward-cost unit: "F" + the number
-  const auto column = [&](double t) { return static_cast<int>(std::lround(t / forward_cost * unit)); };
+  const auto column = [&](double t) {
+    return static_cast<int>(std::lround(t / forward_cost * unit));
+  };
   const int width = column(report.makespan);
   std::string text;
   for (size_t s = 0; s < per_stage.size(); ++s) {
     std::string row(width, '.');
     const Schedule compute = compute_only(per_stage[s]);
-    const auto& spans = s < report.timeline.size() ? report.timeline[s]
-                                                   : std::vector<std::pair<double, double>>{};
+    const auto& spans =
+        s < report.timeline.size() ? report.timeline[s] : std::vector<std::pair<double, double>>{};
     for (size_t k = 0; k < spans.size() && k < compute.size(); ++k) {
       const int begin = std::min(column(spans[k].first), width);
       const int end = std::min(column(spans[k].second), width);

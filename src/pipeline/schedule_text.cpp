@@ -1,10 +1,10 @@
 // The text form of schedules: mnemonics such as "RA0 F0 SA0 RG0 B0 SG0 RED OPT",
 // printed by to_string and read back by parse_schedule.
-#include "pipeline/schedule.h"
-
 #include <cctype>     // std::isdigit, std::isspace, std::isupper
 #include <stdexcept>  // std::invalid_argument
 #include <string>     // std::string, std::to_string
+
+#include "pipeline/schedule.h"
 
 namespace trident::pipeline {
 namespace {
@@ -16,8 +16,8 @@ struct Mnemonic {
 
 // A token's whole run of capital letters is compared, so "RA" never reads as "R" + "A".
 constexpr Mnemonic kMnemonics[] = {
-    {"RA", Op::kRecvActivation}, {"F", Op::kForward},    {"SA", Op::kSendActivation},
-    {"RG", Op::kRecvGrad},       {"B", Op::kBackward},   {"SG", Op::kSendGrad},
+    {"RA", Op::kRecvActivation}, {"F", Op::kForward},         {"SA", Op::kSendActivation},
+    {"RG", Op::kRecvGrad},       {"B", Op::kBackward},        {"SG", Op::kSendGrad},
     {"RED", Op::kReduceGrads},   {"OPT", Op::kOptimizerStep},
 };
 
@@ -68,7 +68,8 @@ Instruction parse_token(const std::string& token, int index, size_t position) {
     return in;
   }
   if (!read_number(token, i, in.micro_batch)) {
-    bad_token(token, index, position, letters + " needs a micro-batch number, e.g. " + letters + "0");
+    bad_token(token, index, position,
+              letters + " needs a micro-batch number, e.g. " + letters + "0");
   }
   if (i < token.size() && token[i] == 'c') {
     ++i;

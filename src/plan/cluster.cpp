@@ -2,9 +2,8 @@
 // writing, and the matmul rate at a given size.
 #include "plan/cluster.h"
 
+#include <dirent.h>       // opendir, readdir: listing preset directories
 #include <toml++/toml.h>  // toml::parse, toml::table
-
-#include <dirent.h>  // opendir, readdir: listing preset directories
 
 #include <algorithm>   // std::sort, std::unique, std::min
 #include <cmath>       // std::log, std::exp, std::ceil
@@ -40,8 +39,8 @@ double number(const std::string& source, const std::string& key, const toml::nod
 
 using PrecisionVisitor = std::function<void(const std::string&, const toml::node&)>;
 
-void read_precision_table(const std::string& source, const std::string& key,
-                          const toml::node& node, const PrecisionVisitor& f) {
+void read_precision_table(const std::string& source, const std::string& key, const toml::node& node,
+                          const PrecisionVisitor& f) {
   const toml::table* t = node.as_table();
   if (!t) throw ClusterError(where(source, node) + ": " + key + " must be a table");
   for (const auto& [k, v] : *t) {
@@ -64,8 +63,10 @@ double Cluster::matmul_flops(const std::string& precision, double n) const {
     if (n >= table.rbegin()->first) return table.rbegin()->second * 1e12;
     auto hi = table.lower_bound(static_cast<int>(std::ceil(n)));
     auto lo = std::prev(hi);
-    const double x = (std::log(n) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
-    return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second))) * 1e12;
+    const double x =
+        (std::log(n) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+    return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second))) *
+           1e12;
   }
   auto peak = peak_tflops.find(precision);
   if (peak == peak_tflops.end())
@@ -81,7 +82,8 @@ double Cluster::elementwise_bytes_per_s(double bytes) const {
   if (bytes >= t.rbegin()->first) return t.rbegin()->second * 1e9;
   auto hi = t.lower_bound(bytes);
   auto lo = std::prev(hi);
-  const double x = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  const double x =
+      (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
   return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second))) * 1e9;
 }
 
@@ -124,7 +126,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     } else if (key == "matmul_tflops") {
       read_precision_table(source, key, node, [&](const std::string& p, const toml::node& v) {
         const toml::table* sizes = v.as_table();
-        if (!sizes) throw ClusterError(where(source, v) + ": " + key + "." + p + " must be a table");
+        if (!sizes)
+          throw ClusterError(where(source, v) + ": " + key + "." + p + " must be a table");
         for (const auto& [size, rate] : *sizes) {
           const std::string s(size.str());
           const int n = std::atoi(s.c_str());
@@ -177,13 +180,14 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     } else if (key == "dp_overlap") {
       c.dp_overlap = std::min(1.0, number(source, key, node, 0));
     } else {
-      throw ClusterError(where(source, node) + ": unknown key '" + key +
-                         "'; valid keys: name description devices_per_node cores_per_node "
-                         "memory_per_device_gb "
-                         "usable_memory_fraction peak_tflops matmul_tflops sendrecv_us efficiency "
-                         "intra_node_gbps inter_node_gbps latency_us sync_us memory_gbps elementwise_gbps "
-                         "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
-                         "dp_overlap");
+      throw ClusterError(
+          where(source, node) + ": unknown key '" + key +
+          "'; valid keys: name description devices_per_node cores_per_node "
+          "memory_per_device_gb "
+          "usable_memory_fraction peak_tflops matmul_tflops sendrecv_us efficiency "
+          "intra_node_gbps inter_node_gbps latency_us sync_us memory_gbps elementwise_gbps "
+          "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
+          "dp_overlap");
     }
   }
   if (!has_devices) throw ClusterError(source + ": devices_per_node is missing");
@@ -217,10 +221,10 @@ Cluster load_cluster(const std::string& spec, const std::vector<std::string>& pr
   }
   std::string names;
   for (const auto& n : preset_names(preset_dirs)) names += " " + n;
-  throw ClusterError("no cluster preset '" + spec + "'" +
-                     (names.empty() ? std::string(" (no preset directory found)")
-                                    : "; presets:" + names) +
-                     "; or give a path to a cluster TOML file");
+  throw ClusterError(
+      "no cluster preset '" + spec + "'" +
+      (names.empty() ? std::string(" (no preset directory found)") : "; presets:" + names) +
+      "; or give a path to a cluster TOML file");
 }
 
 std::vector<std::string> preset_names(const std::vector<std::string>& preset_dirs) {
@@ -230,7 +234,8 @@ std::vector<std::string> preset_names(const std::vector<std::string>& preset_dir
     if (!d) continue;
     while (const dirent* e = readdir(d)) {
       const std::string f = e->d_name;
-      if (f.size() > 5 && f.substr(f.size() - 5) == ".toml") names.push_back(f.substr(0, f.size() - 5));
+      if (f.size() > 5 && f.substr(f.size() - 5) == ".toml")
+        names.push_back(f.substr(0, f.size() - 5));
     }
     closedir(d);
   }

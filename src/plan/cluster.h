@@ -16,7 +16,7 @@ struct Cluster {
   /// CPU clusters: the cores a node's ranks share (0: every device computes on its own).
   /// With more ranks than cores on a node, compute is time-shared.
   int cores_per_node = 0;
-  double memory_per_device_gb = 80;  ///< 1e9 bytes
+  double memory_per_device_gb = 80;     ///< 1e9 bytes
   double usable_memory_fraction = 1.0;  ///< what the allocator, context and fragmentation leave
   /// Dense matmul peak in TFLOP/s per precision ("bf16", "fp32", "fp64").
   std::map<std::string, double> peak_tflops;
@@ -26,7 +26,7 @@ struct Cluster {
   /// Measured seconds per MPI_Sendrecv by message bytes, for links within a node; when
   /// present it replaces intra_node_gbps and latency_us there. TOML: [sendrecv_us].
   std::map<double, double> sendrecv_seconds;
-  double efficiency = 0.6;      ///< fraction of peak large matmuls reach
+  double efficiency = 0.6;       ///< fraction of peak large matmuls reach
   double intra_node_gbps = 300;  ///< GB/s one device sends to another in its node
   double inter_node_gbps = 50;   ///< GB/s one device sends to a device in another node
   double latency_us = 5;         ///< per message, both kinds of link
@@ -34,7 +34,7 @@ struct Cluster {
   /// out of step (cores shared with other ranks or processes, OS jitter). Measured by
   /// `trident calibrate`; 0 for dedicated devices.
   double sync_us = 0;
-  double memory_gbps = 0;        ///< device memory bandwidth, GB/s; 0: elementwise work ignored
+  double memory_gbps = 0;  ///< device memory bandwidth, GB/s; 0: elementwise work ignored
   /// Measured effective rate of elementwise work (GB/s of activation bytes streamed) by a
   /// layer's activation bytes per micro-batch; replaces memory_gbps for that work when
   /// present (caches make small layers faster). TOML: [elementwise_gbps].
@@ -52,9 +52,7 @@ struct Cluster {
   double ends_overhead_us = 0;
   double dp_overlap = 1.0;  ///< fraction of dp gradient reduction hidden behind backward
 
-  double usable_memory_bytes() const {
-    return memory_per_device_gb * 1e9 * usable_memory_fraction;
-  }
+  double usable_memory_bytes() const { return memory_per_device_gb * 1e9 * usable_memory_fraction; }
   /// The rate a matmul of characteristic size n (cube root of m*n*k) reaches, FLOP/s.
   /// Throws naming the key when the precision has no entry.
   double matmul_flops(const std::string& precision, double n) const;

@@ -11,10 +11,14 @@ ModelStates zero_model_states(double psi, int dp, int stage, const StateBytes& b
   const double n = static_cast<double>(std::max(dp, 1));
   const double k = b.optimizer;
   switch (stage) {
-    case 0: return {b.param * psi, b.grad * psi, k * psi};
-    case 1: return {b.param * psi, b.grad * psi, k * psi / n};
-    case 2: return {b.param * psi, b.grad_shard * psi / n, k * psi / n};
-    case 3: return {b.param * psi / n, b.grad_shard * psi / n, k * psi / n};
+    case 0:
+      return {b.param * psi, b.grad * psi, k * psi};
+    case 1:
+      return {b.param * psi, b.grad * psi, k * psi / n};
+    case 2:
+      return {b.param * psi, b.grad_shard * psi / n, k * psi / n};
+    case 3:
+      return {b.param * psi / n, b.grad_shard * psi / n, k * psi / n};
     default:
       throw std::invalid_argument("plan: ZeRO stage " + std::to_string(stage) +
                                   " does not exist; use 0, 1, 2 or 3");
@@ -62,7 +66,8 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   // (token ids on the first stage, s b h activations elsewhere), and the backward of one
   // micro-batch rebuilds that micro-batch's complete activations.
   const double sb = static_cast<double>(m.seq_len * l.micro_batch);
-  const double input = stage == 0 ? 2.0 * sb * 8.0 : sb * static_cast<double>(m.hidden) * b.activation;
+  const double input =
+      stage == 0 ? 2.0 * sb * 8.0 : sb * static_cast<double>(m.hidden) * b.activation;
   return static_cast<double>(in_flight) * input + full;
 }
 

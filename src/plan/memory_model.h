@@ -54,10 +54,10 @@ int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, 
 struct MemoryBreakdown {
   double parameters = 0, gradients = 0, optimizer_states = 0;
   double activations = 0;
-  double communication = 0;  ///< ZeRO-2 bucket buffers, pipeline receive buffers
-  double bucket_buffers = 0; ///< the ZeRO-2 part of `communication`
-  int stage = 0;             ///< the pipeline stage these figures are for
-  int64_t params_held = 0;   ///< Ψ of that stage's device
+  double communication = 0;   ///< ZeRO-2 bucket buffers, pipeline receive buffers
+  double bucket_buffers = 0;  ///< the ZeRO-2 part of `communication`
+  int stage = 0;              ///< the pipeline stage these figures are for
+  int64_t params_held = 0;    ///< Ψ of that stage's device
   double total() const {
     return parameters + gradients + optimizer_states + activations + communication;
   }

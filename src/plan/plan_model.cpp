@@ -39,8 +39,8 @@ StateBytes state_bytes_for(const std::string& precision, const std::string& grad
 StateBytes zero_paper_mixed_precision() { return {2, 2, 2, 12, 2, 2}; }
 
 int64_t padded_vocab(const PlanModel& m, int tp) {
-  const int64_t multiple = std::lcm(std::max<int64_t>(m.vocab_multiple, 1),
-                                    static_cast<int64_t>(std::max(tp, 1)));
+  const int64_t multiple =
+      std::lcm(std::max<int64_t>(m.vocab_multiple, 1), static_cast<int64_t>(std::max(tp, 1)));
   return (m.vocab + multiple - 1) / multiple * multiple;
 }
 
@@ -53,8 +53,8 @@ int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
   const int64_t embedding = padded_vocab(m, tp) / tp * h;
   if (stage == 0) n += embedding + m.seq_len * h;  // token rows of this tp rank, positions
   if (stage == pp - 1) {
-    n += 2 * h;                      // final norm
-    if (pp > 1) n += embedding;      // the tied head's copy of the token embedding
+    n += 2 * h;                  // final norm
+    if (pp > 1) n += embedding;  // the tied head's copy of the token embedding
   }
   return n;
 }

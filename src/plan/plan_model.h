@@ -16,19 +16,19 @@ struct PlanModel {
   int64_t vocab = 256;
   int64_t vocab_multiple = 1;  ///< the embedding's rows are padded to lcm(this, tp)
   int64_t seq_len = 32;
-  int64_t global_batch = 8;    ///< sequences per optimizer step
-  std::string precision = "fp32";        ///< "fp32", "fp64" or "bf16"
-  std::string schedule = "1f1b";         ///< "1f1b" or "gpipe"
+  int64_t global_batch = 8;                ///< sequences per optimizer step
+  std::string precision = "fp32";          ///< "fp32", "fp64" or "bf16"
+  std::string schedule = "1f1b";           ///< "1f1b" or "gpipe"
   std::string grad_reduce_dtype = "fp32";  ///< payload of bf16 gradient reductions
-  int64_t bucket_size = 1 << 20;         ///< elements per gradient bucket
+  int64_t bucket_size = 1 << 20;           ///< elements per gradient bucket
 };
 
 /// One way to run the job: the process grid, ZeRO stage, micro-batch size and
 /// activation checkpointing.
 struct Layout {
   int dp = 1, pp = 1, tp = 1;
-  int zero = 0;             ///< ZeRO stage 0..3
-  int64_t micro_batch = 1;  ///< sequences per micro-batch
+  int zero = 0;                ///< ZeRO stage 0..3
+  int64_t micro_batch = 1;     ///< sequences per micro-batch
   bool checkpointing = false;  ///< "full": keep each micro-batch's stage input, recompute
 
   int world() const { return dp * pp * tp; }

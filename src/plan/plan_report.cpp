@@ -91,12 +91,11 @@ std::string plan_text(const PlanModel& m, const Cluster& c, int devices, const P
                     "%3d %3d %3d %3d %4d %4lld %4s %5lld | %22s%7.3g %7.3g %7.3g %7.3g %7.3g %7.3g "
                     "| %16s%8.4g %8.4g %8.4g %8.4g %8.4g %8.4g %8.4g | %7s\n",
                     i + 1, l.dp, l.pp, l.tp, l.zero, static_cast<long long>(l.micro_batch),
-                    l.checkpointing ? "full" : "none",
-                    static_cast<long long>(l.micro_batches(m)), "", b.parameters / ms,
-                    b.gradients / ms, b.optimizer_states / ms, b.activations / ms,
-                    b.communication / ms, b.total() / ms, "", t.compute / ts, t.tp / ts,
-                    t.pp / ts, t.dp / ts, t.bubble / ts, t.optimizer / ts, t.total() / ts,
-                    si(e.tokens_per_s).c_str());
+                    l.checkpointing ? "full" : "none", static_cast<long long>(l.micro_batches(m)),
+                    "", b.parameters / ms, b.gradients / ms, b.optimizer_states / ms,
+                    b.activations / ms, b.communication / ms, b.total() / ms, "", t.compute / ts,
+                    t.tp / ts, t.pp / ts, t.dp / ts, t.bubble / ts, t.optimizer / ts,
+                    t.total() / ts, si(e.tokens_per_s).c_str());
       out << line;
     }
     out << "\n(m: micro-batches per step per dp rank; memory: the pipeline stage that holds the "
@@ -113,23 +112,26 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
   const MemoryBreakdown& b = e.memory;
   const TimeBreakdown& t = e.time;
   out << describe_job(m, c, l.world()) << "\n";
-  out << "layout: " << l.name() << " (" << l.micro_batches(m) << " micro-batches per step per dp rank)\n";
+  out << "layout: " << l.name() << " (" << l.micro_batches(m)
+      << " micro-batches per step per dp rank)\n";
   out << "links: tp " << link_name(e.tp_inter_node) << ", dp " << link_name(e.dp_inter_node)
       << ", pp " << link_name(e.pp_inter_node) << "\n\n";
   out << "memory per device (pipeline stage " << b.stage << ", " << b.params_held
       << " parameters):\n";
-  const std::pair<const char*, double> parts[] = {
-      {"parameters", b.parameters},        {"gradients", b.gradients},
-      {"optimizer states", b.optimizer_states}, {"activations", b.activations},
-      {"communication buffers", b.communication}, {"total", b.total()}};
+  const std::pair<const char*, double> parts[] = {{"parameters", b.parameters},
+                                                  {"gradients", b.gradients},
+                                                  {"optimizer states", b.optimizer_states},
+                                                  {"activations", b.activations},
+                                                  {"communication buffers", b.communication},
+                                                  {"total", b.total()}};
   for (const auto& [name, v] : parts)
     out << "  " << name << std::string(22 - std::string(name).size(), ' ')
         << format("%16.0f bytes", v) << format("  %10.4g GB\n", v / 1e9);
-  out << "  " << (e.fits ? "fits in " : "does NOT fit in ") << format("%.4g", c.usable_memory_bytes() / 1e9)
-      << " GB\n\nstep time:\n";
+  out << "  " << (e.fits ? "fits in " : "does NOT fit in ")
+      << format("%.4g", c.usable_memory_bytes() / 1e9) << " GB\n\nstep time:\n";
   const std::pair<const char*, double> times[] = {
-      {"compute", t.compute}, {"tp communication", t.tp}, {"pp communication", t.pp},
-      {"dp communication", t.dp}, {"bubble", t.bubble}, {"optimizer", t.optimizer},
+      {"compute", t.compute},     {"tp communication", t.tp}, {"pp communication", t.pp},
+      {"dp communication", t.dp}, {"bubble", t.bubble},       {"optimizer", t.optimizer},
       {"total", t.total()}};
   for (const auto& [name, v] : times)
     out << "  " << name << std::string(22 - std::string(name).size(), ' ')
@@ -143,26 +145,40 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
   const Layout& l = e.layout;
   const MemoryBreakdown& b = e.memory;
   const TimeBreakdown& t = e.time;
-  return {
-      {"dp", l.dp}, {"pp", l.pp}, {"tp", l.tp}, {"zero", l.zero},
-      {"micro_batch", l.micro_batch}, {"micro_batches", l.micro_batches(m)},
-      {"checkpointing", l.checkpointing ? "full" : "none"}, {"name", l.name()},
-      {"fits", e.fits},
-      {"memory_bytes",
-       {{"parameters", b.parameters}, {"gradients", b.gradients},
-        {"optimizer_states", b.optimizer_states}, {"activations", b.activations},
-        {"communication", b.communication}, {"bucket_buffers", b.bucket_buffers},
-        {"total", b.total()}, {"stage", b.stage},
-        {"parameters_held", b.params_held}}},
-      {"time_s",
-       {{"compute", t.compute}, {"tp", t.tp}, {"pp", t.pp}, {"dp", t.dp}, {"bubble", t.bubble},
-        {"optimizer", t.optimizer}, {"total", t.total()}}},
-      {"bubble_fraction", t.bubble_fraction()},
-      {"flops_per_device", t.flops},
-      {"tokens_per_s", e.tokens_per_s},
-      {"links",
-       {{"tp", link_name(e.tp_inter_node)}, {"dp", link_name(e.dp_inter_node)},
-        {"pp", link_name(e.pp_inter_node)}}}};
+  return {{"dp", l.dp},
+          {"pp", l.pp},
+          {"tp", l.tp},
+          {"zero", l.zero},
+          {"micro_batch", l.micro_batch},
+          {"micro_batches", l.micro_batches(m)},
+          {"checkpointing", l.checkpointing ? "full" : "none"},
+          {"name", l.name()},
+          {"fits", e.fits},
+          {"memory_bytes",
+           {{"parameters", b.parameters},
+            {"gradients", b.gradients},
+            {"optimizer_states", b.optimizer_states},
+            {"activations", b.activations},
+            {"communication", b.communication},
+            {"bucket_buffers", b.bucket_buffers},
+            {"total", b.total()},
+            {"stage", b.stage},
+            {"parameters_held", b.params_held}}},
+          {"time_s",
+           {{"compute", t.compute},
+            {"tp", t.tp},
+            {"pp", t.pp},
+            {"dp", t.dp},
+            {"bubble", t.bubble},
+            {"optimizer", t.optimizer},
+            {"total", t.total()}}},
+          {"bubble_fraction", t.bubble_fraction()},
+          {"flops_per_device", t.flops},
+          {"tokens_per_s", e.tokens_per_s},
+          {"links",
+           {{"tp", link_name(e.tp_inter_node)},
+            {"dp", link_name(e.dp_inter_node)},
+            {"pp", link_name(e.pp_inter_node)}}}};
 }
 
 nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, const Plan& plan,
@@ -170,19 +186,25 @@ nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, cons
   nlohmann::json layouts = nlohmann::json::array();
   const int shown = std::min<int>(top, static_cast<int>(plan.ranked.size()));
   for (int i = 0; i < shown; ++i) layouts.push_back(evaluation_json(m, plan.ranked[i]));
-  nlohmann::json out = {
-      {"model",
-       {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"vocab", m.vocab},
-        {"seq_len", m.seq_len}, {"global_batch", m.global_batch}, {"precision", m.precision},
-        {"schedule", m.schedule}, {"parameters", total_parameters(m)}}},
-      {"cluster",
-       {{"name", c.name}, {"devices_per_node", c.devices_per_node},
-        {"usable_memory_bytes", c.usable_memory_bytes()}}},
-      {"devices", devices},
-      {"considered", plan.considered},
-      {"too_big", plan.too_big},
-      {"layouts", layouts},
-      {"why", plan.why}};
+  nlohmann::json out = {{"model",
+                         {{"layers", m.layers},
+                          {"hidden", m.hidden},
+                          {"heads", m.heads},
+                          {"vocab", m.vocab},
+                          {"seq_len", m.seq_len},
+                          {"global_batch", m.global_batch},
+                          {"precision", m.precision},
+                          {"schedule", m.schedule},
+                          {"parameters", total_parameters(m)}}},
+                        {"cluster",
+                         {{"name", c.name},
+                          {"devices_per_node", c.devices_per_node},
+                          {"usable_memory_bytes", c.usable_memory_bytes()}}},
+                        {"devices", devices},
+                        {"considered", plan.considered},
+                        {"too_big", plan.too_big},
+                        {"layouts", layouts},
+                        {"why", plan.why}};
   if (plan.ranked.empty() && plan.considered > 0)
     out["smallest"] = evaluation_json(m, plan.smallest);
   return out;

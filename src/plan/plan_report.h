@@ -1,8 +1,7 @@
 // How a plan is shown: a text table (memory and time by part) and JSON (bytes, seconds).
 #pragma once
-#include <string>  // std::string
-
 #include <nlohmann/json.hpp>  // nlohmann::json
+#include <string>             // std::string
 
 #include "plan/cluster.h"     // Cluster
 #include "plan/plan_model.h"  // PlanModel
@@ -14,8 +13,7 @@ namespace trident::plan {
 std::string describe_job(const PlanModel& m, const Cluster& c, int devices);
 
 /// A table of the first `top` ranked layouts, then the sentence on the best.
-std::string plan_text(const PlanModel& m, const Cluster& c, int devices, const Plan& plan,
-                      int top);
+std::string plan_text(const PlanModel& m, const Cluster& c, int devices, const Plan& plan, int top);
 
 /// One layout in detail (for `trident plan --layout`), fitting or not.
 std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluation& e);

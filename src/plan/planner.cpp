@@ -3,14 +3,13 @@
 #include "plan/planner.h"
 
 #include <algorithm>  // std::stable_sort, std::any_of, std::find_if, std::max_element
-#include <iterator>   // std::begin, std::end
 #include <cstdio>     // std::snprintf
+#include <iterator>   // std::begin, std::end
 #include <sstream>    // std::ostringstream
 
 namespace trident::plan {
 
-std::string layout_problem(const PlanModel& m, const Layout& l, int devices,
-                           int devices_per_node) {
+std::string layout_problem(const PlanModel& m, const Layout& l, int devices, int devices_per_node) {
   std::ostringstream why;
   if (l.dp < 1 || l.pp < 1 || l.tp < 1) {
     why << "dp, pp and tp must be at least 1";
@@ -77,8 +76,10 @@ Plan make_plan(const PlanModel& m, const Cluster& c, int devices, const SearchSp
       plan.smallest = e;
       have_smallest = true;
     }
-    if (e.fits) plan.ranked.push_back(e);
-    else ++plan.too_big;
+    if (e.fits)
+      plan.ranked.push_back(e);
+    else
+      ++plan.too_big;
   }
   std::stable_sort(plan.ranked.begin(), plan.ranked.end(),
                    [](const Evaluation& a, const Evaluation& b) {
@@ -94,9 +95,12 @@ namespace {
 
 std::string gb(double bytes) {
   char buf[32];
-  if (bytes >= 1e9) std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
-  else if (bytes >= 1e6) std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
+  if (bytes >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  else if (bytes >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
   return buf;
 }
 
@@ -109,8 +113,8 @@ std::string percent(double fraction) {
 /// The part of the step where `b` loses most time to `a`.
 std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b) {
   const std::pair<const char*, double> parts[] = {
-      {"compute", b.compute - a.compute}, {"tp communication", b.tp - a.tp},
-      {"pp communication", b.pp - a.pp},  {"dp communication", b.dp - a.dp},
+      {"compute", b.compute - a.compute},  {"tp communication", b.tp - a.tp},
+      {"pp communication", b.pp - a.pp},   {"dp communication", b.dp - a.dp},
       {"the bubble", b.bubble - a.bubble}, {"the optimizer", b.optimizer - a.optimizer}};
   const auto* worst = std::max_element(std::begin(parts), std::end(parts),
                                        [](auto& x, auto& y) { return x.second < y.second; });
@@ -138,29 +142,31 @@ std::string explain_best(const Plan& plan, const Cluster& c) {
   if (!l.checkpointing)
     out << "fits without checkpointing";
   else if (any_without_ckpt) {
-    const auto best_plain = std::find_if(plan.ranked.begin(), plan.ranked.end(),
-                                         [](const Evaluation& x) { return !x.layout.checkpointing; });
+    const auto best_plain =
+        std::find_if(plan.ranked.begin(), plan.ranked.end(),
+                     [](const Evaluation& x) { return !x.layout.checkpointing; });
     out << "checkpointing pays for its recompute: the best without it, "
         << best_plain->layout.name() << ", is "
         << percent(best_plain->time.total() / e.time.total() - 1) << " slower";
   } else
     out << "needs checkpointing to fit";
   out << " (" << gb(e.memory.total()) << " of " << gb(c.usable_memory_bytes()) << ")";
-  if (l.tp > 1) out << "; tp " << l.tp << (e.tp_inter_node ? " across nodes" : " within a node");
-  else out << "; no tp traffic";
+  if (l.tp > 1)
+    out << "; tp " << l.tp << (e.tp_inter_node ? " across nodes" : " within a node");
+  else
+    out << "; no tp traffic";
   if (l.pp > 1)
     out << "; pp " << l.pp << (e.pp_inter_node ? " across nodes" : "") << ", bubble "
         << percent(e.time.bubble_fraction());
   else
     out << "; no pipeline bubble";
   if (l.dp > 1) {
-    static const char* const kHow[] = {"gradients all-reduced (ZeRO-0)",
-                                       "optimizer states sharded (ZeRO-1)",
-                                       "gradients and optimizer states sharded (ZeRO-2)",
-                                       "everything sharded (ZeRO-3)"};
+    static const char* const kHow[] = {
+        "gradients all-reduced (ZeRO-0)", "optimizer states sharded (ZeRO-1)",
+        "gradients and optimizer states sharded (ZeRO-2)", "everything sharded (ZeRO-3)"};
     out << "; dp " << l.dp << (e.dp_inter_node ? " across nodes" : "") << ", "
-        << kHow[std::clamp(l.zero, 0, 3)] << ", its traffic "
-        << percent(e.time.dp / e.time.total()) << " of the step after overlap";
+        << kHow[std::clamp(l.zero, 0, 3)] << ", its traffic " << percent(e.time.dp / e.time.total())
+        << " of the step after overlap";
   }
   out << "; compute " << percent(e.time.compute / e.time.total()) << " of the step";
   if (plan.ranked.size() > 1) {
@@ -173,8 +179,8 @@ std::string explain_best(const Plan& plan, const Cluster& c) {
       out << "; within 0.5% of " << next.layout.name() << ", which needs less memory ("
           << gb(next.memory.total()) << " against " << gb(e.memory.total()) << ")";
     else
-      out << "; " << percent(gain) << " faster than " << next.layout.name()
-          << ", which loses on " << biggest_difference(e.time, next.time);
+      out << "; " << percent(gain) << " faster than " << next.layout.name() << ", which loses on "
+          << biggest_difference(e.time, next.time);
   }
   return out.str();
 }

@@ -44,9 +44,9 @@ Evaluation evaluate(const PlanModel& m, const Layout& layout, const Cluster& clu
 struct Plan {
   std::vector<Evaluation> ranked;  ///< those that fit, by step time (then memory)
   int considered = 0;
-  int too_big = 0;              ///< considered but over the device memory
-  Evaluation smallest;          ///< the least memory of all considered (when none fits)
-  std::string why;              ///< a sentence on why ranked[0] wins (or why none fits)
+  int too_big = 0;      ///< considered but over the device memory
+  Evaluation smallest;  ///< the least memory of all considered (when none fits)
+  std::string why;      ///< a sentence on why ranked[0] wins (or why none fits)
 };
 
 /// Ranks every enumerated layout of `m` on `devices` devices of `cluster`.

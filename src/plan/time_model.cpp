@@ -31,7 +31,8 @@ double Link::message_s(double bytes) const {
   if (bytes >= t.rbegin()->first) return t.rbegin()->second * bytes / t.rbegin()->first;
   auto hi = t.lower_bound(bytes);
   auto lo = std::prev(hi);
-  const double x = (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  const double x =
+      (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
   return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second)));
 }
 
@@ -140,10 +141,11 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   }
   // The fixed cost of each layer's operator calls, and of the model's ends (embedding on
   // the first stage; final norm, head and loss on the last), half of it at each end.
-  const double overhead_us = l.tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us
-                                                                     : c.layer_overhead_us;
+  const double overhead_us =
+      l.tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us : c.layer_overhead_us;
   const double ends_us = c.ends_overhead_us > 0 ? c.ends_overhead_us : 2.0 * overhead_us;
-  const double fixed_us = layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us;
+  const double fixed_us =
+      layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us;
   t.compute += fixed_us * 1e-6 * passes / 3.0;
   t.backward = t.compute * 2.0 / passes;
   if (l.tp > 1) {
@@ -229,8 +231,9 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
         // Parameters gathered before each micro-batch's forward and backward, prefetched
         // behind the previous layer's compute as far as dp_overlap allows.
         const double gather = all_gather_s(params, l.dp, link);
-        out.dp += 2.0 * mbs * exposed(gather, all_gather_s(bucket, l.dp, link),
-                                      slow.backward / 2.0, c.dp_overlap);
+        out.dp +=
+            2.0 * mbs *
+            exposed(gather, all_gather_s(bucket, l.dp, link), slow.backward / 2.0, c.dp_overlap);
       }
     }
   }
@@ -239,7 +242,8 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   if (l.world() > 1) {
     Link world = link_for(c, l, Dim::kDp);
     if (!world.inter_node) world = link_for(c, l, Dim::kPp);
-    out.dp += all_reduce_s(8.0, l.world(), world) + all_reduce_s(8.0, l.dp, link_for(c, l, Dim::kDp));
+    out.dp +=
+        all_reduce_s(8.0, l.world(), world) + all_reduce_s(8.0, l.dp, link_for(c, l, Dim::kDp));
     out.pp += all_gather_s(8.0, l.pp, link_for(c, l, Dim::kPp));
   }
   if (c.memory_gbps > 0 && l.zero >= 2) {

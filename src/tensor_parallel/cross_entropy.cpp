@@ -23,8 +23,7 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
                             int64_t vocab) {
     Communicator& tp = *reinterpret_cast<Communicator*>(comm_ptr);
     // Reductions in at least float32: bf16 logits are upcast here.
-    const at::ScalarType dtype =
-        logits_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    const at::ScalarType dtype = logits_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
     const at::Tensor logits = logits_in.to(dtype);  // (N, Vl)
     const int64_t n = logits.size(0), local_vocab = logits.size(1);
     // Padding columns on this rank take no part: the softmax is computed over the real

@@ -10,15 +10,18 @@
 namespace trident {
 
 ColumnParallelLinear::ColumnParallelLinear(ParamRegistry& params, Communicator& tp,
-                                           const std::string& name,
-                                           const LinearOptions& o)
+                                           const std::string& name, const LinearOptions& o)
     : tp_(tp) {
   const ShardSpec split{0, o.fused_chunks};
-  weight_ = register_parameter(
-      "weight", params.create({name + ".weight", {o.out, o.in}, split, InitKind::kNormal,
-                               o.init_std, -1, /*weight_decay=*/true}));
-  bias_ = register_parameter(
-      "bias", params.create({name + ".bias", {o.out}, split, InitKind::kZeros}));
+  weight_ = register_parameter("weight", params.create({name + ".weight",
+                                                        {o.out, o.in},
+                                                        split,
+                                                        InitKind::kNormal,
+                                                        o.init_std,
+                                                        -1,
+                                                        /*weight_decay=*/true}));
+  bias_ =
+      register_parameter("bias", params.create({name + ".bias", {o.out}, split, InitKind::kZeros}));
 }
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
@@ -28,9 +31,13 @@ at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
 RowParallelLinear::RowParallelLinear(ParamRegistry& params, Communicator& tp,
                                      const std::string& name, const LinearOptions& o)
     : tp_(tp) {
-  weight_ = register_parameter(
-      "weight", params.create({name + ".weight", {o.out, o.in}, ShardSpec{1, 1},
-                               InitKind::kNormal, o.init_std, -1, /*weight_decay=*/true}));
+  weight_ = register_parameter("weight", params.create({name + ".weight",
+                                                        {o.out, o.in},
+                                                        ShardSpec{1, 1},
+                                                        InitKind::kNormal,
+                                                        o.init_std,
+                                                        -1,
+                                                        /*weight_decay=*/true}));
   bias_ = register_parameter(
       "bias", params.create({name + ".bias", {o.out}, ShardSpec{}, InitKind::kZeros}));
 }
@@ -44,11 +51,16 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
 
 VocabParallelEmbedding::VocabParallelEmbedding(ParamRegistry& params, Communicator& tp,
                                                const std::string& name, int64_t vocab,
-                                               int64_t padded_vocab, int64_t hidden,
-                                               bool tied_copy)
+                                               int64_t padded_vocab, int64_t hidden, bool tied_copy)
     : tp_(tp) {
-  ParamSpec spec{name + ".weight", {padded_vocab, hidden}, ShardSpec{0, 1}, InitKind::kNormal, 0.02,
-                 vocab, /*weight_decay=*/true, tied_copy};
+  ParamSpec spec{name + ".weight",
+                 {padded_vocab, hidden},
+                 ShardSpec{0, 1},
+                 InitKind::kNormal,
+                 0.02,
+                 vocab,
+                 /*weight_decay=*/true,
+                 tied_copy};
   weight_ = register_parameter("weight", params.create(spec));
   vocab_start_ = tp.rank() * (padded_vocab / tp.size());
 }

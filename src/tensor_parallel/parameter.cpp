@@ -22,9 +22,9 @@ std::vector<int64_t> local_shape(const ParamSpec& spec, int tp_size) {
   std::vector<int64_t> shape = spec.global_shape;
   if (spec.shard.replicated()) return shape;
   const int64_t n = shape.at(spec.shard.dim);
-  TORCH_CHECK(n % (spec.shard.fused_chunks * tp_size) == 0, "parameter ", spec.name,
-              ": dimension ", spec.shard.dim, " of size ", n, " does not split into ",
-              spec.shard.fused_chunks, " x ", tp_size, " equal parts");
+  TORCH_CHECK(n % (spec.shard.fused_chunks * tp_size) == 0, "parameter ", spec.name, ": dimension ",
+              spec.shard.dim, " of size ", n, " does not split into ", spec.shard.fused_chunks,
+              " x ", tp_size, " equal parts");
   shape[spec.shard.dim] = n / tp_size;
   return shape;
 }

@@ -1,11 +1,10 @@
 // JSONL metrics and the console progress line.
 #include "train/metrics_log.h"
 
-#include <nlohmann/json.hpp>  // nlohmann::json
-
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>  // nlohmann::json
 #include <stdexcept>
 
 namespace trident {
@@ -14,8 +13,8 @@ MetricsLog::MetricsLog(const std::string& path) {
   if (path.empty()) return;
   file_ = std::fopen(path.c_str(), "w");
   if (!file_)
-    throw std::runtime_error("cannot write the metrics file " + path + ": " +
-                             std::strerror(errno) + " (set logging.metrics to a writable path)");
+    throw std::runtime_error("cannot write the metrics file " + path + ": " + std::strerror(errno) +
+                             " (set logging.metrics to a writable path)");
 }
 
 MetricsLog::~MetricsLog() {
@@ -24,9 +23,12 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::write(const StepMetrics& m) {
   if (!file_) return;
-  nlohmann::json j = {{"step", m.step},           {"loss", m.loss},
-                      {"lr", m.lr},               {"grad_norm", m.grad_norm},
-                      {"tokens_per_s", m.tokens_per_s}, {"step_time_s", m.step_time_s},
+  nlohmann::json j = {{"step", m.step},
+                      {"loss", m.loss},
+                      {"lr", m.lr},
+                      {"grad_norm", m.grad_norm},
+                      {"tokens_per_s", m.tokens_per_s},
+                      {"step_time_s", m.step_time_s},
                       {"tflops", m.tflops},
                       {"wait_s", {{"dp", m.dp_wait_s}, {"tp", m.tp_wait_s}, {"pp", m.pp_wait_s}}}};
   const std::string line = j.dump() + "\n";
@@ -50,14 +52,14 @@ std::string progress_line(const StepMetrics& m, int64_t total_steps, double elap
                                        static_cast<double>(total_steps - m.step)
                                  : 0.0;
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "step %lld/%lld | loss %.4f%s | lr %.2e | grad %.3f | %.0f tok/s | %.3f TFLOP/s "
-                "| %s elapsed, %s left",
-                static_cast<long long>(m.step), static_cast<long long>(total_steps), m.loss,
-                loss_floor ? (" (floor " + std::to_string(*loss_floor).substr(0, 6) + ")").c_str()
-                           : "",
-                m.lr, m.grad_norm, m.tokens_per_s, m.tflops, format_duration(elapsed_s).c_str(),
-                format_duration(left).c_str());
+  std::snprintf(
+      buf, sizeof buf,
+      "step %lld/%lld | loss %.4f%s | lr %.2e | grad %.3f | %.0f tok/s | %.3f TFLOP/s "
+      "| %s elapsed, %s left",
+      static_cast<long long>(m.step), static_cast<long long>(total_steps), m.loss,
+      loss_floor ? (" (floor " + std::to_string(*loss_floor).substr(0, 6) + ")").c_str() : "", m.lr,
+      m.grad_norm, m.tokens_per_s, m.tflops, format_duration(elapsed_s).c_str(),
+      format_duration(left).c_str());
   return buf;
 }
 

@@ -30,8 +30,12 @@ void write_run_info(const TrainConfig& config, int64_t parameters, std::optional
   const auto& p = config.parallel;
   nlohmann::json info = {
       {"parameters", parameters},
-      {"dp", p.dp}, {"pp", p.pp}, {"tp", p.tp}, {"zero_stage", p.zero_stage},
-      {"schedule", p.schedule}, {"activation_checkpointing", p.activation_checkpointing},
+      {"dp", p.dp},
+      {"pp", p.pp},
+      {"tp", p.tp},
+      {"zero_stage", p.zero_stage},
+      {"schedule", p.schedule},
+      {"activation_checkpointing", p.activation_checkpointing},
       {"precision", config.train.precision},
       {"title", "dp " + std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " x tp " +
                     std::to_string(p.tp) + ", ZeRO " + std::to_string(p.zero_stage) + ", " +
@@ -60,7 +64,8 @@ void report_memory(Trainer& trainer, ParallelContext& ctx, int64_t peak_activati
   at::Tensor all = at::empty({4 * world}, at::kLong);
   ctx.world().all_gather(all, mine)->wait();
   if (ctx.rank() != 0) return;
-  std::printf("memory per rank, bytes: parameters / gradients / optimizer states / activations (peak)\n");
+  std::printf(
+      "memory per rank, bytes: parameters / gradients / optimizer states / activations (peak)\n");
   auto v = all.accessor<int64_t, 1>();
   for (int r = 0; r < world; ++r) {
     const GridCoord c = ctx.grid().coord_of(r);
@@ -71,8 +76,8 @@ void report_memory(Trainer& trainer, ParallelContext& ctx, int64_t peak_activati
   std::fflush(stdout);
 }
 
-void report_summary(const TrainConfig& config, const RunTotals& totals,
-                    std::optional<double> floor, const TimeSplit& split, ParallelContext& ctx) {
+void report_summary(const TrainConfig& config, const RunTotals& totals, std::optional<double> floor,
+                    const TimeSplit& split, ParallelContext& ctx) {
   at::Tensor mine = at::tensor({split.wall, split.compute, split.communication}, at::kDouble);
   at::Tensor sum = mine.clone();
   ctx.world().all_reduce(sum)->wait();
@@ -87,12 +92,18 @@ void report_summary(const TrainConfig& config, const RunTotals& totals,
                 (totals.final_loss / *floor - 1.0) * 100.0);
   std::printf("\n  throughput %.0f tokens/s over %.1f s of steps\n",
               totals.tokens / std::max(totals.seconds, 1e-12), totals.seconds);
-  std::printf("  time of the ranks: compute %.1f%%, communication %.1f%%, bubble and other %.1f%%\n",
-              compute, comm, 100.0 - compute - comm);
-  if (!config.logging.run_dir.empty()) std::printf("  run directory: %s\n", config.logging.run_dir.c_str());
-  if (!config.logging.metrics.empty()) std::printf("  metrics: %s\n", config.logging.metrics.c_str());
-  if (!config.logging.trace.empty()) std::printf("  trace: %s (open in Perfetto or chrome://tracing)\n", config.logging.trace.c_str());
-  if (!config.checkpoint.dir.empty()) std::printf("  checkpoints: %s\n", config.checkpoint.dir.c_str());
+  std::printf(
+      "  time of the ranks: compute %.1f%%, communication %.1f%%, bubble and other %.1f%%\n",
+      compute, comm, 100.0 - compute - comm);
+  if (!config.logging.run_dir.empty())
+    std::printf("  run directory: %s\n", config.logging.run_dir.c_str());
+  if (!config.logging.metrics.empty())
+    std::printf("  metrics: %s\n", config.logging.metrics.c_str());
+  if (!config.logging.trace.empty())
+    std::printf("  trace: %s (open in Perfetto or chrome://tracing)\n",
+                config.logging.trace.c_str());
+  if (!config.checkpoint.dir.empty())
+    std::printf("  checkpoints: %s\n", config.checkpoint.dir.c_str());
   std::fflush(stdout);
 }
 

@@ -37,8 +37,7 @@ struct RunTotals {
 };
 
 /// The closing summary on rank 0 (collective: gathers every rank's time split).
-void report_summary(const TrainConfig& config, const RunTotals& totals,
-                    std::optional<double> floor, const TimeSplit& split,
-                    ParallelContext& ctx);
+void report_summary(const TrainConfig& config, const RunTotals& totals, std::optional<double> floor,
+                    const TimeSplit& split, ParallelContext& ctx);
 
 }  // namespace trident

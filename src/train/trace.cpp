@@ -17,14 +17,20 @@ using pipeline::Op;
 
 const char* category_of(Op op) {
   switch (op) {
-    case Op::kForward: return "forward";
-    case Op::kBackward: return "backward";
+    case Op::kForward:
+      return "forward";
+    case Op::kBackward:
+      return "backward";
     case Op::kRecvActivation:
-    case Op::kRecvGrad: return "recv";
+    case Op::kRecvGrad:
+      return "recv";
     case Op::kSendActivation:
-    case Op::kSendGrad: return "send";
-    case Op::kReduceGrads: return "reduce";
-    case Op::kOptimizerStep: return "optimizer";
+    case Op::kSendGrad:
+      return "send";
+    case Op::kReduceGrads:
+      return "reduce";
+    case Op::kOptimizerStep:
+      return "optimizer";
   }
   return "other";
 }
@@ -32,15 +38,22 @@ const char* category_of(Op op) {
 std::string name_of(const InstructionRecord& r) {
   const int k = r.instruction.micro_batch;
   switch (r.instruction.op) {
-    case Op::kForward: return "forward " + std::to_string(k);
+    case Op::kForward:
+      return "forward " + std::to_string(k);
     case Op::kBackward:
       return (r.recompute ? "recompute+backward " : "backward ") + std::to_string(k);
-    case Op::kRecvActivation: return "recv activation " + std::to_string(k);
-    case Op::kRecvGrad: return "recv grad " + std::to_string(k);
-    case Op::kSendActivation: return "send activation " + std::to_string(k);
-    case Op::kSendGrad: return "send grad " + std::to_string(k);
-    case Op::kReduceGrads: return "reduce grads";
-    case Op::kOptimizerStep: return "optimizer step";
+    case Op::kRecvActivation:
+      return "recv activation " + std::to_string(k);
+    case Op::kRecvGrad:
+      return "recv grad " + std::to_string(k);
+    case Op::kSendActivation:
+      return "send activation " + std::to_string(k);
+    case Op::kSendGrad:
+      return "send grad " + std::to_string(k);
+    case Op::kReduceGrads:
+      return "reduce grads";
+    case Op::kOptimizerStep:
+      return "optimizer step";
   }
   return "?";
 }
@@ -92,8 +105,8 @@ void TraceRecorder::write(const std::string& path, ParallelContext& ctx) const {
     }
     all.resize(total);
   }
-  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-              MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+              0, MPI_COMM_WORLD);
   if (rank != 0) return;
 
   nlohmann::json trace;
@@ -110,8 +123,11 @@ void TraceRecorder::write(const std::string& path, ParallelContext& ctx) const {
     const GridCoord c = ctx.grid().coord_of(r);
     const std::string label = "rank " + std::to_string(r) + " (pp " + std::to_string(c.pp) +
                               " dp " + std::to_string(c.dp) + " tp " + std::to_string(c.tp) + ")";
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", label}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r},
+    events.push_back(
+        {{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"args", {{"name", label}}}});
+    events.push_back({{"name", "process_sort_index"},
+                      {"ph", "M"},
+                      {"pid", r},
                       {"args", {{"sort_index", c.pp * world + r}}}});
     for (auto e : per_rank[r]) {
       e["ts"] = e["ts"].get<double>() - origin;

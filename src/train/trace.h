@@ -12,8 +12,8 @@ class ParallelContext;
 
 /// Where a rank's time went over the recorded steps, in seconds.
 struct TimeSplit {
-  double wall = 0.0;     // from each step's start to its last instruction's end
-  double compute = 0.0;  // forward, backward (with recompute) and the optimizer step
+  double wall = 0.0;           // from each step's start to its last instruction's end
+  double compute = 0.0;        // forward, backward (with recompute) and the optimizer step
   double communication = 0.0;  // waiting on receives and on the gradient reduction
   double bubble() const { return wall - compute - communication; }
 };

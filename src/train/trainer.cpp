@@ -121,8 +121,8 @@ StepMetrics Trainer::step() {
   const double tp_wait_before = ctx_.tp().total_wait_seconds();
   const double pp_wait_before = ctx_.pp().total_wait_seconds();
   metrics.lr = lr_schedule.at(step);
-  const double loss_scale = 1.0 / static_cast<double>(config_.train.global_batch_size *
-                                                      config_.model.seq_len);
+  const double loss_scale =
+      1.0 / static_cast<double>(config_.train.global_batch_size * config_.model.seq_len);
   StepHooks hooks;
   hooks.begin_backward = [this](bool last) { optimizer_->begin_backward(last); };
   hooks.end_backward = [this]() { optimizer_->end_backward(); };

@@ -9,7 +9,8 @@ namespace trident {
 
 BucketLayout::BucketLayout(const std::vector<int64_t>& numels, int64_t bucket_size, int dp)
     : dp_(dp) {
-  if (dp < 1) throw std::invalid_argument("bucket layout: dp must be >= 1, got " + std::to_string(dp));
+  if (dp < 1)
+    throw std::invalid_argument("bucket layout: dp must be >= 1, got " + std::to_string(dp));
   if (bucket_size < 1)
     throw std::invalid_argument("bucket layout: zero.bucket_size must be >= 1 element, got " +
                                 std::to_string(bucket_size));

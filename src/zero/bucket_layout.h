@@ -11,10 +11,10 @@ namespace trident {
 /// A run of consecutive parameters reduced by one collective. `numel` includes the padding
 /// that makes it a multiple of dp; dp rank r owns [offset + r*shard_numel, +shard_numel).
 struct Bucket {
-  int64_t offset = 0;       // into the flat buffer
-  int64_t numel = 0;        // padded: a multiple of dp
-  int64_t data_numel = 0;   // without the padding (at the end of the bucket)
-  int64_t shard_numel = 0;  // numel / dp
+  int64_t offset = 0;          // into the flat buffer
+  int64_t numel = 0;           // padded: a multiple of dp
+  int64_t data_numel = 0;      // without the padding (at the end of the bucket)
+  int64_t shard_numel = 0;     // numel / dp
   std::vector<size_t> params;  // indices of its parameters, ascending
 };
 

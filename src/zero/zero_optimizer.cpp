@@ -2,11 +2,11 @@
 // each parameter's AccumulateGrad node, and the bucketed dp reductions they launch.
 #include "zero/zero_optimizer.h"
 
-#include <ATen/ATen.h>                                  // at::zeros, Tensor ops
-#include <c10/util/Exception.h>                         // TORCH_CHECK
-#include <torch/csrc/autograd/function.h>               // torch::autograd::Node
-#include <torch/csrc/autograd/function_hook.h>          // FunctionPostHook
-#include <torch/csrc/autograd/variable.h>               // impl::grad_accumulator
+#include <ATen/ATen.h>                          // at::zeros, Tensor ops
+#include <c10/util/Exception.h>                 // TORCH_CHECK
+#include <torch/csrc/autograd/function.h>       // torch::autograd::Node
+#include <torch/csrc/autograd/function_hook.h>  // FunctionPostHook
+#include <torch/csrc/autograd/variable.h>       // impl::grad_accumulator
 
 #include <algorithm>  // std::fill
 
@@ -90,13 +90,15 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
     const auto opts = at::TensorOptions().dtype(transport_dtype_).device(device_);
     if (max_bucket > 0)
       for (int s = 0; s < kSlots; ++s)
-        slots_.push_back({at::zeros({max_bucket}, opts), at::zeros({max_bucket / ctx.dp().size()}, opts)});
+        slots_.push_back(
+            {at::zeros({max_bucket}, opts), at::zeros({max_bucket / ctx.dp().size()}, opts)});
   }
 
   seen_.assign(params.size(), false);
   for (size_t i = 0; i < params.size(); ++i) {
     // The node is held weakly by the parameter: keep it alive so the hook stays.
-    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params[i].tensor);
+    std::shared_ptr<torch::autograd::Node> acc =
+        torch::autograd::impl::grad_accumulator(params[i].tensor);
     TORCH_CHECK(acc, "ZeroOptimizer: parameter ", params[i].spec.name, " has no grad accumulator");
     hook_keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyHook>(this, i)));
     accumulators_.push_back(std::move(acc));
@@ -254,8 +256,8 @@ void ZeroOptimizer::launch_sharded_grads(Group& g, size_t b) {
   }
   if (bucket.numel > bucket.data_numel)
     in.narrow(0, bucket.data_numel, bucket.numel - bucket.data_numel).zero_();
-  pending_.push_back({dp.reduce_scatter(out, in, ReduceOp::kSum),
-                      [shard, out]() mutable { shard.add_(out); }, s});
+  pending_.push_back(
+      {dp.reduce_scatter(out, in, ReduceOp::kSum), [shard, out]() mutable { shard.add_(out); }, s});
 }
 
 void ZeroOptimizer::launch_single_param(Group& g, size_t b, at::Tensor shard) {

@@ -107,10 +107,10 @@ class ZeroOptimizer {
   struct Group {
     std::vector<size_t> params;  // indices into params_, in buffer order
     BucketLayout layout;
-    at::Tensor data;        // (numel) param dtype
-    at::Tensor grad;        // stages 0/1: (numel) param dtype
-    at::Tensor grad_shard;  // stage 2: (domain) state dtype
-    at::Tensor master;      // bf16 params: (domain) fp32
+    at::Tensor data;                 // (numel) param dtype
+    at::Tensor grad;                 // stages 0/1: (numel) param dtype
+    at::Tensor grad_shard;           // stage 2: (domain) state dtype
+    at::Tensor master;               // bf16 params: (domain) fp32
     at::Tensor exp_avg, exp_avg_sq;  // (domain) state dtype
     std::vector<bool> launched;      // per bucket, in the current reduction round
     std::vector<int> ready;          // per bucket: parameters whose gradient is final
@@ -150,12 +150,12 @@ class ZeroOptimizer {
   AdamWOptions adamw_;
   at::ScalarType param_dtype_, state_dtype_, transport_dtype_;
   at::Device device_{at::kCPU};  // the parameters', and so every buffer's
-  std::vector<Group> groups_;  // [0]: the tied token embedding (may be empty), [1]: the rest
+  std::vector<Group> groups_;    // [0]: the tied token embedding (may be empty), [1]: the rest
   std::vector<std::pair<size_t, size_t>> where_;  // per param: (group, index in group)
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hook_keys_;
-  std::vector<bool> seen_;  // per param: its gradient arrived in this backward
-  std::deque<Pending> pending_;  // in posting order
+  std::vector<bool> seen_;          // per param: its gradient arrived in this backward
+  std::deque<Pending> pending_;     // in posting order
   static constexpr int kSlots = 2;  // stage 2's bucket buffers (double buffering)
   std::vector<Slot> slots_;
   int next_slot_ = 0;

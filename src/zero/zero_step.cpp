@@ -1,7 +1,5 @@
 // ZeroOptimizer, update side: the global gradient norm, AdamW on the rank's domain of each
 // bucket, the all-gather of updated parameters, and the accounting and checkpoint views.
-#include "zero/zero_optimizer.h"
-
 #include <ATen/ATen.h>           // Tensor ops
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
@@ -9,6 +7,7 @@
 #include <cmath>      // std::pow, std::sqrt
 
 #include "parallel/parallel_context.h"  // ParallelContext
+#include "zero/zero_optimizer.h"
 
 namespace trident {
 
@@ -59,13 +58,14 @@ double ZeroOptimizer::grad_norm() {
       const Range mine = g.layout.shard(b, dp_rank);
       for (size_t k : g.layout.buckets()[b].params) {
         const ParamSpec& spec = params_[g.params[k]].spec;
-        if (spec.tied_copy) continue;  // counted on the first stage
+        if (spec.tied_copy) continue;                             // counted on the first stage
         if (spec.shard.replicated() && !first_tp_rank) continue;  // counted on tp rank 0
         const Range part = g.layout.param_part(k, mine);
         if (part.size() == 0) continue;
-        at::Tensor grad = zero_.stage == 2
-            ? g.grad_shard.narrow(0, state_offset(g, b) + part.begin - mine.begin, part.size())
-            : g.grad.narrow(0, part.begin, part.size());
+        at::Tensor grad =
+            zero_.stage == 2
+                ? g.grad_shard.narrow(0, state_offset(g, b) + part.begin - mine.begin, part.size())
+                : g.grad.narrow(0, part.begin, part.size());
         local += sum_of_squares(grad);
       }
     }
@@ -93,7 +93,8 @@ void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_sca
   const int64_t so = state_offset(g, b);
   const int64_t n = dom.size();
   at::Tensor param = g.data.narrow(0, dom.begin, n);
-  at::Tensor grad = zero_.stage == 2 ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, dom.begin, n);
+  at::Tensor grad =
+      zero_.stage == 2 ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, dom.begin, n);
   at::Tensor master = g.master.defined() ? g.master.narrow(0, so, n) : param;
   at::Tensor exp_avg = g.exp_avg.narrow(0, so, n);
   at::Tensor exp_avg_sq = g.exp_avg_sq.narrow(0, so, n);
@@ -177,7 +178,8 @@ void ZeroOptimizer::reload_master_from_params_of(Group& g) {
   if (!g.master.defined()) return;
   for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
     const Range dom = domain(g, b);
-    g.master.narrow(0, state_offset(g, b), dom.size()).copy_(g.data.narrow(0, dom.begin, dom.size()));
+    g.master.narrow(0, state_offset(g, b), dom.size())
+        .copy_(g.data.narrow(0, dom.begin, dom.size()));
   }
 }
 

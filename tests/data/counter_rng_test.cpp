@@ -1,12 +1,12 @@
 // Tests of the counter-based generator: Philox known answers, the moments of the
 // uniform and normal values, and independence from how many values are drawn.
+#include "data/counter_rng.h"  // philox4x32_10, random_u64, uniform_at, normal_at, ...
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <algorithm>  // std::min, std::max
 #include <cmath>      // std::sqrt, std::abs
 #include <vector>     // std::vector
-
-#include "data/counter_rng.h"  // philox4x32_10, random_u64, uniform_at, normal_at, ...
 
 namespace trident::data {
 namespace {
@@ -67,11 +67,11 @@ TEST(CounterRng, NormalHasMeanZeroVarianceOneOverMillionDraws) {
     beyond2 += std::abs(z) > 2.0;
   }
   const double mean = sum / n, var = sum2 / n - mean * mean;
-  EXPECT_NEAR(mean, 0.0, 5 / std::sqrt(n));              // SE 0.001
-  EXPECT_NEAR(var, 1.0, 5 * std::sqrt(2.0 / n));          // SE 0.0014
-  EXPECT_NEAR(sum4 / n, 3.0, 5 * std::sqrt(96.0 / n));    // fourth moment of N(0,1)
-  EXPECT_NEAR(lag / n, 0.0, 5 / std::sqrt(n));            // neighbours uncorrelated
-  const double p2 = 0.045500263896358;                    // P(|Z| > 2)
+  EXPECT_NEAR(mean, 0.0, 5 / std::sqrt(n));             // SE 0.001
+  EXPECT_NEAR(var, 1.0, 5 * std::sqrt(2.0 / n));        // SE 0.0014
+  EXPECT_NEAR(sum4 / n, 3.0, 5 * std::sqrt(96.0 / n));  // fourth moment of N(0,1)
+  EXPECT_NEAR(lag / n, 0.0, 5 / std::sqrt(n));          // neighbours uncorrelated
+  const double p2 = 0.045500263896358;                  // P(|Z| > 2)
   EXPECT_NEAR(static_cast<double>(beyond2) / n, p2, 5 * std::sqrt(p2 * (1 - p2) / n));
 }
 

@@ -42,7 +42,8 @@ void put(std::string& bytes, T value) {
 }
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 /// An llm.c shard: 256 int32 header (magic, version, count), then uint16 tokens.

@@ -1,14 +1,15 @@
 // Tests of the synthetic Markov chain: structure, the stationary distribution and the
 // entropy rate against brute-force estimates from long samples.
+#include "data/markov_chain.h"  // MarkovChain
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
-#include <cmath>    // std::log, std::sqrt, std::abs
-#include <set>      // std::set
-#include <vector>   // std::vector
+#include <cmath>   // std::log, std::sqrt, std::abs
+#include <set>     // std::set
+#include <vector>  // std::vector
 
-#include "data/counter_rng.h"   // hash_name
-#include "data/markov_chain.h"  // MarkovChain
-#include "data_test_util.h"     // error_of
+#include "data/counter_rng.h"  // hash_name
+#include "data_test_util.h"    // error_of
 
 namespace trident::data {
 namespace {
@@ -88,7 +89,8 @@ TEST(MarkovChain, EntropyRateMatchesEmpiricalLossOfTwoMillionTokens) {
   std::vector<int32_t> tokens(n);
   chain.sample(hash_name(7, "test.long"), n, tokens.data());
   std::vector<double> loss(n - 1);
-  for (int64_t t = 0; t + 1 < n; ++t) loss[t] = -std::log(chain.probability(tokens[t], tokens[t + 1]));
+  for (int64_t t = 0; t + 1 < n; ++t)
+    loss[t] = -std::log(chain.probability(tokens[t], tokens[t + 1]));
   const Estimate e = batch_means(loss, 200);
   EXPECT_LT(e.se, 0.003);  // the estimate is sharp enough to mean something
   EXPECT_NEAR(e.mean, chain.entropy_rate(), 4 * e.se)
@@ -137,8 +139,7 @@ TEST(MarkovChain, FirstTokenIsDrawnFromTheStationaryDistribution) {
 
 TEST(MarkovChain, RejectsTooFewStatesOrSuccessors) {
   using test_util::error_of;
-  EXPECT_EQ(error_of([] { MarkovChain(2, 2, 0); }),
-            "synthetic data needs model.vocab >= 3, got 2");
+  EXPECT_EQ(error_of([] { MarkovChain(2, 2, 0); }), "synthetic data needs model.vocab >= 3, got 2");
   EXPECT_EQ(error_of([] { MarkovChain(100, 1, 0); }),
             "data.markov_successors = 1 must lie in [2, model.vocab - 1 = 99]");
   EXPECT_EQ(error_of([] { MarkovChain(100, 100, 0); }),

@@ -8,10 +8,10 @@
 #include <string>   // std::string
 #include <vector>   // std::vector
 
-#include "data/bpe.h"          // ByteLevelBpe
-#include "data/tokenizer.h"    // ByteTokenizer, make_tokenizer
-#include "data_test_util.h"    // TempDir, write_bytes, error_of
-#include "test_bpe_vocab.h"    // TestVocab, small_vocab, gpt2_char, gpt2_text
+#include "data/bpe.h"        // ByteLevelBpe
+#include "data/tokenizer.h"  // ByteTokenizer, make_tokenizer
+#include "data_test_util.h"  // TempDir, write_bytes, error_of
+#include "test_bpe_vocab.h"  // TestVocab, small_vocab, gpt2_char, gpt2_text
 
 namespace trident::data {
 namespace {
@@ -24,7 +24,8 @@ class BpeTest : public ::testing::Test {
  protected:
   BpeTest() {
     small_vocab().write(dir_ / "vocab.json", dir_ / "merges.txt");
-    bpe_ = std::make_unique<ByteLevelBpe>(ByteLevelBpe::load(dir_ / "vocab.json", dir_ / "merges.txt"));
+    bpe_ = std::make_unique<ByteLevelBpe>(
+        ByteLevelBpe::load(dir_ / "vocab.json", dir_ / "merges.txt"));
   }
   Ids encode(const std::string& text) const {
     Ids ids = bpe_->encode(text);
@@ -82,8 +83,8 @@ TEST_F(BpeTest, UnicodeFallsBackToBytes) {
   // é is C3 A9, which merge 270 joins.
   EXPECT_EQ(encode("café"), (Ids{'c', 'a', 'f', 270}));
   EXPECT_EQ(encode(" Ωμ"), (Ids{' ', 0xCE, 0xA9, 0xCE, 0xBC}));
-  EXPECT_EQ(encode(" привет"), (Ids{' ', 0xD0, 0xBF, 0xD1, 0x80, 0xD0, 0xB8, 0xD0, 0xB2, 0xD0,
-                                    0xB5, 0xD1, 0x82}));
+  EXPECT_EQ(encode(" привет"),
+            (Ids{' ', 0xD0, 0xBF, 0xD1, 0x80, 0xD0, 0xB8, 0xD0, 0xB2, 0xD0, 0xB5, 0xD1, 0x82}));
   EXPECT_EQ(encode("中"), (Ids{0xE4, 0xB8, 0xAD}));
   EXPECT_EQ(encode(" 🙂"), (Ids{' ', 0xF0, 0x9F, 0x99, 0x82}));
   EXPECT_EQ(encode("a\xFF"), (Ids{'a', 0xFF}));  // malformed UTF-8 survives too

@@ -51,34 +51,44 @@ TEST_F(BpeErrors, MalformedVocabulary) {
   const std::string bad_json = load_error("{\"a\": 1,", "");
   EXPECT_EQ(bad_json.rfind("vocab file " + vocab_ + " is not valid JSON (", 0), 0u) << bad_json;
   EXPECT_NE(bad_json.find(std::string("); ") + kVocabFix), std::string::npos) << bad_json;
-  EXPECT_EQ(load_error("[1, 2]", ""), "vocab file " + vocab_ +
-                                          " is not a JSON object of token → id (found array); " +
-                                          kVocabFix);
+  EXPECT_EQ(
+      load_error("[1, 2]", ""),
+      "vocab file " + vocab_ + " is not a JSON object of token → id (found array); " + kVocabFix);
   EXPECT_EQ(load_error("{\"a\": \"x\"}", ""),
-            "vocab file " + vocab_ + ": token \"a\" has id \"x\"; ids must be integers from 0 to "
-            "16,777,215; " + kVocabFix);
+            "vocab file " + vocab_ +
+                ": token \"a\" has id \"x\"; ids must be integers from 0 to "
+                "16,777,215; " +
+                kVocabFix);
   EXPECT_EQ(load_error("{\"a\": 0, \"b\": 0}", ""),
-            "vocab file " + vocab_ + ": id 0 is given to \"b\" and to \"a\"; each id must name one "
-            "token");
+            "vocab file " + vocab_ +
+                ": id 0 is given to \"b\" and to \"a\"; each id must name one "
+                "token");
   // A literal space is not in GPT-2's alphabet (it writes "Ġ").
   EXPECT_EQ(load_error("{\" the\": 5}", ""),
-            "vocab file " + vocab_ + ": token \" the\" is not written in GPT-2's byte-to-unicode "
-            "alphabet; only byte-level BPE vocabularies (GPT-2's) are supported");
+            "vocab file " + vocab_ +
+                ": token \" the\" is not written in GPT-2's byte-to-unicode "
+                "alphabet; only byte-level BPE vocabularies (GPT-2's) are supported");
 }
 
 TEST_F(BpeErrors, MalformedMerges) {
   EXPECT_EQ(load_error(bytes_only(), "#version: 0.2\nĠt\n"),
-            "merges file " + merges_ + " line 2: expected two tokens separated by one space, got "
-            "'Ġt'; " + kMergesFix);
+            "merges file " + merges_ +
+                " line 2: expected two tokens separated by one space, got "
+                "'Ġt'; " +
+                kMergesFix);
   EXPECT_EQ(load_error(bytes_only(), "a b c\n"),
-            "merges file " + merges_ + " line 1: expected two tokens separated by one space, got "
-            "'a b c'; " + kMergesFix);
+            "merges file " + merges_ +
+                " line 1: expected two tokens separated by one space, got "
+                "'a b c'; " +
+                kMergesFix);
 }
 
 TEST_F(BpeErrors, MergesThatDoNotFitTheVocabulary) {
   EXPECT_EQ(load_error(bytes_only(), "#version: 0.2\nĠ t\n"),
-            "merges file " + merges_ + " line 2: merge 'Ġ t' gives 'Ġt', which is not in vocab "
-            "file " + vocab_ + kMismatch);
+            "merges file " + merges_ +
+                " line 2: merge 'Ġ t' gives 'Ġt', which is not in vocab "
+                "file " +
+                vocab_ + kMismatch);
   EXPECT_EQ(load_error(bytes_only(), "Ġthe r\n"),
             "merges file " + merges_ + " line 1: 'Ġthe r': 'Ġthe' is not in vocab file " + vocab_ +
                 kMismatch);
@@ -91,17 +101,24 @@ TEST_F(BpeErrors, ByteWithoutToken) {
   std::ofstream(merges_) << "";
   const ByteLevelBpe bpe = ByteLevelBpe::load(vocab_, merges_);
   EXPECT_EQ(error_of([&] { bpe.encode("jazz"); }),
-            "vocab file " + vocab_ + " has no token for byte 0x7A ('z' in GPT-2's alphabet); a "
-            "byte-level vocabulary needs all 256 single-byte tokens");
+            "vocab file " + vocab_ +
+                " has no token for byte 0x7A ('z' in GPT-2's alphabet); a "
+                "byte-level vocabulary needs all 256 single-byte tokens");
 }
 
 TEST(TokenizerOptions, NamesTheFix) {
-  EXPECT_EQ(error_of([] { make_tokenizer({"wordpiece", "", ""}); }),
+  EXPECT_EQ(error_of([] {
+              make_tokenizer({"wordpiece", "", ""});
+            }),
             "unknown tokenizer 'wordpiece'; use --tokenizer byte or gpt2");
-  EXPECT_EQ(error_of([] { make_tokenizer({"gpt2", "vocab.json", ""}); }),
+  EXPECT_EQ(error_of([] {
+              make_tokenizer({"gpt2", "vocab.json", ""});
+            }),
             "--tokenizer gpt2 needs --vocab vocab.json and --merges merges.txt (the files of "
             "GPT-2's tokenizer from Hugging Face)");
-  EXPECT_EQ(error_of([] { make_tokenizer({"byte", "vocab.json", ""}); }),
+  EXPECT_EQ(error_of([] {
+              make_tokenizer({"byte", "vocab.json", ""});
+            }),
             "--vocab and --merges are for --tokenizer gpt2; the byte tokenizer needs no files "
             "(drop them, or use --tokenizer gpt2)");
   EXPECT_EQ(make_tokenizer({"byte", "", ""})->describe(), "byte (256 tokens)");

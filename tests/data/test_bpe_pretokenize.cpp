@@ -98,7 +98,7 @@ TEST(BpeUnicode, ClassesOfCommonScripts) {
 TEST(BpeUnicode, DecodesAndWaitsForIncompleteSequences) {
   EXPECT_EQ(decode_utf8("é", 0).code_point, U'é');
   EXPECT_EQ(decode_utf8("🙂", 0).bytes, 4u);
-  EXPECT_EQ(decode_utf8("\xC0\xAF", 0).code_point, kInvalidCodePoint);  // overlong '/'
+  EXPECT_EQ(decode_utf8("\xC0\xAF", 0).code_point, kInvalidCodePoint);      // overlong '/'
   EXPECT_EQ(decode_utf8("\xED\xA0\x80", 0).code_point, kInvalidCodePoint);  // surrogate
   EXPECT_EQ(incomplete_utf8_tail("ab\xF0\x9F\x99"), 3u);
   EXPECT_EQ(incomplete_utf8_tail("ab\xC3"), 1u);
@@ -109,15 +109,17 @@ TEST(BpeUnicode, DecodesAndWaitsForIncompleteSequences) {
 
 TEST(BpePretokenize, PiecesSplitAsTheWhole) {
   const std::string text =
-      "don't  stop\n\n\nwe'll 2024 café Ωμέγα 中文🙂🙂 they're   \t x²! 'S ''re\u3000end  \n";
+      "don't  stop\n\n\nwe'll 2024 café Ωμέγα 中文🙂🙂 "
+      "they're   \t x²! 'S ''re\u3000end  \n";
   for (size_t piece = 1; piece <= text.size() + 1; ++piece)
     EXPECT_EQ(words_in_pieces(text, piece), words_of(text)) << "piece " << piece;
 }
 
 TEST(BpePretokenize, RandomBytesInPiecesSplitAsTheWhole) {
   // Arbitrary bytes, malformed UTF-8 included, in random pieces.
-  const std::string alphabet[] = {"a", "Z", " ", "  ", "\n", "\t", "'", "'re", "'l", "7", ".",
-                                  "é", "\xC3", "\xA9", "\xF0\x9F", "\x99\x82", "\xFF", "中", "²"};
+  const std::string alphabet[] = {"a",        "Z",        " ",    "  ", "\n", "\t",   "'",
+                                  "'re",      "'l",       "7",    ".",  "é",  "\xC3", "\xA9",
+                                  "\xF0\x9F", "\x99\x82", "\xFF", "中", "²"};
   std::mt19937 rng(7);
   for (int trial = 0; trial < 300; ++trial) {
     std::string text;

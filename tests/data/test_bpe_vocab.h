@@ -2,12 +2,12 @@
 // independently of the library, and a small vocab.json + merges.txt that a test writes.
 #pragma once
 
-#include <cstdint>           // uint8_t
-#include <fstream>           // std::ofstream
-#include <nlohmann/json.hpp> // nlohmann::json
-#include <string>            // std::string
-#include <utility>           // std::pair
-#include <vector>            // std::vector
+#include <cstdint>            // uint8_t
+#include <fstream>            // std::ofstream
+#include <nlohmann/json.hpp>  // nlohmann::json
+#include <string>             // std::string
+#include <utility>            // std::pair
+#include <vector>             // std::vector
 
 namespace trident::data::test_util {
 
@@ -56,7 +56,8 @@ struct TestVocab {
   }
   std::string merges_txt() const {
     std::string text = "#version: 0.2\n";
-    for (const auto& [left, right] : merges) text += gpt2_text(left) + " " + gpt2_text(right) + "\n";
+    for (const auto& [left, right] : merges)
+      text += gpt2_text(left) + " " + gpt2_text(right) + "\n";
     return text;
   }
   void write(const std::string& vocab_path, const std::string& merges_path) const {
@@ -68,22 +69,22 @@ struct TestVocab {
 /// The merges the tests use, with the ids they get.
 inline TestVocab small_vocab() {
   return TestVocab{{
-      {" ", "t"},     // 256 "Ġt"
-      {"h", "e"},     // 257 "he"
-      {" t", "he"},   // 258 "Ġthe"
-      {"i", "n"},     // 259 "in"
-      {" ", "w"},     // 260 "Ġw"
-      {"e", "l"},     // 261 "el"
-      {"el", "l"},    // 262 "ell"
-      {" ", " "},     // 263 "ĠĠ"
-      {"\n", "\n"},   // 264 "ĊĊ"
-      {"2", "0"},     // 265 "20"
-      {" ", "20"},    // 266 "Ġ20"
-      {"'", "t"},     // 267 "'t"
-      {"o", "n"},     // 268 "on"
-      {"d", "on"},    // 269 "don"
+      {" ", "t"},        // 256 "Ġt"
+      {"h", "e"},        // 257 "he"
+      {" t", "he"},      // 258 "Ġthe"
+      {"i", "n"},        // 259 "in"
+      {" ", "w"},        // 260 "Ġw"
+      {"e", "l"},        // 261 "el"
+      {"el", "l"},       // 262 "ell"
+      {" ", " "},        // 263 "ĠĠ"
+      {"\n", "\n"},      // 264 "ĊĊ"
+      {"2", "0"},        // 265 "20"
+      {" ", "20"},       // 266 "Ġ20"
+      {"'", "t"},        // 267 "'t"
+      {"o", "n"},        // 268 "on"
+      {"d", "on"},       // 269 "don"
       {"\xC3", "\xA9"},  // 270 "Ã©", the UTF-8 of é
-      {"'", "r"},     // 271 "'r": only the contraction word "'re" starts with it
+      {"'", "r"},        // 271 "'r": only the contraction word "'re" starts with it
   }};
 }
 

@@ -31,9 +31,10 @@ std::string read_file(const std::string& path) {
 /// About 5 KB of text with multi-byte characters, whitespace runs, contractions and
 /// newlines, so that a small buffer cuts through all of them.
 std::string mixed_text() {
-  const char* pieces[] = {"The", " the", " theory", "don't", " we'll", "  ", "   ", "\n", "\n\n",
-                          "\t", "café", " Ωμέγα", " привет", "中文", "🙂", " 2024", "!?", " ",
-                          "e\u0301", "x²", "'re", " they're", "Hello", "inthe", ",", "\u3000"};
+  const char* pieces[] = {"The",      " the",  " theory", "don't", " we'll",  "  ",      "   ",
+                          "\n",       "\n\n",  "\t",      "café",  " Ωμέγα",  " привет", "中文",
+                          "🙂",     " 2024", "!?",      " ",     "e\u0301", "x²",      "'re",
+                          " they're", "Hello", "inthe",   ",",     "\u3000"};
   std::mt19937 rng(2024);
   std::string text;
   while (text.size() < 5000) text += pieces[rng() % std::size(pieces)];
@@ -51,7 +52,8 @@ class PrepareTest : public ::testing::Test {
  protected:
   PrepareTest() {
     small_vocab().write(dir_ / "vocab.json", dir_ / "merges.txt");
-    bpe_ = std::make_unique<ByteLevelBpe>(ByteLevelBpe::load(dir_ / "vocab.json", dir_ / "merges.txt"));
+    bpe_ = std::make_unique<ByteLevelBpe>(
+        ByteLevelBpe::load(dir_ / "vocab.json", dir_ / "merges.txt"));
     write_bytes(text_path_, text_);
   }
   PrepareStats prepare(const Tokenizer& tokenizer, const std::string& out, size_t buffer,
@@ -72,8 +74,8 @@ class PrepareTest : public ::testing::Test {
 
 TEST_F(PrepareTest, SmallBuffersGiveTheSameFileForBothTokenizers) {
   ASSERT_GE(text_.size(), 5000u);
-  for (const Tokenizer* tokenizer : {static_cast<const Tokenizer*>(bpe_.get()),
-                                     static_cast<const Tokenizer*>(&bytes_)}) {
+  for (const Tokenizer* tokenizer :
+       {static_cast<const Tokenizer*>(bpe_.get()), static_cast<const Tokenizer*>(&bytes_)}) {
     const std::string whole = dir_ / "whole.bin";
     const PrepareStats stats = prepare(*tokenizer, whole, 1 << 20);
     const Ids expected = tokenizer->encode(text_);
@@ -83,7 +85,8 @@ TEST_F(PrepareTest, SmallBuffersGiveTheSameFileForBothTokenizers) {
     for (size_t buffer : {1, 2, 3, 7, 64, 4999}) {
       const std::string streamed = dir_ / ("streamed" + std::to_string(buffer) + ".bin");
       prepare(*tokenizer, streamed, buffer);
-      EXPECT_EQ(read_file(streamed), read_file(whole)) << tokenizer->describe() << ", buffer " << buffer;
+      EXPECT_EQ(read_file(streamed), read_file(whole))
+          << tokenizer->describe() << ", buffer " << buffer;
     }
   }
 }
@@ -112,7 +115,8 @@ TEST_F(PrepareTest, WritesAnLlmcHeaderThatTheTrainerReads) {
   EXPECT_EQ(tokens.format(), TokenFormat::kLlmc);
   EXPECT_EQ(tokens.dtype(), TokenDtype::kUint16);
   const auto source = open_source({out, /*vocab=*/256, /*seq_len=*/16, /*seed=*/1});
-  EXPECT_EQ(source->describe(), "llm.c shard " + out + ": " + format_count(text_.size()) + " tokens");
+  EXPECT_EQ(source->describe(),
+            "llm.c shard " + out + ": " + format_count(text_.size()) + " tokens");
   EXPECT_FALSE(std::ifstream(out + ".tmp").good());
 }
 

@@ -1,19 +1,18 @@
 // Tests of prepare-data's errors and progress line: each error names the file and the
 // fix and leaves the output as it was; the progress line is plain lines off a terminal.
 #include <gtest/gtest.h>  // TEST, EXPECT_*
-
-#include <stdio.h>  // open_memstream
+#include <stdio.h>        // open_memstream
 
 #include <cstdio>   // std::fclose
 #include <fstream>  // std::ifstream, std::ofstream
 #include <regex>    // std::regex_match
 #include <string>   // std::string
 
-#include "data/bpe.h"              // ByteLevelBpe
-#include "data/prepare.h"          // prepare_token_file
-#include "data/prepare_progress.h" // Progress
-#include "data_test_util.h"        // TempDir, write_bytes, error_of
-#include "test_bpe_vocab.h"        // TestVocab, small_vocab
+#include "data/bpe.h"               // ByteLevelBpe
+#include "data/prepare.h"           // prepare_token_file
+#include "data/prepare_progress.h"  // Progress
+#include "data_test_util.h"         // TempDir, write_bytes, error_of
+#include "test_bpe_vocab.h"         // TestVocab, small_vocab
 
 namespace trident::data {
 namespace {
@@ -52,8 +51,9 @@ class PrepareErrors : public ::testing::Test {
 };
 
 TEST_F(PrepareErrors, MissingInput) {
-  EXPECT_EQ(prepare_error(bytes_, {text_, dir_ / "missing.txt"}, out_),
-            "input file " + (dir_ / "missing.txt") + " not found; pass existing text files to --in");
+  EXPECT_EQ(
+      prepare_error(bytes_, {text_, dir_ / "missing.txt"}, out_),
+      "input file " + (dir_ / "missing.txt") + " not found; pass existing text files to --in");
   expect_output_untouched();
   EXPECT_EQ(prepare_error(bytes_, {dir_ / ""}, out_),
             "input file " + (dir_ / "") + " is a directory; pass the text files in it to --in");
@@ -65,8 +65,9 @@ TEST_F(PrepareErrors, MissingInput) {
 TEST_F(PrepareErrors, OutputDirectoryMissing) {
   const std::string out = dir_ / "no/such/dir/out.bin";
   EXPECT_EQ(prepare_error(bytes_, {text_}, out),
-            "cannot create " + out + ".tmp: No such file or directory; choose an --out in an "
-            "existing, writable directory");
+            "cannot create " + out +
+                ".tmp: No such file or directory; choose an --out in an "
+                "existing, writable directory");
 }
 
 TEST_F(PrepareErrors, TokenIdsAboveUint16) {
@@ -75,9 +76,11 @@ TEST_F(PrepareErrors, TokenIdsAboveUint16) {
   std::ofstream(dir_ / "vocab.json") << vocab.dump();
   std::ofstream(dir_ / "merges.txt") << small_vocab().merges_txt();
   const ByteLevelBpe bpe = ByteLevelBpe::load(dir_ / "vocab.json", dir_ / "merges.txt");
-  EXPECT_EQ(prepare_error(bpe, {text_}, out_),
-            "tokenizer " + bpe.describe() + " has token ids up to 70,000, but llm.c token files "
-            "hold uint16 ids (at most 65,535); use a vocabulary whose ids are all below 65,536");
+  EXPECT_EQ(
+      prepare_error(bpe, {text_}, out_),
+      "tokenizer " + bpe.describe() +
+          " has token ids up to 70,000, but llm.c token files "
+          "hold uint16 ids (at most 65,535); use a vocabulary whose ids are all below 65,536");
   expect_output_untouched();
 }
 
@@ -87,8 +90,9 @@ TEST_F(PrepareErrors, EndOfTextMissing) {
   vocab.write(dir_ / "vocab.json", dir_ / "merges.txt");
   const ByteLevelBpe bpe = ByteLevelBpe::load(dir_ / "vocab.json", dir_ / "merges.txt");
   EXPECT_EQ(prepare_error(bpe, {text_}, out_, /*eot=*/true),
-            "--append-eot: tokenizer " + bpe.describe() + " has no end-of-text token "
-            "(\"<|endoftext|>\" in vocab.json); add it to the vocabulary or drop --append-eot");
+            "--append-eot: tokenizer " + bpe.describe() +
+                " has no end-of-text token "
+                "(\"<|endoftext|>\" in vocab.json); add it to the vocabulary or drop --append-eot");
   expect_output_untouched();
 }
 
@@ -99,8 +103,9 @@ TEST_F(PrepareErrors, FailureMidwayLeavesTheOutputAlone) {
   std::ofstream(dir_ / "merges.txt") << "";
   const ByteLevelBpe bpe = ByteLevelBpe::load(dir_ / "vocab.json", dir_ / "merges.txt");
   EXPECT_EQ(prepare_error(bpe, {text_}, out_),
-            "vocab file " + (dir_ / "vocab.json") + " has no token for byte 0x78 ('x' in GPT-2's "
-            "alphabet); a byte-level vocabulary needs all 256 single-byte tokens");
+            "vocab file " + (dir_ / "vocab.json") +
+                " has no token for byte 0x78 ('x' in GPT-2's "
+                "alphabet); a byte-level vocabulary needs all 256 single-byte tokens");
   expect_output_untouched();
 }
 
@@ -130,7 +135,8 @@ TEST(PrepareProgress, AtMostOneLinePerInterval) {
   std::fclose(out);
   const std::string text(buffer, size);
   free(buffer);
-  EXPECT_TRUE(std::regex_match(text, std::regex("prepare-data: 0\\.0 MB, [0-9.]+ MB/s, 100 tokens\n")))
+  EXPECT_TRUE(
+      std::regex_match(text, std::regex("prepare-data: 0\\.0 MB, [0-9.]+ MB/s, 100 tokens\n")))
       << text;
 }
 

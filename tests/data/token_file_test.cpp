@@ -1,13 +1,14 @@
 // Tests of token files: each format read back from files written here, detection from
 // content and from the path forms X / X.bin / X.idx, and each format error's message.
+#include "data/token_file.h"  // TokenFile, detect_format
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <cstdint>     // int32_t, int64_t, uint16_t
 #include <filesystem>  // std::filesystem::resize_file
 #include <vector>      // std::vector
 
-#include "data/token_file.h"  // TokenFile, detect_format
-#include "data_test_util.h"   // TempDir, write_llmc, write_megatron, write_raw, error_of
+#include "data_test_util.h"  // TempDir, write_llmc, write_megatron, write_raw, error_of
 
 namespace trident::data {
 namespace {
@@ -46,8 +47,8 @@ TEST(TokenFile, ReadsRawUint16) {
 TEST(TokenFile, ReadsMegatronUint16AsConcatenatedDocuments) {
   TempDir dir;
   write_megatron<uint16_t>(dir / "corpus_text_document", {{5, 6, 7}, {65000}, {}, {8, 9}}, 8);
-  for (const char* given : {"corpus_text_document", "corpus_text_document.bin",
-                            "corpus_text_document.idx"}) {
+  for (const char* given :
+       {"corpus_text_document", "corpus_text_document.bin", "corpus_text_document.idx"}) {
     const TokenFile f = TokenFile::open(dir / given);
     EXPECT_EQ(f.format(), TokenFormat::kMegatron) << given;
     EXPECT_EQ(f.dtype(), TokenDtype::kUint16);
@@ -76,10 +77,10 @@ TEST(TokenFile, ReadsMegatronInt32AndOtherIntegerDtypes) {
 
 TEST(TokenFile, DetectionPicksFormatFromContent) {
   TempDir dir;
-  write_llmc(dir / "a.bin", {1, 2});       // llm.c magic, even size
-  write_raw(dir / "b.bin", {1, 2, 3});     // no magic, even size
+  write_llmc(dir / "a.bin", {1, 2});    // llm.c magic, even size
+  write_raw(dir / "b.bin", {1, 2, 3});  // no magic, even size
   write_megatron<uint16_t>(dir / "c", {{1, 2}}, 8);
-  write_llmc(dir / "d.dat", {1});          // any name: the content decides
+  write_llmc(dir / "d.dat", {1});  // any name: the content decides
   EXPECT_EQ(detect_format(dir / "a.bin").format, TokenFormat::kLlmc);
   EXPECT_EQ(detect_format(dir / "b.bin").format, TokenFormat::kRawUint16);
   EXPECT_EQ(detect_format(dir / "d.dat").format, TokenFormat::kLlmc);
@@ -121,12 +122,14 @@ TEST(TokenFile, UnknownOrCorruptFormatsAreRefused) {
                 ".idx beside it); convert it to uint16 tokens with `trident prepare-data`");
 
   write_llmc(dir / "v2.bin", {1, 2}, 2);
-  EXPECT_NE(error_of([&] { TokenFile::open(dir / "v2.bin"); })
-                .find("llm.c shard version 2 is not supported (expected 1"),
+  EXPECT_NE(error_of([&] {
+              TokenFile::open(dir / "v2.bin");
+            }).find("llm.c shard version 2 is not supported (expected 1"),
             std::string::npos);
   write_llmc(dir / "cut.bin", {1, 2, 3}, 1, 10);
-  EXPECT_NE(error_of([&] { TokenFile::open(dir / "cut.bin"); })
-                .find("llm.c header says 10 tokens (1,044 bytes) but the file has 1,030 bytes"),
+  EXPECT_NE(error_of([&] {
+              TokenFile::open(dir / "cut.bin");
+            }).find("llm.c header says 10 tokens (1,044 bytes) but the file has 1,030 bytes"),
             std::string::npos);
 }
 
@@ -136,7 +139,8 @@ TEST(TokenFile, BadMegatronIndexIsRefused) {
   write_megatron<uint16_t>(dir / "m", {{1, 2}}, 8);
   write_bytes(dir / "m.idx", std::string("NOTANIDX\0", 9) + std::string(40, '\0'));
   EXPECT_EQ(error_of([&] { TokenFile::open(dir / "m"); }),
-            "data index " + (dir / "m.idx") + ": not a Megatron index (bad magic, expected MMIDIDX)" + fix);
+            "data index " + (dir / "m.idx") +
+                ": not a Megatron index (bad magic, expected MMIDIDX)" + fix);
 
   write_megatron<uint16_t>(dir / "v", {{1, 2}}, 8, 2);
   EXPECT_EQ(error_of([&] { TokenFile::open(dir / "v.idx"); }),
@@ -146,7 +150,8 @@ TEST(TokenFile, BadMegatronIndexIsRefused) {
   EXPECT_EQ(error_of([&] { TokenFile::open(dir / "f.bin"); }),
             "data index " + (dir / "f.idx") +
                 ": dtype code 7 (float32) is not supported; token ids must be integers "
-                "(codes 1-5 or 8)" + fix);
+                "(codes 1-5 or 8)" +
+                fix);
 
   write_megatron<uint16_t>(dir / "short", {{1, 2, 3}, {4}}, 8);
   write_raw(dir / "short.bin", {1, 2, 3});  // one token missing

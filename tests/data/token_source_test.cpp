@@ -1,16 +1,17 @@
 // Tests of the trainer's view of data: step s's batch is a pure function of (seed, s),
 // any slicing of it gives the same sequences, file windows follow the documented
 // formula, the synthetic loss floor is the achieved loss, and open_source's errors.
+#include "data/token_source.h"  // open_source, fill_batch, sequence_key
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <algorithm>  // std::min, std::max
-#include <cmath>    // std::log, std::sqrt
-#include <cstdint>  // int32_t, int64_t
-#include <vector>   // std::vector
+#include <cmath>      // std::log, std::sqrt
+#include <cstdint>    // int32_t, int64_t
+#include <vector>     // std::vector
 
 #include "data/counter_rng.h"   // random_u64
 #include "data/markov_chain.h"  // MarkovChain
-#include "data/token_source.h"  // open_source, fill_batch, sequence_key
 #include "data_test_util.h"     // TempDir, write_*, error_of
 
 namespace trident::data {
@@ -117,7 +118,8 @@ TEST(TokenSource, DescribeNamesSourceAndSize) {
   TempDir dir;
   write_llmc(dir / "a.bin", std::vector<uint16_t>(35567, 1));
   write_raw(dir / "train.bin", std::vector<uint16_t>(2048, 2));
-  write_megatron<uint16_t>(dir / "m", {std::vector<int64_t>(100, 3), std::vector<int64_t>(50, 4)}, 8);
+  write_megatron<uint16_t>(dir / "m", {std::vector<int64_t>(100, 3), std::vector<int64_t>(50, 4)},
+                           8);
   EXPECT_EQ(open_source({dir / "a.bin", 50257, 64, 0})->describe(),
             "llm.c shard " + (dir / "a.bin") + ": 35,567 tokens");
   EXPECT_EQ(open_source({dir / "train.bin", 50257, 64, 0})->describe(),
@@ -126,7 +128,8 @@ TEST(TokenSource, DescribeNamesSourceAndSize) {
             "Megatron dataset " + (dir / "m") + " (uint16, 3 documents): 150 tokens");
   const auto syn = open_source({"synthetic", 50257, 64, 1234, 8});
   EXPECT_EQ(syn->describe().rfind("synthetic Markov chain: vocab 50,257, 8 successors per state, "
-                                  "seed 1234; entropy rate (loss floor) ", 0),
+                                  "seed 1234; entropy rate (loss floor) ",
+                                  0),
             0u)
       << syn->describe();
 }
@@ -134,28 +137,41 @@ TEST(TokenSource, DescribeNamesSourceAndSize) {
 TEST(TokenSource, OpenSourceErrorsNameTheFileAndTheFix) {
   TempDir dir;
   write_raw(dir / "tiny.bin", std::vector<uint16_t>(10, 5));
-  EXPECT_EQ(error_of([&] { open_source({dir / "tiny.bin", 50257, 64, 0}); }),
+  EXPECT_EQ(error_of([&] {
+              open_source({dir / "tiny.bin", 50257, 64, 0});
+            }),
             "data file " + (dir / "tiny.bin") +
                 " has 10 tokens, needs at least seq_len+1 = 65; use a longer file or a shorter "
                 "seq_len");
   std::vector<uint16_t> tokens(2000, 17);
   tokens[1234] = 50300;
   write_llmc(dir / "big_vocab.bin", tokens);
-  EXPECT_EQ(error_of([&] { open_source({dir / "big_vocab.bin", 50257, 64, 0}); }),
+  EXPECT_EQ(error_of([&] {
+              open_source({dir / "big_vocab.bin", 50257, 64, 0});
+            }),
             "data file " + (dir / "big_vocab.bin") +
                 ": token 50300 at position 1234 is \u2265 model.vocab = 50257; set model.vocab to "
                 "at least 50301");
-  EXPECT_EQ(error_of([&] { open_source({dir / "missing.bin", 50257, 64, 0}); }).rfind(
-                "data file " + (dir / "missing.bin") + " not found; set data.source", 0),
+  EXPECT_EQ(error_of([&] {
+              open_source({dir / "missing.bin", 50257, 64, 0});
+            }).rfind("data file " + (dir / "missing.bin") + " not found; set data.source", 0),
             0u);
   write_bytes(dir / "odd.bin", std::string(999, 'x'));
-  EXPECT_NE(error_of([&] { open_source({dir / "odd.bin", 50257, 64, 0}); }).find("unknown format"),
+  EXPECT_NE(error_of([&] {
+              open_source({dir / "odd.bin", 50257, 64, 0});
+            }).find("unknown format"),
             std::string::npos);
-  EXPECT_EQ(error_of([] { open_source({"synthetic", 100, 64, 0, 200}); }),
+  EXPECT_EQ(error_of([] {
+              open_source({"synthetic", 100, 64, 0, 200});
+            }),
             "data.markov_successors = 200 must lie in [2, model.vocab - 1 = 99]");
-  EXPECT_EQ(error_of([] { open_source({"", 100, 64, 0}); }),
+  EXPECT_EQ(error_of([] {
+              open_source({"", 100, 64, 0});
+            }),
             "data.source is empty; set it to a token file or to \"synthetic\"");
-  EXPECT_EQ(error_of([] { open_source({"synthetic", 0, 64, 0}); }),
+  EXPECT_EQ(error_of([] {
+              open_source({"synthetic", 0, 64, 0});
+            }),
             "model.vocab = 0 must be positive");
 }
 

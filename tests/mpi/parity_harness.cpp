@@ -15,14 +15,15 @@ namespace trident::testing {
 
 namespace {
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 }  // namespace
 
 std::string parity_config_toml(int global_batch_size, int steps) {
   return "[model]\nlayers = 4\nhidden = 32\nheads = 4\nvocab = 64\nseq_len = 16\n"
-         "[train]\nglobal_batch_size = " + std::to_string(global_batch_size) +
-         "\nsteps = " + std::to_string(steps) +
+         "[train]\nglobal_batch_size = " +
+         std::to_string(global_batch_size) + "\nsteps = " + std::to_string(steps) +
          "\nseed = 7\nlog_every = 1\n"
          "[optimizer]\nlr = 0.01\nmin_lr = 0.001\nwarmup_steps = 2\nweight_decay = 0.1\n"
          "grad_clip = 1.0\n"
@@ -42,8 +43,8 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
       "train.micro_batch_size=" + std::to_string(l.micro_batch_size),
       "train.precision=" + l.precision,
   };
-  return parse_config(parity_config_toml(global_batch_size, steps), "<parity " + l.name + ">",
-                      sets, l.world());
+  return parse_config(parity_config_toml(global_batch_size, steps), "<parity " + l.name + ">", sets,
+                      l.world());
 }
 
 RunTrace train_steps(Trainer& trainer, int steps) {

@@ -3,10 +3,9 @@
 // (on the world, and on MPI_COMM_SELF for 1 x 1 x 1); `convert` output loading and
 // continuing identically, A -> B -> A giving back identical tensors; and the ZeRO ranges
 // computed for conversion matching the optimizer's.
+#include <ATen/ATen.h>  // at::equal
 #include <gtest/gtest.h>
 #include <mpi.h>
-
-#include <ATen/ATen.h>  // at::equal
 
 #include <cstdlib>     // mkdtemp
 #include <filesystem>  // std::filesystem::remove_all
@@ -44,9 +43,7 @@ void remove_shared(const std::string& dir) {
   if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) std::filesystem::remove_all(dir);
 }
 
-bool world_size_is(int n) {
-  return checkpoint::comm_size(MPI_COMM_WORLD) == n;
-}
+bool world_size_is(int n) { return checkpoint::comm_size(MPI_COMM_WORLD) == n; }
 
 /// Every parameter and optimizer state of two trainers of one layout, bit for bit.
 bool same_state(Trainer& a, Trainer& b) {
@@ -122,8 +119,8 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise) {
     EXPECT_EQ(got.losses[s], want.losses[kSaveAt + s]) << "step " << kSaveAt + s + 1;
     EXPECT_EQ(got.grad_norms[s], want.grad_norms[kSaveAt + s]) << "step " << kSaveAt + s + 1;
   }
-  EXPECT_TRUE(same_state(resumed, full)) << "rank " << ctx.rank()
-                                         << ": final weights or optimizer states differ";
+  EXPECT_TRUE(same_state(resumed, full))
+      << "rank " << ctx.rank() << ": final weights or optimizer states differ";
   remove_shared(dir);
 }
 
@@ -157,14 +154,16 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
       for (int s = 0; s < kSteps - kSaveAt; ++s) {
         const double d = relative_difference(got.losses[s], ref.trace.losses[kSaveAt + s]);
         worst = std::max(worst, d);
-        EXPECT_LE(d, 1e-10) << target.name << " step " << kSaveAt + s + 1 << ": "
-                            << got.losses[s] << " vs " << ref.trace.losses[kSaveAt + s];
+        EXPECT_LE(d, 1e-10) << target.name << " step " << kSaveAt + s + 1 << ": " << got.losses[s]
+                            << " vs " << ref.trace.losses[kSaveAt + s];
       }
       const double weights = max_difference_from(trainer, ctx, ref.final_state);
       EXPECT_LE(weights, 1e-10) << target.name;
       if (ctx.rank() == 0)
-        std::printf("%s: steps 6..10 losses within %.3g, final weights within %.3g of the "
-                    "uninterrupted dp2_pp2_tp2 run\n", target.name.c_str(), worst, weights);
+        std::printf(
+            "%s: steps 6..10 losses within %.3g, final weights within %.3g of the "
+            "uninterrupted dp2_pp2_tp2 run\n",
+            target.name.c_str(), worst, weights);
     }
     if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) MPI_Comm_free(&comm);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -178,8 +177,8 @@ TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
   const Reference ref = run_source(dir);
   const Layout b{"dp4_pp1_tp2_zero2", 4, 1, 2, 2, "1f1b", false, 1};
   const TrainConfig config_b = layout_config(b, kSteps);
-  const auto to_b = checkpoint::convert_checkpoint(ref.saved_at_5, "", config_b, dir + "/b",
-                                                   MPI_COMM_WORLD);
+  const auto to_b =
+      checkpoint::convert_checkpoint(ref.saved_at_5, "", config_b, dir + "/b", MPI_COMM_WORLD);
   EXPECT_EQ(to_b.files, 8);  // every target rank holds states in ZeRO-2
   EXPECT_TRUE(std::filesystem::exists(dir + "/b/slices-dp3-pp0-tp1.safetensors"));
 
@@ -216,7 +215,8 @@ TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
     // Ranks share the tensors to read in full.
     if (checked++ % 8 != ctx.rank()) continue;
     EXPECT_TRUE(at::equal(checkpoint::read_global_tensor(a, name),
-                          checkpoint::read_global_tensor(a2, name))) << name;
+                          checkpoint::read_global_tensor(a2, name)))
+        << name;
   }
   for (const auto& [file, info] : a.files) {
     ASSERT_TRUE(a2.files.count(file)) << file;
@@ -241,8 +241,8 @@ TEST(CheckpointOwnership, zero_ranges_match_the_optimizer) {
     const TrainConfig config = layout_config(l, kSteps);
     Trainer trainer(config, ctx);
     const auto& params = trainer.model().params().params();
-    const auto ranges = checkpoint::zero_owned_ranges(
-        params, l.zero, l.dp, ctx.coord().dp, config.parallel.bucket_size);
+    const auto ranges = checkpoint::zero_owned_ranges(params, l.zero, l.dp, ctx.coord().dp,
+                                                      config.parallel.bucket_size);
     for (size_t i = 0; i < params.size(); ++i) {
       const ParamStateView v = trainer.optimizer().param_state(i);
       EXPECT_EQ(ranges[i].length, v.length) << l.name << " " << params[i].spec.name;

@@ -3,16 +3,15 @@
 // GPT-2 files written here by a writer of the test's own, from known tensors in HF's
 // layout, import into a trainer and evaluate (`trident eval`'s code path, dp2 x pp2 x tp2)
 // to the loss of a plain single-process forward of the same tensors, to a relative 1e-10.
+#include <ATen/ATen.h>  // at::equal, at::matmul, at::layer_norm
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <ATen/ATen.h>  // at::equal, at::matmul, at::layer_norm
-
-#include <cmath>       // std::sqrt
-#include <cstdlib>     // mkdtemp
-#include <filesystem>  // std::filesystem
-#include <fstream>     // std::ofstream
-#include <map>         // std::map
+#include <cmath>              // std::sqrt
+#include <cstdlib>            // mkdtemp
+#include <filesystem>         // std::filesystem
+#include <fstream>            // std::ofstream
+#include <map>                // std::map
 #include <nlohmann/json.hpp>  // nlohmann::json
 
 #include "checkpoint/checkpoint.h"   // save_checkpoint, load_checkpoint, checkpoint_config
@@ -76,7 +75,8 @@ TEST(CheckpointHf, export_then_import_dp2_pp2_tp2_to_dp1_pp2_tp4_fp32_gives_iden
     EXPECT_EQ(file.entries().size(), 4u + 12u * 4u);  // no lm_head: it is tied
     EXPECT_EQ(file.find("lm_head.weight"), nullptr);
     EXPECT_EQ(file.find("transformer.wte.weight")->shape, (std::vector<int64_t>{61, 32}));
-    EXPECT_EQ(file.find("transformer.h.0.attn.c_attn.weight")->shape, (std::vector<int64_t>{32, 96}));
+    EXPECT_EQ(file.find("transformer.h.0.attn.c_attn.weight")->shape,
+              (std::vector<int64_t>{32, 96}));
     EXPECT_TRUE(at::equal(file.view("transformer.h.0.attn.c_attn.weight"),
                           checkpoint::read_global_tensor(source, "h.0.attn.qkv.weight").t()));
     EXPECT_TRUE(at::equal(file.view("transformer.h.3.mlp.c_fc.weight"),
@@ -144,7 +144,8 @@ std::vector<std::pair<std::string, at::Tensor>> make_hf_weights() {
     w.emplace_back(h + "mlp.c_proj.weight", normal({4 * C, C}, 0.1));
     w.emplace_back(h + "mlp.c_proj.bias", normal({C}, 0.1));
   }
-  w.emplace_back("transformer.ln_f.weight", (1.0 + normal({C}, 0.1).to(at::kDouble)).to(at::kFloat));
+  w.emplace_back("transformer.ln_f.weight",
+                 (1.0 + normal({C}, 0.1).to(at::kDouble)).to(at::kFloat));
   w.emplace_back("transformer.ln_f.bias", normal({C}, 0.1));
   w.emplace_back("lm_head.weight", w.front().second.clone());  // tied, as HF saves it
   return w;
@@ -157,7 +158,8 @@ void write_safetensors_here(const std::string& path,
   int64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     const int64_t bytes = t.numel() * 4;
-    header[name] = {{"dtype", "F32"}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", "F32"}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   const std::string text = header.dump();
@@ -192,7 +194,8 @@ double plain_gpt2_loss(std::map<std::string, at::Tensor> w, const at::Tensor& wi
     const at::Tensor y = at::matmul(att, heads(2)).transpose(1, 2).reshape({K, T, C});
     x = x + at::matmul(y, w[h + "attn.c_proj.weight"]) + w[h + "attn.c_proj.bias"];
     const at::Tensor m = at::layer_norm(x, {C}, w[h + "ln_2.weight"], w[h + "ln_2.bias"], 1e-5);
-    const at::Tensor f = at::gelu(at::matmul(m, w[h + "mlp.c_fc.weight"]) + w[h + "mlp.c_fc.bias"], "tanh");
+    const at::Tensor f =
+        at::gelu(at::matmul(m, w[h + "mlp.c_fc.weight"]) + w[h + "mlp.c_fc.bias"], "tanh");
     x = x + at::matmul(f, w[h + "mlp.c_proj.weight"]) + w[h + "mlp.c_proj.bias"];
   }
   x = at::layer_norm(x, {C}, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], 1e-5);
@@ -212,11 +215,12 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
   if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) {
     std::filesystem::create_directories(hf);
     write_safetensors_here(hf + "/model.safetensors", weights);
-    std::ofstream(hf + "/config.json")
-        << json{{"model_type", "gpt2"}, {"n_layer", kLayers}, {"n_embd", kHidden},
-                {"n_head", kHeads}, {"vocab_size", kVocab}, {"n_positions", kPositions},
-                {"n_ctx", kPositions}, {"activation_function", "gelu_new"},
-                {"layer_norm_epsilon", 1e-5}}.dump();
+    std::ofstream(hf + "/config.json") << json{
+        {"model_type", "gpt2"},      {"n_layer", kLayers},
+        {"n_embd", kHidden},         {"n_head", kHeads},
+        {"vocab_size", kVocab},      {"n_positions", kPositions},
+        {"n_ctx", kPositions},       {"activation_function", "gelu_new"},
+        {"layer_norm_epsilon", 1e-5}}.dump();
     const at::Tensor u16 = stream.to(at::kInt);
     std::ofstream out(tokens, std::ios::binary);
     for (int64_t i = 0; i < u16.numel(); ++i) {
@@ -232,9 +236,13 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
   const double want = plain_gpt2_loss(by_name, at::stack(rows));
 
   // `trident eval`'s code path at dp2 x pp2 x tp2 in float64.
-  const std::vector<std::string> sets = {
-      "parallel.dp=0", "parallel.pp=2", "parallel.tp=2", "parallel.zero_stage=0",
-      "train.micro_batch_size=1", "train.global_batch_size=8", "train.precision=fp64"};
+  const std::vector<std::string> sets = {"parallel.dp=0",
+                                         "parallel.pp=2",
+                                         "parallel.tp=2",
+                                         "parallel.zero_stage=0",
+                                         "train.micro_batch_size=1",
+                                         "train.global_batch_size=8",
+                                         "train.precision=fp64"};
   const TrainConfig config = checkpoint_config(hf, "", sets, 8);
   EXPECT_EQ(config.model.seq_len, kPositions);
   EXPECT_EQ(config.padded_vocab(), 52);  // one padding row at tp 2
@@ -246,8 +254,10 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
     EXPECT_EQ(got.tokens, K * T);
     EXPECT_LE(relative_difference(got.loss, want), 1e-10) << got.loss << " vs " << want;
     if (ctx.rank() == 0)
-      std::printf("eval of independent HF files at dp2_pp2_tp2: %.17g, plain forward %.17g "
-                  "(relative difference %.3g)\n", got.loss, want, relative_difference(got.loss, want));
+      std::printf(
+          "eval of independent HF files at dp2_pp2_tp2: %.17g, plain forward %.17g "
+          "(relative difference %.3g)\n",
+          got.loss, want, relative_difference(got.loss, want));
   }
 
   // Import into a trainer with fewer positions than the file: the weights, exactly.
@@ -262,8 +272,10 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
     at::Tensor global = by_name.at(name->name).to(at::kDouble);
     if (name->transposed) global = global.t();
     if (p.spec.name == "wpe.weight") global = global.narrow(0, 0, 16);
-    if (p.spec.name == "wte.weight") global = at::cat({global, at::zeros({1, kHidden}, global.options())});
-    EXPECT_TRUE(at::equal(p.tensor.detach(), cut_shard(p.spec, ctx.coord().tp, 2, global.contiguous())))
+    if (p.spec.name == "wte.weight")
+      global = at::cat({global, at::zeros({1, kHidden}, global.options())});
+    EXPECT_TRUE(
+        at::equal(p.tensor.detach(), cut_shard(p.spec, ctx.coord().tp, 2, global.contiguous())))
         << p.spec.name;
   }
   remove_shared(dir);

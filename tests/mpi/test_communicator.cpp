@@ -75,7 +75,9 @@ TEST_P(EveryDtype, reduce_scatter_and_all_gather_on_dp) {
   at::Tensor input = at::arange(n * 3, at::kDouble).view({n, 3});
   input = (input.select(1, 0).unsqueeze(1) * 0 + at::arange(n, at::kDouble).unsqueeze(1) * 10 +
            at::arange(3, at::kDouble).unsqueeze(0) + g)
-              .contiguous().view({-1}).to(dtype);
+              .contiguous()
+              .view({-1})
+              .to(dtype);
   at::Tensor output = at::empty({3}, dtype);
   dp.reduce_scatter(output, input, ReduceOp::kSum)->wait();
   for (int i = 0; i < 3; ++i)
@@ -152,8 +154,8 @@ TEST(Overlap, all_reduce_progresses_while_a_matmul_runs) {
 TEST(Counters, bytes_and_calls_per_kind_and_group) {
   auto ctx = grid_2x2x2();
   for (Communicator* g : ctx->all_groups()) g->reset_counters();
-  at::Tensor f64 = at::ones({100}, at::kDouble);   // 800 bytes
-  at::Tensor bf16 = at::ones({64}, at::kBFloat16); // 128 bytes
+  at::Tensor f64 = at::ones({100}, at::kDouble);    // 800 bytes
+  at::Tensor bf16 = at::ones({64}, at::kBFloat16);  // 128 bytes
   ctx->tp().all_reduce(f64)->wait();
   ctx->tp().all_reduce(bf16)->wait();
   at::Tensor out = at::empty({50}, at::kDouble);
@@ -180,7 +182,8 @@ TEST(Counters, wait_seconds_count_the_time_spent_inside_the_group) {
   if (tp.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto from = std::chrono::steady_clock::now();
   tp.all_reduce(x)->wait();
-  const double span = std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  const double span =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
   const CommCounter& c = tp.counter(CommKind::kAllReduce);
   if (tp.rank() == 0) {
     EXPECT_GE(c.wait_seconds, 0.25);

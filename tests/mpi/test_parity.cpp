@@ -1,7 +1,8 @@
 // The layout invariant: every layout trains the same model as one process. Each case runs
 // a layout for 5 steps beside the single-process reference of the same config and compares
 // per-step loss and grad norm, and the final weights, to a relative 1e-10 in fp64 (1e-5 in
-// fp32, where the weights are compared tensor by tensor in norm: see WeightMetric). ctest runs each case under mpirun with the layout's rank count.
+// fp32, where the weights are compared tensor by tensor in norm: see WeightMetric). ctest runs each
+// case under mpirun with the layout's rank count.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -69,8 +70,7 @@ TEST_P(Parity, matches_the_single_process_run) {
     EXPECT_LE(relative_difference(got.losses[s], want.losses[s]), tolerance)
         << "step " << s + 1 << ": loss " << got.losses[s] << " vs " << want.losses[s];
     EXPECT_LE(relative_difference(got.grad_norms[s], want.grad_norms[s]), tolerance)
-        << "step " << s + 1 << ": grad norm " << got.grad_norms[s] << " vs "
-        << want.grad_norms[s];
+        << "step " << s + 1 << ": grad norm " << got.grad_norms[s] << " vs " << want.grad_norms[s];
   }
   // Training moved: the loss fell from its value at initialisation.
   EXPECT_LT(want.losses.back(), want.losses.front());

@@ -79,11 +79,11 @@ TEST(PipelineMemory, one_f_one_b_and_gpipe_in_flight_and_checkpointed_bytes) {
   // ... which is a small fraction of what the same schedule holds without checkpointing.
   EXPECT_LT(f1b_ckpt.peak_bytes * 4, f1b.peak_bytes);
   EXPECT_LT(gpipe_ckpt.peak_bytes * 4, gpipe.peak_bytes);
-  std::printf("rank %d: peak activation bytes gpipe %lld, 1f1b %lld, 1f1b+ckpt %lld, "
-              "gpipe+ckpt %lld (boundary tensor %lld)\n",
-              rank, (long long)gpipe.peak_bytes, (long long)f1b.peak_bytes,
-              (long long)f1b_ckpt.peak_bytes, (long long)gpipe_ckpt.peak_bytes,
-              (long long)boundary);
+  std::printf(
+      "rank %d: peak activation bytes gpipe %lld, 1f1b %lld, 1f1b+ckpt %lld, "
+      "gpipe+ckpt %lld (boundary tensor %lld)\n",
+      rank, (long long)gpipe.peak_bytes, (long long)f1b.peak_bytes, (long long)f1b_ckpt.peak_bytes,
+      (long long)gpipe_ckpt.peak_bytes, (long long)boundary);
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ at::Tensor gather_param(const Parameter& p, Communicator& tp) {
   tp.all_gather(all, shard.view({-1}))->wait();
   at::Tensor global = at::empty(p.spec.global_shape, shard.options());
   for (int r = 0; r < tp.size(); ++r)
-    place_shard(p.spec, r, tp.size(), all.narrow(0, r * shard.numel(), shard.numel()).view(shard.sizes()), global);
+    place_shard(p.spec, r, tp.size(),
+                all.narrow(0, r * shard.numel(), shard.numel()).view(shard.sizes()), global);
   return global;
 }
 
@@ -124,8 +125,8 @@ TEST(TpLayers, vocab_parallel_cross_entropy_matches_cross_entropy_and_ignores_pa
   // Gradient: this rank's columns of the reference, zero on padding columns.
   at::Tensor ref_grad = at::zeros({6, padded}, at::kDouble);
   ref_grad.narrow(1, 0, vocab).copy_(logits.grad());
-  EXPECT_TRUE(at::allclose(local.grad(), ref_grad.narrow(1, tp.rank() * per_rank, per_rank),
-                           1e-13, 1e-13));
+  EXPECT_TRUE(
+      at::allclose(local.grad(), ref_grad.narrow(1, tp.rank() * per_rank, per_rank), 1e-13, 1e-13));
 }
 
 TEST(TpModel, gpt_loss_and_gradients_match_tp1) {

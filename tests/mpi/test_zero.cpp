@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "data/counter_rng.h"            // data::random_u64
-#include "models/gpt.h"                  // GptStage, GptOptions
+#include "data/counter_rng.h"           // data::random_u64
+#include "models/gpt.h"                 // GptStage, GptOptions
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
 
@@ -123,7 +123,8 @@ struct Reference {
   ZeroOptimizer opt;
   Trace trace;
   explicit Reference(const GptOptions& o)
-      : model(o, ctx.tp(), 0, 1), opt(model.params().params(), ctx, ZeroOptions{0}, AdamWOptions{}) {
+      : model(o, ctx.tp(), 0, 1),
+        opt(model.params().params(), ctx, ZeroOptions{0}, AdamWOptions{}) {
     trace = train(ctx, model, opt, 1);
   }
   const at::Tensor& param(const std::string& name) {
@@ -142,7 +143,8 @@ struct Layout {
 void expect_parity(const Layout& layout) {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (world != layout.dp * layout.pp * layout.tp) GTEST_SKIP() << "needs mpirun -np " << layout.dp * layout.pp * layout.tp;
+  if (world != layout.dp * layout.pp * layout.tp)
+    GTEST_SKIP() << "needs mpirun -np " << layout.dp * layout.pp * layout.tp;
   const GptOptions o = tiny_model();
   ParallelContext ctx(MPI_COMM_WORLD, layout.dp, layout.pp, layout.tp, 120.0);
   GptStage model(o, ctx.tp(), ctx.coord().pp, layout.pp);
@@ -165,7 +167,8 @@ void expect_parity(const Layout& layout) {
     worst_norm = std::max(worst_norm, rel_diff(got.norms[s], ref.trace.norms[s]));
   }
   for (const Parameter& p : model.params().params()) {
-    const at::Tensor expected = cut_shard(p.spec, ctx.coord().tp, layout.tp, ref.param(p.spec.name));
+    const at::Tensor expected =
+        cut_shard(p.spec, ctx.coord().tp, layout.tp, ref.param(p.spec.name));
     const double scale = expected.abs().max().item<double>();
     const double diff = (p.tensor.detach() - expected).abs().max().item<double>();
     worst = std::max(worst, diff / std::max(scale, 1e-300));
@@ -173,9 +176,10 @@ void expect_parity(const Layout& layout) {
   }
   ::testing::Test::RecordProperty("max_rel_weight_diff", std::to_string(worst));
   if (ctx.rank() == 0)
-    std::printf("[zero parity] dp%d pp%d tp%d zero%d: max relative difference of weights %.2g, "
-                "losses %.2g, grad norms %.2g\n", layout.dp, layout.pp, layout.tp, layout.stage,
-                worst, worst_loss, worst_norm);
+    std::printf(
+        "[zero parity] dp%d pp%d tp%d zero%d: max relative difference of weights %.2g, "
+        "losses %.2g, grad norms %.2g\n",
+        layout.dp, layout.pp, layout.tp, layout.stage, worst, worst_loss, worst_norm);
 }
 
 TEST(ZeroParity, dp2_zero0) { expect_parity({2, 1, 1, 0}); }
@@ -205,15 +209,16 @@ TEST(ZeroReference, dp1_zero0_matches_hand_written_adamw) {
   GptStage plain(o, ctx.tp(), 0, 1);
   plain.forward(input, target, scale).backward();
   double sum_sq = 0.0;
-  for (const Parameter& p : plain.params().params()) sum_sq += p.tensor.grad().square().sum().item<double>();
+  for (const Parameter& p : plain.params().params())
+    sum_sq += p.tensor.grad().square().sum().item<double>();
   const double norm = std::sqrt(sum_sq);
   const double clip = clip_scale(norm);
   const AdamWOptions a;
   std::map<std::string, at::Tensor> expected;
   for (const Parameter& p : plain.params().params()) {
     const at::Tensor g = p.tensor.grad() * clip;
-    const at::Tensor m = (1 - a.beta1) * g;          // m_1, from m_0 = 0
-    const at::Tensor v = (1 - a.beta2) * g * g;      // v_1, from v_0 = 0
+    const at::Tensor m = (1 - a.beta1) * g;      // m_1, from m_0 = 0
+    const at::Tensor v = (1 - a.beta2) * g * g;  // v_1, from v_0 = 0
     const at::Tensor m_hat = m / (1 - a.beta1);
     const at::Tensor v_hat = v / (1 - a.beta2);
     at::Tensor w = p.tensor.detach().clone();
@@ -238,7 +243,8 @@ TEST(ZeroReference, dp1_zero0_matches_hand_written_adamw) {
     EXPECT_LT(diff, 1e-13 * e.abs().max().item<double>()) << p.spec.name;
   }
   // Gradients are reset for the next step and stay views of the flat buffer.
-  for (const Parameter& p : model.params().params()) EXPECT_EQ(p.tensor.grad().abs().max().item<double>(), 0.0);
+  for (const Parameter& p : model.params().params())
+    EXPECT_EQ(p.tensor.grad().abs().max().item<double>(), 0.0);
 }
 
 }  // namespace

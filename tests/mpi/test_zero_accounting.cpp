@@ -9,8 +9,8 @@
 #include <cstdio>     // std::printf
 #include <memory>     // std::unique_ptr
 
-#include "data/counter_rng.h"            // data::random_u64
-#include "models/gpt.h"                  // GptStage, GptOptions
+#include "data/counter_rng.h"           // data::random_u64
+#include "models/gpt.h"                 // GptStage, GptOptions
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
 
@@ -59,7 +59,8 @@ struct Counts {
 
 Counts count(const std::vector<Parameter>& params) {
   Counts c;
-  for (const Parameter& p : params) (p.spec.name == "wte.weight" ? c.embedding : c.rest) += p.tensor.numel();
+  for (const Parameter& p : params)
+    (p.spec.name == "wte.weight" ? c.embedding : c.rest) += p.tensor.numel();
   return c;
 }
 
@@ -69,7 +70,8 @@ void one_step(ParallelContext& ctx, GptStage& model, ZeroOptimizer& opt) {
   for (int j = 0; j < kMicroBatches; ++j) {
     at::Tensor ids = at::empty({1, o.seq_len + 1}, at::kLong);
     for (int64_t i = 0; i < ids.numel(); ++i)
-      ids.data_ptr<int64_t>()[i] = static_cast<int64_t>(data::random_u64(3, ctx.rank() * 10 + j, i) % o.vocab);
+      ids.data_ptr<int64_t>()[i] =
+          static_cast<int64_t>(data::random_u64(3, ctx.rank() * 10 + j, i) % o.vocab);
     at::Tensor loss = model.forward(ids.narrow(1, 0, o.seq_len).contiguous(),
                                     ids.narrow(1, 1, o.seq_len).contiguous(), 1.0 / 64);
     opt.begin_backward(j == kMicroBatches - 1);
@@ -84,7 +86,8 @@ void one_step(ParallelContext& ctx, GptStage& model, ZeroOptimizer& opt) {
 /// docs/zero.md: per-rank bytes of model state, with Ψ the rank's parameter elements
 /// (padded), N_d = dp, k = 2 (bf16), 4 (fp32) or 8 (fp64) bytes per parameter, master
 /// weights only for bf16, moments in max(param dtype, fp32).
-ModelStateBytes formula(int stage, at::ScalarType dtype, const Counts& c, at::ScalarType transport) {
+ModelStateBytes formula(int stage, at::ScalarType dtype, const Counts& c,
+                        at::ScalarType transport) {
   const int64_t psi = c.padded();
   const int64_t k = element_bytes(dtype);
   const int64_t state = dtype == at::kDouble ? 8 : 4;
@@ -114,10 +117,12 @@ TEST(ZeroMemory, dp4_bytes_match_the_formulas_for_every_stage_and_dtype) {
     for (int stage = 0; stage <= 2; ++stage) {
       GptStage model(tiny_model(dtype), ctx->tp(), 0, 1);
       const Counts c = count(model.params().params());
-      ZeroOptimizer opt(model.params().params(), *ctx, ZeroOptions{stage, kOneBucket}, AdamWOptions{});
+      ZeroOptimizer opt(model.params().params(), *ctx, ZeroOptions{stage, kOneBucket},
+                        AdamWOptions{});
       const ModelStateBytes got = opt.bytes();
       const ModelStateBytes want = formula(stage, dtype, c, opt.transport_dtype());
-      const std::string what = std::string(c10::toString(dtype)) + " stage " + std::to_string(stage);
+      const std::string what =
+          std::string(c10::toString(dtype)) + " stage " + std::to_string(stage);
       EXPECT_EQ(opt.numel(), c.psi()) << what;
       EXPECT_EQ(opt.padded_numel(), c.padded()) << what;
       EXPECT_GT(c.padded(), c.psi()) << what;
@@ -126,12 +131,13 @@ TEST(ZeroMemory, dp4_bytes_match_the_formulas_for_every_stage_and_dtype) {
       EXPECT_EQ(got.gradients, want.gradients) << what;
       EXPECT_EQ(got.optimizer_states, want.optimizer_states) << what;
       if (ctx->rank() == 0)
-        std::printf("[zero memory] dp4 %-8s stage %d  psi %lld (padded %lld): params %lld  grads %lld  "
-                    "optimizer %lld  total %lld bytes\n",
-                    c10::toString(dtype), stage, static_cast<long long>(c.psi()),
-                    static_cast<long long>(c.padded()), static_cast<long long>(got.parameters),
-                    static_cast<long long>(got.gradients), static_cast<long long>(got.optimizer_states),
-                    static_cast<long long>(got.total()));
+        std::printf(
+            "[zero memory] dp4 %-8s stage %d  psi %lld (padded %lld): params %lld  grads %lld  "
+            "optimizer %lld  total %lld bytes\n",
+            c10::toString(dtype), stage, static_cast<long long>(c.psi()),
+            static_cast<long long>(c.padded()), static_cast<long long>(got.parameters),
+            static_cast<long long>(got.gradients), static_cast<long long>(got.optimizer_states),
+            static_cast<long long>(got.total()));
     }
   }
 }
@@ -146,16 +152,16 @@ TEST(ZeroComm, dp4_one_step_moves_the_analytic_bytes) {
   auto ctx = dp4();
   if (!ctx) GTEST_SKIP() << "needs mpirun -np 4";
   const CommCase cases[] = {
-      {at::kDouble, 0, at::kFloat},   {at::kDouble, 1, at::kFloat},
-      {at::kDouble, 2, at::kFloat},   {at::kBFloat16, 0, at::kFloat},
-      {at::kBFloat16, 1, at::kFloat}, {at::kBFloat16, 2, at::kFloat},
+      {at::kDouble, 0, at::kFloat},      {at::kDouble, 1, at::kFloat},
+      {at::kDouble, 2, at::kFloat},      {at::kBFloat16, 0, at::kFloat},
+      {at::kBFloat16, 1, at::kFloat},    {at::kBFloat16, 2, at::kFloat},
       {at::kBFloat16, 2, at::kBFloat16},
   };
   for (const CommCase& cc : cases) {
     GptStage model(tiny_model(cc.dtype), ctx->tp(), 0, 1);
     const Counts c = count(model.params().params());
-    ZeroOptimizer opt(model.params().params(), *ctx, ZeroOptions{cc.stage, kOneBucket, cc.reduce_dtype},
-                      AdamWOptions{});
+    ZeroOptimizer opt(model.params().params(), *ctx,
+                      ZeroOptions{cc.stage, kOneBucket, cc.reduce_dtype}, AdamWOptions{});
     Communicator& dp = ctx->dp();
     dp.reset_counters();
     one_step(*ctx, model, opt);
@@ -189,9 +195,11 @@ TEST(ZeroComm, dp4_one_step_moves_the_analytic_bytes) {
     EXPECT_EQ(dp.counter(CommKind::kAllGather).calls, ag_calls) << what;
     EXPECT_EQ(dp.total_bytes(), ar + rs + ag) << what;
     if (ctx->rank() == 0)
-      std::printf("[zero comm] dp4 m=%d %-30s all_reduce %lld  reduce_scatter %lld  all_gather %lld bytes\n",
-                  kMicroBatches, what.c_str(), static_cast<long long>(ar), static_cast<long long>(rs),
-                  static_cast<long long>(ag));
+      std::printf(
+          "[zero comm] dp4 m=%d %-30s all_reduce %lld  reduce_scatter %lld  all_gather %lld "
+          "bytes\n",
+          kMicroBatches, what.c_str(), static_cast<long long>(ar), static_cast<long long>(rs),
+          static_cast<long long>(ag));
 
     // After the step every dp replica holds the same parameters.
     for (const Parameter& prm : model.params().params()) {
@@ -199,7 +207,8 @@ TEST(ZeroComm, dp4_one_step_moves_the_analytic_bytes) {
       at::Tensor max = mine.clone(), min = mine.neg();
       dp.all_reduce(max, ReduceOp::kMax)->wait();
       dp.all_reduce(min, ReduceOp::kMax)->wait();
-      EXPECT_TRUE(at::equal(max, mine) && at::equal(min.neg(), mine)) << what << " " << prm.spec.name;
+      EXPECT_TRUE(at::equal(max, mine) && at::equal(min.neg(), mine))
+          << what << " " << prm.spec.name;
       EXPECT_TRUE(at::isfinite(mine).all().item<bool>()) << what << " " << prm.spec.name;
     }
   }

@@ -34,7 +34,8 @@ TEST_P(EveryLayout, coordinates_round_trip_in_megatron_order) {
 TEST_P(EveryLayout, groups_partition_the_world_and_vary_one_coordinate) {
   const auto [dp, pp, tp] = GetParam();
   ProcessGrid grid(dp, pp, tp);
-  const std::pair<GroupKind, int> kinds[] = {{GroupKind::kTp, tp}, {GroupKind::kDp, dp},
+  const std::pair<GroupKind, int> kinds[] = {{GroupKind::kTp, tp},
+                                             {GroupKind::kDp, dp},
                                              {GroupKind::kPp, pp},
                                              {GroupKind::kModelParallel, tp * pp},
                                              {GroupKind::kWorld, dp * pp * tp}};
@@ -94,9 +95,7 @@ TEST(Grid, dp2_pp2_tp2_rank5_by_hand) {
   EXPECT_EQ(grid.group_ranks(GroupKind::kModelParallel, 5), (std::vector<int>{0, 1, 4, 5}));
 }
 
-TEST(Grid, rejects_a_zero_dimension) {
-  EXPECT_THROW(ProcessGrid(0, 1, 1), std::invalid_argument);
-}
+TEST(Grid, rejects_a_zero_dimension) { EXPECT_THROW(ProcessGrid(0, 1, 1), std::invalid_argument); }
 
 }  // namespace
 }  // namespace trident

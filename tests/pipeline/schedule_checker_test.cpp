@@ -1,6 +1,8 @@
 // The schedule checker: accepts every built-in schedule with the expected in-flight
 // counts and bubble, measures timelines, and rejects hand-broken schedules with a
 // message that says where and why.
+#include "pipeline/schedule_checker.h"  // check_schedules, bubble_formula
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <algorithm>  // std::min, std::swap
@@ -9,8 +11,7 @@
 #include <utility>    // std::pair
 #include <vector>     // std::vector
 
-#include "pipeline/schedule.h"          // make_schedule, parse_schedule, to_string
-#include "pipeline/schedule_checker.h"  // check_schedules, bubble_formula
+#include "pipeline/schedule.h"  // make_schedule, parse_schedule, to_string
 
 namespace trident::pipeline {
 namespace {
@@ -122,8 +123,9 @@ TEST(CheckerRejects, send_removed_pp4_m8_1f1b_later_send_arrives_instead) {
   remove(per_stage[1], "SA2");
   const CheckReport report = check_schedules(per_stage, 8);
   ASSERT_FALSE(report.ok);
-  EXPECT_TRUE(contains(report.error, "stage 2, instruction 9 (RA2): the next activation from "
-                                     "stage 1 is stage 1, instruction 13 (SA3), not SA2"))
+  EXPECT_TRUE(contains(report.error,
+                       "stage 2, instruction 9 (RA2): the next activation from "
+                       "stage 1 is stage 1, instruction 13 (SA3), not SA2"))
       << report.error;
   EXPECT_TRUE(contains(report.error, "stage 1 never sends it")) << report.error;
 }
@@ -144,9 +146,10 @@ TEST(CheckerRejects, swap_makes_deadlock_pp4_m8_1f1b_names_the_cycle) {
   swap(per_stage[2], "SA0", "RG0");
   const CheckReport report = check_schedules(per_stage, 8);
   ASSERT_FALSE(report.ok);
-  EXPECT_TRUE(contains(report.error, "deadlock: stages 2, 3 wait on each other: stage 2, "
-                                     "instruction 2 (RG0) waits for SG0 from stage 3; stage 3, "
-                                     "instruction 0 (RA0) waits for SA0 from stage 2"))
+  EXPECT_TRUE(contains(report.error,
+                       "deadlock: stages 2, 3 wait on each other: stage 2, "
+                       "instruction 2 (RG0) waits for SG0 from stage 3; stage 3, "
+                       "instruction 0 (RA0) waits for SA0 from stage 2"))
       << report.error;
   EXPECT_TRUE(contains(report.error, "(stuck stages: 0, 1, 2, 3)")) << report.error;
 }
@@ -163,8 +166,8 @@ TEST(CheckerRejects, out_of_order_sends_pp2_m2_gpipe) {
 
 TEST(CheckerRejects, micro_batch_backwarded_twice_pp2_m4_1f1b) {
   std::vector<Schedule> per_stage = all_stages("1f1b", 2, 4);
-  per_stage[1] = parse_schedule(
-      "RA0 F0 B0 SG0 RA1 F1 B1 SG1 RA2 F2 B2 SG2 B2 RA3 F3 B3 SG3 RED OPT");
+  per_stage[1] =
+      parse_schedule("RA0 F0 B0 SG0 RA1 F1 B1 SG1 RA2 F2 B2 SG2 B2 RA3 F3 B3 SG3 RED OPT");
   const CheckReport report = check_schedules(per_stage, 4);
   ASSERT_FALSE(report.ok);
   EXPECT_EQ(report.error, "stage 1, instruction 12 (B2): micro-batch 2 is backwarded twice");
@@ -175,14 +178,16 @@ TEST(CheckerRejects, micro_batch_never_backwarded_pp2_m4_1f1b) {
   remove(per_stage[0], "B3");
   CheckReport report = check_schedules(per_stage, 4);
   ASSERT_FALSE(report.ok);
-  EXPECT_EQ(report.error, "stage 0, instruction 15 (RED): micro-batch 3 is never backwarded "
-                          "before gradients are reduced");
+  EXPECT_EQ(report.error,
+            "stage 0, instruction 15 (RED): micro-batch 3 is never backwarded "
+            "before gradients are reduced");
 
   remove(per_stage[0], "RED");
   remove(per_stage[0], "OPT");
   report = check_schedules(per_stage, 4);
   ASSERT_FALSE(report.ok);
-  EXPECT_EQ(report.error, "stage 0 (end of its 15 instructions): micro-batch 3 is never backwarded");
+  EXPECT_EQ(report.error,
+            "stage 0 (end of its 15 instructions): micro-batch 3 is never backwarded");
 }
 
 TEST(CheckerRejects, dependencies_within_a_stage) {
@@ -211,8 +216,9 @@ TEST(CheckerRejects, communication_past_the_pipeline_ends) {
 
   per_stage = all_stages("gpipe", 2, 1);
   per_stage[1] = parse_schedule("RA0 F0 SA0 B0 SG0 RED OPT");
-  EXPECT_EQ(check_schedules(per_stage, 1).error,
-            "stage 1, instruction 2 (SA0): the last stage has no next stage to send activations to");
+  EXPECT_EQ(
+      check_schedules(per_stage, 1).error,
+      "stage 1, instruction 2 (SA0): the last stage has no next stage to send activations to");
 }
 
 TEST(CheckerRejects, micro_batch_out_of_range) {

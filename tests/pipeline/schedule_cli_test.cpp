@@ -1,13 +1,13 @@
 // `trident schedule`: the printed report (compute order, timeline, in-flight counts,
 // bubble, verdict) and the handling of bad arguments.
+#include "pipeline/schedule_cli.h"  // run_schedule_command, render_timeline
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <sstream>  // std::ostringstream
 #include <string>   // std::string
 #include <utility>  // std::pair
 #include <vector>   // std::vector
-
-#include "pipeline/schedule_cli.h"  // run_schedule_command, render_timeline
 
 namespace trident::pipeline {
 namespace {
@@ -36,11 +36,13 @@ TEST(ScheduleCommand, pp4_m8_1f1b_report) {
   EXPECT_TRUE(contains(r.out, "  stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7\n"));
   EXPECT_TRUE(contains(r.out, "  stage 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7\n"));
   // 2 columns per forward unit; stage 3 starts after three forwards upstream.
-  EXPECT_TRUE(contains(r.out, "  stage 0 |F0F1F2F3............B0  F4B1  F5B2  F6B3  F7B4  "
-                              "..B5  ..B6  ..B7  |\n"))
+  EXPECT_TRUE(contains(r.out,
+                       "  stage 0 |F0F1F2F3............B0  F4B1  F5B2  F6B3  F7B4  "
+                       "..B5  ..B6  ..B7  |\n"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "  stage 3 |......F0B0  F1B1  F2B2  F3B3  F4B4  F5B5  F6B6  F7B7  "
-                              "............|\n"))
+  EXPECT_TRUE(contains(r.out,
+                       "  stage 3 |......F0B0  F1B1  F2B2  F3B3  F4B4  F5B5  F6B6  F7B7  "
+                       "............|\n"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "  stage 0: 4\n  stage 1: 3\n  stage 2: 2\n  stage 3: 1\n"));
   EXPECT_TRUE(contains(r.out, "bubble fraction: 0.272727"));

@@ -1,11 +1,11 @@
 // Cluster files: the presets load with their datasheet figures, errors name the key, a
 // written cluster reads back, and measured matmul rates are interpolated by size.
+#include "plan/cluster.h"  // load_cluster, parse_cluster, cluster_to_toml
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <cstdlib>  // std::getenv
 #include <string>   // std::string
-
-#include "plan/cluster.h"  // load_cluster, parse_cluster, cluster_to_toml
 
 namespace trident::plan {
 namespace {
@@ -121,9 +121,9 @@ TEST(ClusterFile, elementwise_rate_by_activation_bytes) {
 TEST(ClusterFile, measured_rates_interpolate_in_log_size) {
   Cluster c;
   c.matmul_tflops["fp32"] = {{64, 0.01}, {256, 0.04}};
-  EXPECT_DOUBLE_EQ(c.matmul_flops("fp32", 32), 0.01e12);   // clamped below
-  EXPECT_DOUBLE_EQ(c.matmul_flops("fp32", 1024), 0.04e12); // clamped above
-  EXPECT_NEAR(c.matmul_flops("fp32", 128), 0.02e12, 1e3);  // halfway in log: sqrt(0.01*0.04)
+  EXPECT_DOUBLE_EQ(c.matmul_flops("fp32", 32), 0.01e12);    // clamped below
+  EXPECT_DOUBLE_EQ(c.matmul_flops("fp32", 1024), 0.04e12);  // clamped above
+  EXPECT_NEAR(c.matmul_flops("fp32", 128), 0.02e12, 1e3);   // halfway in log: sqrt(0.01*0.04)
 }
 
 }  // namespace

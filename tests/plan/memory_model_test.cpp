@@ -1,8 +1,8 @@
 // The memory model: the ZeRO paper's model-state figure, trident's own accounting, and
 // Korthikanti et al.'s activation formula on a case worked by hand.
-#include <gtest/gtest.h>  // TEST, EXPECT_*
-
 #include "plan/memory_model.h"  // zero_model_states, layer_activation_bytes, stage_memory
+
+#include <gtest/gtest.h>  // TEST, EXPECT_*
 
 namespace trident::plan {
 namespace {
@@ -26,9 +26,9 @@ TEST(ZeroModelStates, paper_figure_psi_7_5b_nd_64) {
 TEST(ZeroModelStates, parts_by_stage) {
   const StateBytes b = zero_paper_mixed_precision();
   const ModelStates s2 = zero_model_states(1000, 4, 2, b);
-  EXPECT_DOUBLE_EQ(s2.parameters, 2000);       // 2Ψ, whole
-  EXPECT_DOUBLE_EQ(s2.gradients, 500);         // 2Ψ / 4
-  EXPECT_DOUBLE_EQ(s2.optimizer_states, 3000); // 12Ψ / 4
+  EXPECT_DOUBLE_EQ(s2.parameters, 2000);        // 2Ψ, whole
+  EXPECT_DOUBLE_EQ(s2.gradients, 500);          // 2Ψ / 4
+  EXPECT_DOUBLE_EQ(s2.optimizer_states, 3000);  // 12Ψ / 4
   EXPECT_THROW(zero_model_states(1000, 4, 4, b), std::invalid_argument);
 }
 

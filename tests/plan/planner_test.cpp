@@ -1,9 +1,9 @@
 // Enumeration of layouts (counts, constraints) and ranking (cases whose best is known).
+#include "plan/planner.h"  // enumerate_layouts, layout_problem, make_plan
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <set>  // std::set
-
-#include "plan/planner.h"  // enumerate_layouts, layout_problem, make_plan
 
 namespace trident::plan {
 namespace {
@@ -58,8 +58,7 @@ TEST(LayoutProblem, names_the_constraint) {
   EXPECT_NE(layout_problem(m, Layout{1, 1, 3}, 3, 8).find("heads"), std::string::npos);
   EXPECT_NE(layout_problem(m, Layout{1, 3, 1}, 3, 8).find("layers"), std::string::npos);
   EXPECT_NE(layout_problem(m, Layout{1, 1, 4}, 4, 2).find("node"), std::string::npos);
-  EXPECT_NE(layout_problem(m, Layout{2, 1, 1, 0, 3}, 2, 8).find("global batch"),
-            std::string::npos);
+  EXPECT_NE(layout_problem(m, Layout{2, 1, 1, 0, 3}, 2, 8).find("global batch"), std::string::npos);
   EXPECT_NE(layout_problem(m, Layout{2, 1, 1}, 4, 8).find("devices"), std::string::npos);
 }
 

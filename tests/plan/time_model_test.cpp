@@ -1,11 +1,11 @@
 // The time model: collective costs, which link a group crosses, the pipeline bubble and
 // the parts of a step.
+#include "plan/time_model.h"  // step_time, bubble_fraction, all_reduce_s, group_crosses_nodes
+
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <cmath>  // std::sqrt
 #include <map>    // std::map
-
-#include "plan/time_model.h"  // step_time, bubble_fraction, all_reduce_s, group_crosses_nodes
 
 namespace trident::plan {
 namespace {
@@ -44,8 +44,7 @@ TEST(Bubble, share_of_the_predicted_step) {
   for (const auto& [pp, micro_batch] : {std::pair{2, 8}, {4, 4}, {4, 16}, {8, 1}}) {
     const Layout l{1, pp, 1, 0, micro_batch, false};
     const TimeBreakdown t = step_time(m, l, compute_only());
-    EXPECT_NEAR(t.bubble_fraction(), bubble_fraction(pp, l.micro_batches(m)), 1e-9)
-        << l.name();
+    EXPECT_NEAR(t.bubble_fraction(), bubble_fraction(pp, l.micro_batches(m)), 1e-9) << l.name();
   }
 }
 
@@ -134,7 +133,7 @@ TEST(StepTime, tp_traffic_per_layer) {
   Cluster c = compute_only();
   c.intra_node_gbps = 1;  // 1e9 B/s
   const TimeBreakdown t = step_time(m, Layout{1, 1, 2, 0, 1, false}, c);
-  const double bytes = 128.0 * 256 * 4;  // s b h fp32
+  const double bytes = 128.0 * 256 * 4;                   // s b h fp32
   EXPECT_NEAR(t.tp, (8 * 4 + 2) * (bytes / 1e9), 1e-12);  // 2(n-1)/n = 1 for n = 2
 }
 

@@ -1,9 +1,8 @@
 // Single-process tests of the checkpoint format's pieces: XXH64 against published values,
 // safetensors round trips and the errors of damaged files, the box geometry of flat ranges
 // and tp shards (fused QKV included), and the Hugging Face names.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>  // at::arange, at::equal
+#include <gtest/gtest.h>
 
 #include <cstring>     // std::strlen
 #include <filesystem>  // std::filesystem::temp_directory_path
@@ -38,7 +37,8 @@ TEST(Xxh64, streaming_in_any_pieces_equals_one_call) {
   const uint64_t whole = xxh64(data.data(), data.size());
   for (size_t piece : {1u, 5u, 31u, 32u, 33u, 100u}) {
     Xxh64 h;
-    for (size_t i = 0; i < data.size(); i += piece) h.update(data.data() + i, std::min(piece, data.size() - i));
+    for (size_t i = 0; i < data.size(); i += piece)
+      h.update(data.data() + i, std::min(piece, data.size() - i));
     EXPECT_EQ(h.digest(), whole) << "pieces of " << piece;
   }
 }
@@ -164,9 +164,9 @@ TEST(Slices, row_parallel_ranges_map_to_the_global_columns) {
 
 TEST(HfNames, map_both_ways_with_conv1d_weights_transposed) {
   const std::vector<std::string> ours = {
-      "wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias", "h.11.ln_1.weight",
-      "h.0.attn.qkv.weight", "h.0.attn.qkv.bias", "h.3.attn.proj.weight", "h.2.mlp.fc.weight",
-      "h.2.mlp.proj.bias", "h.7.ln_2.bias"};
+      "wte.weight",        "wpe.weight",          "ln_f.weight",       "ln_f.bias",
+      "h.11.ln_1.weight",  "h.0.attn.qkv.weight", "h.0.attn.qkv.bias", "h.3.attn.proj.weight",
+      "h.2.mlp.fc.weight", "h.2.mlp.proj.bias",   "h.7.ln_2.bias"};
   for (const std::string& name : ours) {
     const auto hf = to_hf_name(name);
     ASSERT_TRUE(hf) << name;
