@@ -71,10 +71,10 @@ void add_records(CheckpointIndex& index, const std::vector<std::string>& records
 }
 
 nlohmann::json model_json(const TrainConfig& c) {
-  return {{"arch", c.model.arch},       {"layers", c.model.layers},
-          {"hidden", c.model.hidden},   {"heads", c.model.heads},
-          {"vocab", c.model.vocab},     {"padded_vocab", c.padded_vocab()},
-          {"seq_len", c.model.seq_len}, {"dtype", c.train.precision}};
+  return {{"arch", name_of(c.model.arch)}, {"layers", c.model.layers},
+          {"hidden", c.model.hidden},      {"heads", c.model.heads},
+          {"vocab", c.model.vocab},        {"padded_vocab", c.padded_vocab()},
+          {"seq_len", c.model.seq_len},    {"dtype", name_of(c.train.precision)}};
 }
 
 nlohmann::json layout_json(const TrainConfig& c) {
@@ -84,7 +84,7 @@ nlohmann::json layout_json(const TrainConfig& c) {
           {"tp", p.tp},
           {"zero_stage", p.zero_stage},
           {"world_size", p.dp * p.pp * p.tp},
-          {"schedule", p.schedule},
+          {"schedule", name_of(p.schedule)},
           {"micro_batches", c.micro_batches()}};
 }
 

@@ -86,9 +86,9 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.vocab_multiple = c.model.vocab_multiple;
   m.seq_len = c.model.seq_len;
   m.global_batch = c.train.global_batch_size;
-  m.precision = c.train.precision;
-  m.schedule = c.parallel.schedule;
-  m.grad_reduce_dtype = c.parallel.grad_reduce_dtype;
+  m.precision = name_of(c.train.precision);
+  m.schedule = name_of(c.parallel.schedule);
+  m.grad_reduce_dtype = name_of(c.parallel.grad_reduce_dtype);
   m.bucket_size = c.parallel.bucket_size;
   return m;
 }
@@ -108,7 +108,7 @@ plan::Layout parse_layout(const std::string& text, const TrainConfig& c) {
   l.tp = static_cast<int>(v[2]);
   l.zero = v.size() > 3 ? static_cast<int>(v[3]) : static_cast<int>(c.parallel.zero_stage);
   l.micro_batch = v.size() > 4 ? v[4] : c.train.micro_batch_size;
-  l.checkpointing = c.parallel.activation_checkpointing == "full";
+  l.checkpointing = c.parallel.activation_checkpointing == ActivationCheckpointing::kFull;
   if (v.size() > 5) {
     const std::string ckpt = words.empty() ? std::to_string(v[5]) : words.back();
     if (ckpt == "full" || ckpt == "1")

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
+
 namespace trident {
 
 /// [model]: the transformer's shape.
 struct ModelConfig {
-  std::string arch = "gpt2";
+  ModelArch arch = ModelArch::kGpt2;
   int64_t layers = 2;
   int64_t hidden = 64;
   int64_t heads = 4;
@@ -27,11 +29,11 @@ struct ParallelConfig {
   int64_t pp = 1;
   int64_t tp = 1;
   int64_t zero_stage = 0;
-  std::string schedule = "1f1b";
-  std::string activation_checkpointing = "none";
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
   int64_t bucket_size = 1 << 20;  ///< elements per gradient bucket
   double timeout_s = 300;
-  std::string grad_reduce_dtype = "fp32";
+  ReduceDtype grad_reduce_dtype = ReduceDtype::kFp32;
 };
 
 /// [train]: batch sizes, length of the run, numerics.
@@ -40,7 +42,7 @@ struct TrainSection {
   int64_t global_batch_size = 8;
   int64_t steps = 100;
   int64_t stop_at = 0;  ///< 0: run to steps
-  std::string precision = "fp32";
+  Precision precision = Precision::kFp32;
   int64_t seed = 1234;
   int64_t log_every = 1;
   int64_t threads = 0;  ///< intra-op threads per rank, 0 = auto

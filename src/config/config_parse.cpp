@@ -163,6 +163,13 @@ class Reader {
                         ", got " + describe_node(node));
       return false;
     }
+    // A choice is stored as an enum, which cannot hold a name outside the choices: check
+    // it here, as validation checks every other value once all are read.
+    if (!spec->allowed.choices.empty() && !spec->allowed.accepts(*value)) {
+      errors_.push_back(where + full + " = " + format_value(*value) + " is not valid; it must be " +
+                        spec->allowed.describe());
+      return false;
+    }
     spec->field.set(config_, *value);
     return true;
   }

@@ -3,10 +3,11 @@
 #include "config/config_schema.h"
 
 #include <algorithm>
-#include <charconv>  // std::to_chars: shortest round-trip float text
-#include <cmath>     // std::isfinite, std::floor
-#include <cstdio>    // std::snprintf for \u escapes
-#include <numeric>   // std::lcm
+#include <charconv>   // std::to_chars: shortest round-trip float text
+#include <cmath>      // std::isfinite, std::floor
+#include <cstdio>     // std::snprintf for \u escapes
+#include <numeric>    // std::lcm
+#include <stdexcept>  // std::logic_error
 #include <type_traits>
 
 namespace trident {
@@ -46,6 +47,21 @@ FieldRef field(Section TrainConfig::*section, T Section::*member) {
       }};
 }
 
+/// The accessor for a choice (an enum member): read and written by its config name. The
+/// parser checks the name against the choices before it sets the field.
+template <typename Section, typename E>
+FieldRef choice_field(Section TrainConfig::*section, E Section::*member) {
+  return FieldRef{ValueType::kString,
+                  [section, member](const TrainConfig& c) {
+                    return ConfigValue(std::string(name_of((c.*section).*member)));
+                  },
+                  [section, member](TrainConfig& c, const ConfigValue& v) {
+                    const std::optional<E> value = parse_choice<E>(std::get<std::string>(v));
+                    if (!value) throw std::logic_error("config: a choice was set unchecked");
+                    (c.*section).*member = *value;
+                  }};
+}
+
 Allowed any() { return {}; }
 Allowed at_least(double lo) { return Allowed{lo, std::nullopt, false, false, {}}; }
 Allowed above(double lo) { return Allowed{lo, std::nullopt, true, false, {}}; }
@@ -53,9 +69,11 @@ Allowed half_open(double lo, double hi) { return Allowed{lo, hi, false, true, {}
 Allowed one_of(std::vector<ConfigValue> choices) {
   return Allowed{std::nullopt, std::nullopt, false, false, std::move(choices)};
 }
-Allowed one_of_strings(std::initializer_list<const char*> names) {
+/// Exactly the names of E's values.
+template <typename E>
+Allowed choices_of() {
   std::vector<ConfigValue> choices;
-  for (const char* name : names) choices.emplace_back(std::string(name));
+  for (const ChoiceName<E>& c : choice_names<E>()) choices.emplace_back(std::string(c.name));
   return one_of(std::move(choices));
 }
 
@@ -77,7 +95,7 @@ constexpr auto kLog = &TrainConfig::logging;
 std::vector<KeySpec> build_schema() {
   const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}};
   return {
-      {"model", "arch", field(kModel, &M::arch), one_of_strings({"gpt2"}),
+      {"model", "arch", choice_field(kModel, &M::arch), choices_of<ModelArch>(),
        "model family; GPT-2 style for now"},
       {"model", "layers", field(kModel, &M::layers), at_least(1), "transformer blocks"},
       {"model", "hidden", field(kModel, &M::hidden), at_least(1),
@@ -98,16 +116,17 @@ std::vector<KeySpec> build_schema() {
        "tensor-parallel ranks; divides model.heads"},
       {"parallel", "zero_stage", field(kParallel, &P::zero_stage), one_of(zero_stages),
        "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients"},
-      {"parallel", "schedule", field(kParallel, &P::schedule), one_of_strings({"gpipe", "1f1b"}),
-       "pipeline schedule"},
-      {"parallel", "activation_checkpointing", field(kParallel, &P::activation_checkpointing),
-       one_of_strings({"none", "full"}), "recompute each stage's forward before its backward"},
+      {"parallel", "schedule", choice_field(kParallel, &P::schedule),
+       choices_of<PipelineSchedule>(), "pipeline schedule"},
+      {"parallel", "activation_checkpointing",
+       choice_field(kParallel, &P::activation_checkpointing), choices_of<ActivationCheckpointing>(),
+       "recompute each stage's forward before its backward"},
       {"parallel", "bucket_size", field(kParallel, &P::bucket_size), at_least(1),
        "elements per gradient bucket for reduce-scatter / all-reduce"},
       {"parallel", "timeout_s", field(kParallel, &P::timeout_s), above(0),
        "seconds a collective may take before the job aborts with a message"},
-      {"parallel", "grad_reduce_dtype", field(kParallel, &P::grad_reduce_dtype),
-       one_of_strings({"fp32", "bf16"}), "dtype gradients are reduced in"},
+      {"parallel", "grad_reduce_dtype", choice_field(kParallel, &P::grad_reduce_dtype),
+       choices_of<ReduceDtype>(), "dtype gradients are reduced in"},
 
       {"train", "micro_batch_size", field(kTrain, &T::micro_batch_size), at_least(1),
        "sequences per micro-batch"},
@@ -117,7 +136,7 @@ std::vector<KeySpec> build_schema() {
        "optimizer steps of the whole run (sets the LR schedule)"},
       {"train", "stop_at", field(kTrain, &T::stop_at), at_least(0),
        "stop after this step (for partial runs); 0 runs to steps"},
-      {"train", "precision", field(kTrain, &T::precision), one_of_strings({"fp64", "fp32", "bf16"}),
+      {"train", "precision", choice_field(kTrain, &T::precision), choices_of<Precision>(),
        "compute dtype; fp64 is for parity tests"},
       {"train", "seed", field(kTrain, &T::seed), at_least(0), "seed for initialisation and data"},
       {"train", "log_every", field(kTrain, &T::log_every), at_least(1),

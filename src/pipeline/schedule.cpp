@@ -3,6 +3,7 @@
 #include "pipeline/schedule.h"
 
 #include <algorithm>  // std::min
+#include <optional>   // std::optional
 #include <stdexcept>  // std::invalid_argument
 #include <string>     // std::to_string
 
@@ -110,11 +111,22 @@ Schedule one_f_one_b(int stages, int stage, int micro_batches) {
   return lower(one_f_one_b_compute_order(stages, stage, micro_batches), stages, stage);
 }
 
+Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_batches) {
+  switch (kind) {
+    case PipelineSchedule::kGpipe:
+      return gpipe(stages, stage, micro_batches);
+    case PipelineSchedule::kOneFOneB:
+      return one_f_one_b(stages, stage, micro_batches);
+  }
+  throw std::invalid_argument("unknown pipeline schedule");
+}
+
 Schedule make_schedule(const std::string& name, int stages, int stage, int micro_batches) {
-  if (name == "gpipe") return gpipe(stages, stage, micro_batches);
-  if (name == "1f1b") return one_f_one_b(stages, stage, micro_batches);
-  throw std::invalid_argument("unknown pipeline schedule '" + name +
-                              "' (expected \"gpipe\" or \"1f1b\")");
+  const std::optional<PipelineSchedule> kind = parse_choice<PipelineSchedule>(name);
+  if (!kind)
+    throw std::invalid_argument("unknown pipeline schedule '" + name +
+                                "' (expected \"gpipe\" or \"1f1b\")");
+  return make_schedule(*kind, stages, stage, micro_batches);
 }
 
 Schedule compute_only(const Schedule& schedule) {

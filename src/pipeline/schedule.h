@@ -6,6 +6,8 @@
 #include <string>  // std::string
 #include <vector>  // std::vector
 
+#include "config/choices.h"  // PipelineSchedule
+
 namespace trident::pipeline {
 
 /// What one step of a stage's schedule does. The runtime dispatches on it.
@@ -44,8 +46,11 @@ Schedule gpipe(int stages, int stage, int micro_batches);
 /// then cool-down backwards; lowered.
 Schedule one_f_one_b(int stages, int stage, int micro_batches);
 
-/// Builds the schedule called `name` ("gpipe" or "1f1b").
-/// Throws std::invalid_argument for an unknown name or counts out of range.
+/// Builds the schedule of one stage. Throws std::invalid_argument for counts out of range.
+Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_batches);
+
+/// As above, for the schedule called `name` ("gpipe" or "1f1b", as parallel.schedule names
+/// them). Throws std::invalid_argument for an unknown name.
 Schedule make_schedule(const std::string& name, int stages, int stage, int micro_batches);
 
 /// The compute order (forwards and backwards only) of GPipe for one stage.

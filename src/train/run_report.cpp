@@ -34,12 +34,12 @@ void write_run_info(const TrainConfig& config, int64_t parameters, std::optional
       {"pp", p.pp},
       {"tp", p.tp},
       {"zero_stage", p.zero_stage},
-      {"schedule", p.schedule},
-      {"activation_checkpointing", p.activation_checkpointing},
-      {"precision", config.train.precision},
+      {"schedule", name_of(p.schedule)},
+      {"activation_checkpointing", name_of(p.activation_checkpointing)},
+      {"precision", name_of(config.train.precision)},
       {"title", "dp " + std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " x tp " +
                     std::to_string(p.tp) + ", ZeRO " + std::to_string(p.zero_stage) + ", " +
-                    p.schedule + ", " + std::to_string(parameters) + " parameters"}};
+                    name_of(p.schedule) + ", " + std::to_string(parameters) + " parameters"}};
   info["loss_floor"] = floor ? nlohmann::json(*floor) : nlohmann::json(nullptr);
   std::ofstream(config.logging.run_dir + "/run.json") << info.dump(2) << "\n";
 }

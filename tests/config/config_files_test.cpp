@@ -81,7 +81,7 @@ TEST(ExampleConfigValues, TinyIsOneRankFp32) {
   const TrainConfig c = load_config((source_dir() / "configs" / "tiny.toml").string(), {}, 1);
   EXPECT_EQ(c.model.layers, 4);
   EXPECT_EQ(c.model.hidden, 64);
-  EXPECT_EQ(c.train.precision, "fp32");
+  EXPECT_EQ(c.train.precision, Precision::kFp32);
   EXPECT_EQ(c.parallel.dp, 1);
 }
 
@@ -91,8 +91,8 @@ TEST(ExampleConfigValues, DefaultIsDp2Pp2Tp2Zero2) {
   EXPECT_EQ(c.parallel.pp, 2);
   EXPECT_EQ(c.parallel.tp, 2);
   EXPECT_EQ(c.parallel.zero_stage, 2);
-  EXPECT_EQ(c.parallel.schedule, "1f1b");
-  EXPECT_EQ(c.parallel.activation_checkpointing, "full");
+  EXPECT_EQ(c.parallel.schedule, PipelineSchedule::kOneFOneB);
+  EXPECT_EQ(c.parallel.activation_checkpointing, ActivationCheckpointing::kFull);
   EXPECT_EQ(c.data.source, "synthetic");
 }
 

@@ -34,14 +34,14 @@ TEST(ConfigParse, ValidFileGivesValuesAndDefaults) {
   EXPECT_EQ(c.model.heads, 8);
   EXPECT_EQ(c.parallel.pp, 2);
   EXPECT_EQ(c.parallel.tp, 2);
-  EXPECT_EQ(c.parallel.schedule, "gpipe");
+  EXPECT_EQ(c.parallel.schedule, PipelineSchedule::kGpipe);
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-4);
   // Defaults for everything not in the file.
   const TrainConfig d;
   EXPECT_EQ(c.model.arch, d.model.arch);
   EXPECT_EQ(c.model.vocab, d.model.vocab);
   EXPECT_EQ(c.parallel.bucket_size, d.parallel.bucket_size);
-  EXPECT_EQ(c.train.precision, "fp32");
+  EXPECT_EQ(c.train.precision, Precision::kFp32);
   EXPECT_EQ(c.train.seed, 1234);
   EXPECT_DOUBLE_EQ(c.optimizer.beta2, 0.95);
   EXPECT_EQ(c.data.source, "synthetic");
@@ -77,8 +77,8 @@ TEST(ConfigParse, OverridesReplaceFileValues) {
       0);
   EXPECT_EQ(c.model.layers, 2);  // the later override wins
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-3);
-  EXPECT_EQ(c.parallel.schedule, "1f1b");  // a bare word is a string
-  EXPECT_EQ(c.train.precision, "fp64");    // a quoted TOML string works too
+  EXPECT_EQ(c.parallel.schedule, PipelineSchedule::kOneFOneB);  // a bare word is a string
+  EXPECT_EQ(c.train.precision, Precision::kFp64);               // a quoted TOML string works too
   EXPECT_EQ(c.data.source, "/tmp/tokens.bin");
   EXPECT_EQ(c.checkpoint.load, "2024");  // a string key keeps the text as written
 }
@@ -137,7 +137,7 @@ TEST(ConfigParse, ToTomlRoundTripsEveryKey) {
   EXPECT_EQ(back.train.seed, c.train.seed);
   EXPECT_EQ(back.data.source, c.data.source);
   EXPECT_EQ(back.parallel.dp, 2);
-  EXPECT_EQ(back.parallel.schedule, "gpipe");
+  EXPECT_EQ(back.parallel.schedule, PipelineSchedule::kGpipe);
 }
 
 TEST(ConfigParse, LoadConfigReadsAFile) {

@@ -1,0 +1,52 @@
+// The names of the config's choices: the one table each enum is parsed from and printed by.
+#include "config/choices.h"
+
+#include <ostream>
+
+namespace trident {
+
+template <>
+const std::vector<ChoiceName<ModelArch>>& choice_names() {
+  static const std::vector<ChoiceName<ModelArch>> names = {{ModelArch::kGpt2, "gpt2"}};
+  return names;
+}
+
+template <>
+const std::vector<ChoiceName<Precision>>& choice_names() {
+  static const std::vector<ChoiceName<Precision>> names = {
+      {Precision::kFp64, "fp64"}, {Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}};
+  return names;
+}
+
+template <>
+const std::vector<ChoiceName<PipelineSchedule>>& choice_names() {
+  static const std::vector<ChoiceName<PipelineSchedule>> names = {
+      {PipelineSchedule::kGpipe, "gpipe"}, {PipelineSchedule::kOneFOneB, "1f1b"}};
+  return names;
+}
+
+template <>
+const std::vector<ChoiceName<ActivationCheckpointing>>& choice_names() {
+  static const std::vector<ChoiceName<ActivationCheckpointing>> names = {
+      {ActivationCheckpointing::kNone, "none"}, {ActivationCheckpointing::kFull, "full"}};
+  return names;
+}
+
+template <>
+const std::vector<ChoiceName<ReduceDtype>>& choice_names() {
+  static const std::vector<ChoiceName<ReduceDtype>> names = {{ReduceDtype::kFp32, "fp32"},
+                                                             {ReduceDtype::kBf16, "bf16"}};
+  return names;
+}
+
+std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
+  return out << name_of(value);
+}
+std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value) {
+  return out << name_of(value);
+}
+std::ostream& operator<<(std::ostream& out, ReduceDtype value) { return out << name_of(value); }
+
+}  // namespace trident

@@ -1,0 +1,56 @@
+// The closed sets of values that some config keys take, as enums with their names. A name
+// is parsed once, when the config is read; the code compares enums, never strings.
+#pragma once
+#include <iosfwd>    // std::ostream
+#include <optional>  // std::optional
+#include <string>    // std::string
+#include <vector>    // std::vector
+
+namespace trident {
+
+/// model.arch
+enum class ModelArch { kGpt2 };
+/// train.precision: the dtype of parameters and activations.
+enum class Precision { kFp64, kFp32, kBf16 };
+/// parallel.schedule
+enum class PipelineSchedule { kGpipe, kOneFOneB };
+/// parallel.activation_checkpointing
+enum class ActivationCheckpointing { kNone, kFull };
+/// parallel.grad_reduce_dtype: the dtype gradients travel in between dp ranks.
+enum class ReduceDtype { kFp32, kBf16 };
+
+/// One value of a choice and its name in config files ("1f1b").
+template <typename E>
+struct ChoiceName {
+  E value;
+  const char* name;
+};
+
+/// Every value of E with its name, in the order messages and docs list them.
+template <typename E>
+const std::vector<ChoiceName<E>>& choice_names();
+
+/// The config name of `value`.
+template <typename E>
+const char* name_of(E value) {
+  for (const ChoiceName<E>& c : choice_names<E>())
+    if (c.value == value) return c.name;
+  return "?";
+}
+
+/// The value named `name`, or nothing when no value has that name.
+template <typename E>
+std::optional<E> parse_choice(const std::string& name) {
+  for (const ChoiceName<E>& c : choice_names<E>())
+    if (name == c.name) return c.value;
+  return std::nullopt;
+}
+
+/// Streams print a choice by its config name.
+std::ostream& operator<<(std::ostream& out, ModelArch value);
+std::ostream& operator<<(std::ostream& out, Precision value);
+std::ostream& operator<<(std::ostream& out, PipelineSchedule value);
+std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value);
+std::ostream& operator<<(std::ostream& out, ReduceDtype value);
+
+}  // namespace trident
