@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ccache pkg-config
+  build-essential cmake ccache
   libtorch-dev            # tensors, autograd (CPU build of libtorch 1.13)
   libopenblas0-openmp     # without it libtorch uses the reference BLAS, ~30x slower
   libopenmpi-dev openmpi-bin

@@ -8,10 +8,19 @@
 #include <vector>
 
 namespace trident {
-class Trainer;
 class ParallelContext;
 class GptStage;
+class ZeroOptimizer;
 struct TrainConfig;
+
+/// The parts of one rank's training that a checkpoint saves and restores: the rank's model
+/// stage and optimizer shard, the config the run was built from, and the completed steps.
+struct TrainingState {
+  GptStage& model;
+  ZeroOptimizer& optimizer;
+  const TrainConfig& config;
+  int64_t step = 0;
+};
 
 /// A checkpoint that cannot be used or written: the message names the file and the fix.
 class CheckpointError : public std::runtime_error {
@@ -19,7 +28,7 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Writes `<dir>/step_<N>/` for the trainer's completed step N (collective over the world):
+/// Writes `<dir>/step_<N>/` for completed step N = state.step (collective over the world):
 /// a temporary directory, fsync, rename, then the `latest` file; prunes to `keep_last`
 /// checkpoints when it is > 0. Returns the checkpoint's path.
 ///
@@ -27,16 +36,17 @@ class CheckpointError : public std::runtime_error {
 /// every rank SIGKILL itself at <point> of the save of step <step> (of every save when no
 /// step is given). Points: mid_file (after the first tensor of its file), before_index,
 /// before_rename, before_latest.
-std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& dir,
-                            int64_t keep_last);
+std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
+                            const std::string& dir, int64_t keep_last);
 
 /// Loads `path` — a checkpoint directory, "latest" (resolved in `checkpoint_dir`), or a
-/// Hugging Face GPT-2 directory (model.safetensors + config.json) — into the trainer, in
-/// the trainer's layout: model weights, and, for a trident checkpoint, optimizer state and
-/// the trainer's step. Throws (before changing anything) on a missing file, a checksum
-/// mismatch, a model shape that differs from the config, or an unknown format version.
-void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& path,
-                     const std::string& checkpoint_dir);
+/// Hugging Face GPT-2 directory (model.safetensors + config.json) — into `state`, in
+/// `ctx`'s layout: model weights and, for a trident checkpoint, optimizer state. Returns the
+/// completed steps to continue from (0 for weights alone, which start fresh moments).
+/// Throws (before changing anything) on a missing file, a checksum mismatch, a model shape
+/// that differs from state.config, or an unknown format version.
+int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const std::string& path,
+                        const std::string& checkpoint_dir);
 
 /// Loads only the model weights of `path` (as load_checkpoint resolves it) into `model`,
 /// built from `config` in `ctx`'s layout. Collective over ctx's world; throws before

@@ -21,10 +21,10 @@
 #include "checkpoint/writer.h"       // write_pieces, add_records, slice_file_name
 #include "config/config.h"           // TrainConfig, to_toml
 #include "models/gpt.h"              // GptOptions, GptStage
+#include "models/model_config.h"     // gpt_options
 #include "parallel/agreement.h"      // run_agreed
 #include "parallel/communicator.h"   // Communicator
 #include "parallel/process_grid.h"   // ProcessGrid
-#include "train/trainer.h"           // gpt_options
 
 namespace trident::checkpoint {
 

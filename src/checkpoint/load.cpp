@@ -14,7 +14,6 @@
 #include "config/config.h"          // TrainConfig, parse_config
 #include "models/gpt.h"             // GptStage
 #include "parallel/agreement.h"     // run_agreed
-#include "train/trainer.h"          // Trainer
 #include "zero/zero_optimizer.h"    // ZeroOptimizer
 
 namespace trident {
@@ -104,12 +103,12 @@ void plan_weights(SliceReader& reader, GptStage& model, const ParallelContext& c
   }
 }
 
-void plan_optimizer(SliceReader& reader, Trainer& trainer, const ParallelContext& ctx,
+void plan_optimizer(SliceReader& reader, const TrainingState& state, const ParallelContext& ctx,
                     const CheckpointIndex& index) {
-  ZeroOptimizer& opt = trainer.optimizer();
-  const auto& params = trainer.model().params().params();
+  ZeroOptimizer& opt = state.optimizer;
+  const auto& params = state.model.params().params();
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
-  const bool separate_master = opt.state_dtype() != trainer.model().params().dtype();
+  const bool separate_master = opt.state_dtype() != state.model.params().dtype();
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamSpec& spec = params[i].spec;
     const ParamStateView v = opt.param_state(i);
@@ -132,23 +131,23 @@ void plan_optimizer(SliceReader& reader, Trainer& trainer, const ParallelContext
 
 }  // namespace
 
-void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& path,
-                     const std::string& checkpoint_dir) {
+int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const std::string& path,
+                        const std::string& checkpoint_dir) {
   const MPI_Comm comm = world_comm(ctx);
   CheckpointIndex index;
   std::unique_ptr<SliceReader> reader;
   run_agreed(comm, [&] {
     index = open_checkpoint(path, checkpoint_dir);
-    check_model(index, trainer.config());
+    check_model(index, state.config);
     check_files_exist(index);
     reader = std::make_unique<SliceReader>(index);
-    plan_weights(*reader, trainer.model(), ctx, index, trainer.config().model.vocab);
-    if (!weights_only(index)) plan_optimizer(*reader, trainer, ctx, index);
+    plan_weights(*reader, state.model, ctx, index, state.config.model.vocab);
+    if (!weights_only(index)) plan_optimizer(*reader, state, ctx, index);
     reader->verify();
   });
   run_agreed(comm, [&] {
     reader->execute();
-    ZeroOptimizer& opt = trainer.optimizer();
+    ZeroOptimizer& opt = state.optimizer;
     if (weights_only(index)) {
       // Fine-tuning starts from the weights alone: fresh moments, step 0.
       for (size_t i = 0; i < opt.num_params(); ++i) {
@@ -158,12 +157,11 @@ void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& 
       }
       opt.reload_master_from_params();
       opt.set_step_count(0);
-      trainer.set_completed_steps(0);
     } else {
       opt.set_step_count(index.optimizer.at("step_count").get<int64_t>());
-      trainer.set_completed_steps(index.step);
     }
   });
+  return weights_only(index) ? 0 : index.step;
 }
 
 void load_model_weights(GptStage& model, ParallelContext& ctx, const TrainConfig& config,

@@ -21,7 +21,6 @@
 #include "config/config.h"           // to_toml
 #include "models/gpt.h"              // GptStage
 #include "parallel/agreement.h"      // run_agreed
-#include "train/trainer.h"           // Trainer
 #include "zero/zero_optimizer.h"     // ZeroOptimizer
 
 namespace trident {
@@ -51,9 +50,9 @@ void maybe_crash(const char* point, int64_t step) {
 
 /// The tensors this rank stores: its owned range of each parameter and optimizer state,
 /// cut into boxes of the global tensors.
-std::vector<StoredPiece> pieces_of(Trainer& trainer, const ParallelContext& ctx) {
-  GptStage& model = trainer.model();
-  ZeroOptimizer& opt = trainer.optimizer();
+std::vector<StoredPiece> pieces_of(const TrainingState& state, const ParallelContext& ctx) {
+  GptStage& model = state.model;
+  ZeroOptimizer& opt = state.optimizer;
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp(), dp_rank = ctx.coord().dp;
   const bool separate_master = opt.state_dtype() != model.params().dtype();
   std::vector<StoredPiece> out;
@@ -76,11 +75,11 @@ std::vector<StoredPiece> pieces_of(Trainer& trainer, const ParallelContext& ctx)
 }
 
 /// Everything of the index but the tensors and files.
-CheckpointIndex describe_trainer(Trainer& trainer) {
-  const TrainConfig& c = trainer.config();
-  const ZeroOptimizer& opt = trainer.optimizer();
+CheckpointIndex describe_state(const TrainingState& state) {
+  const TrainConfig& c = state.config;
+  const ZeroOptimizer& opt = state.optimizer;
   CheckpointIndex index;
-  index.step = trainer.completed_steps();
+  index.step = state.step;
   index.model = model_json(c);
   index.layout = layout_json(c);
   // Data and learning rate are functions of the step; nothing draws random numbers while
@@ -95,7 +94,7 @@ CheckpointIndex describe_trainer(Trainer& trainer) {
                      {"total_steps", c.train.steps}}},
                    {"rng", "none"},
                    {"loss_scale", nullptr}};
-  const bool separate_master = opt.state_dtype() != trainer.model().params().dtype();
+  const bool separate_master = opt.state_dtype() != state.model.params().dtype();
   index.optimizer = {{"kind", "adamw"},
                      {"step_count", opt.step_count()},
                      {"beta1", c.optimizer.beta1},
@@ -141,11 +140,11 @@ void prune(const std::string& dir, int64_t keep_last, const std::string& current
 
 }  // namespace
 
-std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& dir,
-                            int64_t keep_last) {
+std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
+                            const std::string& dir, int64_t keep_last) {
   const MPI_Comm comm = world_comm(ctx);
   const bool root = comm_rank(comm) == 0;
-  const int64_t step = trainer.completed_steps();
+  const int64_t step = state.step;
   const std::string final_name = "step_" + std::to_string(step);
   const std::string final_dir = dir + "/" + final_name;
 
@@ -160,7 +159,7 @@ std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::s
 
   std::string record;
   run_agreed(comm, [&] {
-    const std::vector<StoredPiece> pieces = pieces_of(trainer, ctx);
+    const std::vector<StoredPiece> pieces = pieces_of(state, ctx);
     const GridCoord& c = ctx.coord();
     const std::string file = slice_file_name(c.dp, c.pp, c.tp);
     record = write_pieces(tmp, file, pieces, [step](size_t k) {
@@ -171,7 +170,7 @@ std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::s
 
   run_agreed(comm, [&] {
     if (!root) return;
-    CheckpointIndex index = describe_trainer(trainer);
+    CheckpointIndex index = describe_state(state);
     add_records(index, records);
     maybe_crash("before_index", step);
     write_file_atomically(tmp + "/" + kIndexFile, index_to_json(index).dump(1));

@@ -7,14 +7,14 @@
 #include <memory>
 
 #include "checkpoint/checkpoint.h"  // checkpoint_config, load_model_weights
-#include "checkpoint/evaluate.h"    // evaluate_token_file
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "models/gpt.h"                 // GptStage
+#include "models/model_config.h"        // gpt_options
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
-#include "train/trainer.h"              // gpt_options
+#include "train/evaluate.h"             // evaluate_token_file
 
 namespace trident::cli {
 
@@ -78,8 +78,7 @@ int cmd_eval(const Argv& argv) {
                                        static_cast<int>(p.pp));
   });
   load_model_weights(*model, ctx, config, path, "");
-  const checkpoint::EvalResult r =
-      checkpoint::evaluate_token_file(*model, ctx, args.get("data"), K, T, B);
+  const EvalResult r = evaluate_token_file(*model, ctx, args.get("data"), K, T, B);
   if (rank == 0)
     std::printf("{\"loss\": %.17g, \"tokens\": %lld}\n", r.loss, static_cast<long long>(r.tokens));
   return 0;

@@ -9,13 +9,13 @@
 #include <iostream>
 #include <thread>
 
-#include "checkpoint/checkpoint.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "common/memory_tracker.h"
 #include "config/config.h"
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
-#include "train/memory_tracker.h"
+#include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
 #include "train/metrics_log.h"
 #include "train/run_report.h"
 #include "train/trace.h"

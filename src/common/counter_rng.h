@@ -8,7 +8,7 @@
 #include <cstdint>  // uint32_t, uint64_t
 #include <string>   // std::string
 
-namespace trident::data {
+namespace trident {
 
 /// One Philox-4x32 block: four 32-bit words.
 using PhiloxBlock = std::array<uint32_t, 4>;
@@ -100,4 +100,4 @@ inline uint64_t hash_name(uint64_t seed, const std::string& name) {
   return random_u64(seed, fnv1a_64(name));
 }
 
-}  // namespace trident::data
+}  // namespace trident

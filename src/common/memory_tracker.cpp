@@ -1,5 +1,5 @@
 // A c10::Allocator that delegates to libtorch's CPU allocator and counts live bytes.
-#include "train/memory_tracker.h"
+#include "common/memory_tracker.h"
 
 #include <c10/core/Allocator.h>     // c10::Allocator, DataPtr
 #include <c10/core/CPUAllocator.h>  // GetCPUAllocator, SetCPUAllocator

@@ -6,8 +6,8 @@
 #include <cmath>      // std::exp, std::log, std::abs
 #include <string>     // std::to_string
 
-#include "data/counter_rng.h"  // hash_name, random_u64, normal_at, uniform_at
-#include "data/data_error.h"   // DataError
+#include "common/counter_rng.h"  // hash_name, random_u64, normal_at, uniform_at
+#include "data/data_error.h"     // DataError
 
 namespace trident::data {
 namespace {

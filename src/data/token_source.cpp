@@ -5,9 +5,9 @@
 #include <cstdio>   // std::snprintf
 #include <utility>  // std::move
 
-#include "data/counter_rng.h"   // hash_name, random_u64
-#include "data/markov_chain.h"  // MarkovChain
-#include "data/token_file.h"    // TokenFile, format_count
+#include "common/counter_rng.h"  // hash_name, random_u64
+#include "data/markov_chain.h"   // MarkovChain
+#include "data/token_file.h"     // TokenFile, format_count
 
 namespace trident::data {
 namespace {

@@ -9,9 +9,9 @@
 #include <algorithm>  // std::remove_if
 #include <chrono>
 
+#include "common/memory_tracker.h"
 #include "models/gpt.h"
 #include "parallel/parallel_context.h"
-#include "train/memory_tracker.h"
 
 namespace trident {
 

@@ -4,7 +4,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
-#include "data/counter_rng.h"  // hash_name, normal_at
+#include "common/counter_rng.h"  // hash_name, normal_at
 
 namespace trident {
 
@@ -49,7 +49,7 @@ at::Tensor init_shard(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_
   if (spec.init == InitKind::kZeros) return at::zeros(shape, at::kDouble);
   if (spec.init == InitKind::kOnes) return at::ones(shape, at::kDouble);
 
-  const uint64_t key = data::hash_name(seed, spec.name);
+  const uint64_t key = hash_name(seed, spec.name);
   at::Tensor out = at::zeros(shape, at::kDouble);
   double* dst = out.data_ptr<double>();
   const std::vector<int64_t>& g = spec.global_shape;
@@ -69,8 +69,7 @@ at::Tensor init_shard(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_
         const int64_t global_base = (o * global_dim + gd) * inner;
         const int64_t local_base = (o * local_dim + s.local_start + l) * inner;
         for (int64_t i = 0; i < inner; ++i)
-          dst[local_base + i] =
-              spec.std * data::normal_at(key, static_cast<uint64_t>(global_base + i));
+          dst[local_base + i] = spec.std * normal_at(key, static_cast<uint64_t>(global_base + i));
       }
     }
   }

@@ -1,6 +1,6 @@
 // evaluate_token_file: a forward-only pipeline loop (activations passed stage to stage over
 // the pp group), the token losses summed on the last stage and agreed by every rank.
-#include "checkpoint/evaluate.h"
+#include "train/evaluate.h"
 
 #include <ATen/ATen.h>            // Tensor ops
 #include <ATen/core/grad_mode.h>  // at::NoGradGuard
@@ -12,7 +12,7 @@
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
 
-namespace trident::checkpoint {
+namespace trident {
 
 EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std::string& data_path,
                                int64_t sequences, int64_t seq_len, int64_t micro_batch) {
@@ -22,7 +22,7 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
   std::vector<int64_t> mine;
   for (int64_t i = dp_rank; i < K; i += dp) mine.push_back(i);
   std::vector<int32_t> tokens;
-  run_agreed(world_comm(ctx), [&] {
+  run_agreed(checkpoint::world_comm(ctx), [&] {
     if (K < 1) throw std::invalid_argument("eval: --sequences must be at least 1");
     if (T < 1 || T > model.options().seq_len)
       throw std::invalid_argument(
@@ -82,4 +82,4 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
   return {total.item<double>() / static_cast<double>(K * T), K * T};
 }
 
-}  // namespace trident::checkpoint
+}  // namespace trident

@@ -10,7 +10,7 @@ namespace trident {
 class ParallelContext;
 }
 
-namespace trident::checkpoint {
+namespace trident {
 
 struct EvalResult {
   double loss = 0.0;   // mean over the tokens
@@ -25,4 +25,4 @@ struct EvalResult {
 EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std::string& data_path,
                                int64_t sequences, int64_t seq_len, int64_t micro_batch = 4);
 
-}  // namespace trident::checkpoint
+}  // namespace trident

@@ -9,31 +9,13 @@
 
 #include "data/token_source.h"
 #include "models/gpt.h"
+#include "models/model_config.h"
 #include "parallel/parallel_context.h"
 #include "pipeline/schedule_checker.h"
 #include "train/lr_schedule.h"
 #include "zero/zero_optimizer.h"
 
 namespace trident {
-
-at::ScalarType precision_dtype(const std::string& precision) {
-  if (precision == "fp64") return at::kDouble;
-  if (precision == "bf16") return at::kBFloat16;
-  return at::kFloat;
-}
-
-GptOptions gpt_options(const TrainConfig& c) {
-  GptOptions o;
-  o.layers = c.model.layers;
-  o.hidden = c.model.hidden;
-  o.heads = c.model.heads;
-  o.vocab = c.model.vocab;
-  o.padded_vocab = c.padded_vocab();
-  o.seq_len = c.model.seq_len;
-  o.seed = static_cast<uint64_t>(c.train.seed);
-  o.dtype = precision_dtype(c.train.precision);
-  return o;
-}
 
 Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(config), ctx_(ctx) {
   const auto& p = config.parallel;
@@ -52,7 +34,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   ZeroOptions zero;
   zero.stage = static_cast<int>(p.zero_stage);
   zero.bucket_size = p.bucket_size;
-  zero.reduce_dtype = p.grad_reduce_dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+  zero.reduce_dtype = p.grad_reduce_dtype == ReduceDtype::kBf16 ? at::kBFloat16 : at::kFloat;
   AdamWOptions adamw;
   adamw.beta1 = config.optimizer.beta1;
   adamw.beta2 = config.optimizer.beta2;
@@ -61,7 +43,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw);
 
   RuntimeOptions runtime;
-  runtime.checkpointing = p.activation_checkpointing == "full";
+  runtime.checkpointing = p.activation_checkpointing == ActivationCheckpointing::kFull;
   runtime.micro_batch_size = config.train.micro_batch_size;
   runtime.dtype = precision_dtype(config.train.precision);
   runtime_ = std::make_unique<PipelineRuntime>(*model_, ctx, runtime);

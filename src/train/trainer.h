@@ -14,7 +14,6 @@
 
 namespace trident {
 class GptStage;
-struct GptOptions;
 class ParallelContext;
 class ZeroOptimizer;
 namespace data {
@@ -74,12 +73,5 @@ class Trainer {
   int64_t completed_ = 0;
   StepResult last_;
 };
-
-/// The libtorch dtype of train.precision.
-at::ScalarType precision_dtype(const std::string& precision);
-
-/// The GPT a config describes, as the trainer builds it (evaluation and conversion build
-/// the same one).
-GptOptions gpt_options(const TrainConfig& config);
 
 }  // namespace trident

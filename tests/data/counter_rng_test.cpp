@@ -1,6 +1,6 @@
 // Tests of the counter-based generator: Philox known answers, the moments of the
 // uniform and normal values, and independence from how many values are drawn.
-#include "data/counter_rng.h"  // philox4x32_10, random_u64, uniform_at, normal_at, ...
+#include "common/counter_rng.h"  // philox4x32_10, random_u64, uniform_at, normal_at, ...
 
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 

@@ -8,8 +8,8 @@
 #include <set>     // std::set
 #include <vector>  // std::vector
 
-#include "data/counter_rng.h"  // hash_name
-#include "data_test_util.h"    // error_of
+#include "common/counter_rng.h"  // hash_name
+#include "data_test_util.h"      // error_of
 
 namespace trident::data {
 namespace {

@@ -10,9 +10,9 @@
 #include <cstdint>    // int32_t, int64_t
 #include <vector>     // std::vector
 
-#include "data/counter_rng.h"   // random_u64
-#include "data/markov_chain.h"  // MarkovChain
-#include "data_test_util.h"     // TempDir, write_*, error_of
+#include "common/counter_rng.h"  // random_u64
+#include "data/markov_chain.h"   // MarkovChain
+#include "data_test_util.h"      // TempDir, write_*, error_of
 
 namespace trident::data {
 namespace {

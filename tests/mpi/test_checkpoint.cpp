@@ -11,7 +11,6 @@
 #include <filesystem>  // std::filesystem::remove_all
 #include <memory>      // std::unique_ptr
 
-#include "checkpoint/checkpoint.h"  // save_checkpoint, load_checkpoint
 #include "checkpoint/collective.h"  // broadcast_string
 #include "checkpoint/convert.h"     // convert_checkpoint
 #include "checkpoint/index.h"       // open_checkpoint
@@ -19,6 +18,7 @@
 #include "checkpoint/reader.h"      // read_global_tensor
 #include "models/gpt.h"             // GptStage
 #include "parity_harness.h"         // Layout, layout_config, train_steps
+#include "train/checkpointing.h"    // save_checkpoint, load_checkpoint of a Trainer
 #include "zero/zero_optimizer.h"    // ZeroOptimizer
 
 namespace trident::testing {

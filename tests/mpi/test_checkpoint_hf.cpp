@@ -14,16 +14,17 @@
 #include <map>                // std::map
 #include <nlohmann/json.hpp>  // nlohmann::json
 
-#include "checkpoint/checkpoint.h"   // save_checkpoint, load_checkpoint, checkpoint_config
+#include "checkpoint/checkpoint.h"   // checkpoint_config, load_model_weights
 #include "checkpoint/collective.h"   // broadcast_string, comm_rank
-#include "checkpoint/evaluate.h"     // evaluate_token_file
 #include "checkpoint/hf.h"           // export_hf
 #include "checkpoint/index.h"        // open_checkpoint
 #include "checkpoint/reader.h"       // read_global_tensor
 #include "checkpoint/safetensors.h"  // SafetensorsFile
 #include "models/gpt.h"              // GptStage
+#include "models/model_config.h"     // gpt_options
 #include "parity_harness.h"          // parity_config_toml, train_steps
-#include "train/trainer.h"           // gpt_options
+#include "train/checkpointing.h"     // save_checkpoint, load_checkpoint of a Trainer
+#include "train/evaluate.h"          // evaluate_token_file
 
 namespace trident::testing {
 namespace {
@@ -250,7 +251,7 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
   {
     GptStage model(gpt_options(config), ctx.tp(), ctx.coord().pp, 2);
     load_model_weights(model, ctx, config, hf, "");
-    const checkpoint::EvalResult got = checkpoint::evaluate_token_file(model, ctx, tokens, K, T, 2);
+    const EvalResult got = evaluate_token_file(model, ctx, tokens, K, T, 2);
     EXPECT_EQ(got.tokens, K * T);
     EXPECT_LE(relative_difference(got.loss, want), 1e-10) << got.loss << " vs " << want;
     if (ctx.rank() == 0)

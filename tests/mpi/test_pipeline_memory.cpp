@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "common/memory_tracker.h"
 #include "models/gpt.h"
 #include "parallel/parallel_context.h"
 #include "pipeline/runtime.h"
 #include "pipeline/schedule.h"
-#include "train/memory_tracker.h"
 
 namespace trident {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "data/counter_rng.h"           // data::random_u64
+#include "common/counter_rng.h"         // random_u64
 #include "models/gpt.h"                 // GptStage, GptOptions
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
@@ -45,7 +45,7 @@ at::Tensor global_batch(int step, const GptOptions& o) {
   at::Tensor t = at::empty({kGlobalBatch, o.seq_len + 1}, at::kLong);
   int64_t* p = t.data_ptr<int64_t>();
   for (int64_t i = 0; i < t.numel(); ++i)
-    p[i] = static_cast<int64_t>(data::random_u64(kDataKey, step, i) % o.vocab);
+    p[i] = static_cast<int64_t>(random_u64(kDataKey, step, i) % o.vocab);
   return t;
 }
 

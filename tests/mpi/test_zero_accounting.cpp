@@ -9,7 +9,7 @@
 #include <cstdio>     // std::printf
 #include <memory>     // std::unique_ptr
 
-#include "data/counter_rng.h"           // data::random_u64
+#include "common/counter_rng.h"         // random_u64
 #include "models/gpt.h"                 // GptStage, GptOptions
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
@@ -71,7 +71,7 @@ void one_step(ParallelContext& ctx, GptStage& model, ZeroOptimizer& opt) {
     at::Tensor ids = at::empty({1, o.seq_len + 1}, at::kLong);
     for (int64_t i = 0; i < ids.numel(); ++i)
       ids.data_ptr<int64_t>()[i] =
-          static_cast<int64_t>(data::random_u64(3, ctx.rank() * 10 + j, i) % o.vocab);
+          static_cast<int64_t>(random_u64(3, ctx.rank() * 10 + j, i) % o.vocab);
     at::Tensor loss = model.forward(ids.narrow(1, 0, o.seq_len).contiguous(),
                                     ids.narrow(1, 1, o.seq_len).contiguous(), 1.0 / 64);
     opt.begin_backward(j == kMicroBatches - 1);

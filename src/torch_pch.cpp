@@ -1,0 +1,1 @@
+// Compiles the precompiled header (torch_pch.h) once; the libtorch libraries reuse it.
