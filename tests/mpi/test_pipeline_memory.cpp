@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include "models/gpt.h"
+#include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/parallel_context.h"
 #include "pipeline/runtime.h"
 #include "pipeline/schedule.h"
@@ -13,6 +14,9 @@
 
 namespace trident {
 namespace {
+
+const bool kRegistered =
+    testing::register_mpi_cases({{"pipeline_activation_memory_pp4_m8", 4, "PipelineMemory.*"}});
 
 struct Measured {
   int max_in_flight = 0;
