@@ -36,7 +36,7 @@ class BpeTest : public ::testing::Test {
   std::unique_ptr<ByteLevelBpe> bpe_;
 };
 
-TEST_F(BpeTest, LoadsVocabularyAndMerges) {
+TEST_F(BpeTest, loads_vocabulary_and_merges) {
   EXPECT_EQ(bpe_->vocab_size(), 273);
   EXPECT_EQ(bpe_->merge_count(), 16);
   EXPECT_EQ(bpe_->end_of_text(), 272);
@@ -44,7 +44,7 @@ TEST_F(BpeTest, LoadsVocabularyAndMerges) {
   EXPECT_EQ(bpe_->token_text(264), "ĊĊ");
 }
 
-TEST_F(BpeTest, MergesByRankInsideWords) {
+TEST_F(BpeTest, merges_by_rank_inside_words) {
   // " the": Ġ t h e → Ġt h e (rank 0) → Ġt he (rank 1) → Ġthe (rank 2).
   EXPECT_EQ(encode(" the"), (Ids{258}));
   EXPECT_EQ(encode("the cat"), (Ids{'t', 257, ' ', 'c', 'a', 't'}));
@@ -54,7 +54,7 @@ TEST_F(BpeTest, MergesByRankInsideWords) {
   EXPECT_EQ(encode("Hello world"), (Ids{'H', 262, 'o', 260, 'o', 'r', 'l', 'd'}));
 }
 
-TEST_F(BpeTest, LeadingMultipleAndTrailingSpaces) {
+TEST_F(BpeTest, leading_multiple_and_trailing_spaces) {
   EXPECT_EQ(encode("  leading"), (Ids{' ', ' ', 'l', 'e', 'a', 'd', 259, 'g'}));
   EXPECT_EQ(encode("multiple   spaces"),
             (Ids{'m', 'u', 'l', 't', 'i', 'p', 'l', 'e', 263, ' ', 's', 'p', 'a', 'c', 'e', 's'}));
@@ -63,14 +63,14 @@ TEST_F(BpeTest, LeadingMultipleAndTrailingSpaces) {
   EXPECT_EQ(encode("   "), (Ids{263, ' '}));
 }
 
-TEST_F(BpeTest, PunctuationAndDigits) {
+TEST_F(BpeTest, punctuation_and_digits) {
   EXPECT_EQ(encode("Hi, there! (ok)?"),
             (Ids{'H', 'i', ',', 258, 'r', 'e', '!', ' ', '(', 'o', 'k', ')', '?'}));
   // " 2024" is one word: 2 0 → 20, then Ġ 20 → Ġ20.
   EXPECT_EQ(encode("In 2024, 7"), (Ids{'I', 'n', 266, '2', '4', ',', ' ', '7'}));
 }
 
-TEST_F(BpeTest, Contractions) {
+TEST_F(BpeTest, contractions) {
   EXPECT_EQ(encode("don't"), (Ids{269, 267}));
   EXPECT_EQ(encode("we'll"), (Ids{'w', 'e', '\'', 'l', 'l'}));
   EXPECT_EQ(encode(" we'll I'M"), (Ids{260, 'e', '\'', 'l', 'l', ' ', 'I', '\'', 'M'}));
@@ -79,7 +79,7 @@ TEST_F(BpeTest, Contractions) {
   EXPECT_EQ(encode(" 're"), (Ids{' ', '\'', 'r', 'e'}));
 }
 
-TEST_F(BpeTest, UnicodeFallsBackToBytes) {
+TEST_F(BpeTest, unicode_falls_back_to_bytes) {
   // é is C3 A9, which merge 270 joins.
   EXPECT_EQ(encode("café"), (Ids{'c', 'a', 'f', 270}));
   EXPECT_EQ(encode(" Ωμ"), (Ids{' ', 0xCE, 0xA9, 0xCE, 0xBC}));
@@ -90,14 +90,14 @@ TEST_F(BpeTest, UnicodeFallsBackToBytes) {
   EXPECT_EQ(encode("a\xFF"), (Ids{'a', 0xFF}));  // malformed UTF-8 survives too
 }
 
-TEST_F(BpeTest, Newlines) {
+TEST_F(BpeTest, newlines) {
   EXPECT_EQ(encode("a\n\nb"), (Ids{'a', '\n', '\n', 'b'}));  // separate words
   EXPECT_EQ(encode("a\n\n"), (Ids{'a', 264}));
   EXPECT_EQ(encode("a\n\n\nb"), (Ids{'a', 264, '\n', 'b'}));
   EXPECT_EQ(encode("x \n y"), (Ids{'x', ' ', '\n', ' ', 'y'}));
 }
 
-TEST_F(BpeTest, DecodesEveryTokenAndRefusesUnknownIds) {
+TEST_F(BpeTest, decodes_every_token_and_refuses_unknown_ids) {
   EXPECT_EQ(bpe_->decode({258, 262, 272}), " theell<|endoftext|>");
   EXPECT_EQ(error_of([&] { bpe_->decode({273}); }),
             "token id 273 is not in vocab file " + (dir_ / "vocab.json"));
@@ -105,7 +105,7 @@ TEST_F(BpeTest, DecodesEveryTokenAndRefusesUnknownIds) {
             "token id -1 is not in vocab file " + (dir_ / "vocab.json"));
 }
 
-TEST(Bpe, ByteAlphabetHasGpt2Ids) {
+TEST(Bpe, byte_alphabet_has_gpt2_ids) {
   // GPT-2's vocab.json lists the 256 single bytes first, in bytes_to_unicode's order:
   // the printable bytes, then the rest. Its '!' is 0, "\n" ('Ċ') 198, " " ('Ġ') 220.
   TempDir dir;
@@ -129,7 +129,7 @@ TEST(Bpe, ByteAlphabetHasGpt2Ids) {
   EXPECT_EQ(gpt2_char('\n'), "Ċ");
 }
 
-TEST(ByteTokenizer, EveryByteIsAToken) {
+TEST(ByteTokenizer, every_byte_is_a_token) {
   const ByteTokenizer bytes;
   EXPECT_EQ(bytes.encode("a é\n"), (Ids{'a', ' ', 0xC3, 0xA9, '\n'}));
   EXPECT_EQ(bytes.decode({'a', ' ', 0xC3, 0xA9, '\n'}), "a é\n");

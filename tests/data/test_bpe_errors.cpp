@@ -38,7 +38,7 @@ class BpeErrors : public ::testing::Test {
   const std::string vocab_ = dir_ / "vocab.json", merges_ = dir_ / "merges.txt";
 };
 
-TEST_F(BpeErrors, MissingFiles) {
+TEST_F(BpeErrors, missing_files) {
   std::ofstream(merges_) << "";
   EXPECT_EQ(error_of([&] { ByteLevelBpe::load(dir_ / "nope.json", merges_); }),
             "vocab file " + (dir_ / "nope.json") + " not found; " + kVocabFix);
@@ -47,7 +47,7 @@ TEST_F(BpeErrors, MissingFiles) {
             "merges file " + (dir_ / "nope.txt") + " not found; " + kMergesFix);
 }
 
-TEST_F(BpeErrors, MalformedVocabulary) {
+TEST_F(BpeErrors, malformed_vocabulary) {
   const std::string bad_json = load_error("{\"a\": 1,", "");
   EXPECT_EQ(bad_json.rfind("vocab file " + vocab_ + " is not valid JSON (", 0), 0u) << bad_json;
   EXPECT_NE(bad_json.find(std::string("); ") + kVocabFix), std::string::npos) << bad_json;
@@ -70,7 +70,7 @@ TEST_F(BpeErrors, MalformedVocabulary) {
                 "alphabet; only byte-level BPE vocabularies (GPT-2's) are supported");
 }
 
-TEST_F(BpeErrors, MalformedMerges) {
+TEST_F(BpeErrors, malformed_merges) {
   EXPECT_EQ(load_error(bytes_only(), "#version: 0.2\nĠt\n"),
             "merges file " + merges_ +
                 " line 2: expected two tokens separated by one space, got "
@@ -83,7 +83,7 @@ TEST_F(BpeErrors, MalformedMerges) {
                 kMergesFix);
 }
 
-TEST_F(BpeErrors, MergesThatDoNotFitTheVocabulary) {
+TEST_F(BpeErrors, merges_that_do_not_fit_the_vocabulary) {
   EXPECT_EQ(load_error(bytes_only(), "#version: 0.2\nĠ t\n"),
             "merges file " + merges_ +
                 " line 2: merge 'Ġ t' gives 'Ġt', which is not in vocab "
@@ -94,7 +94,7 @@ TEST_F(BpeErrors, MergesThatDoNotFitTheVocabulary) {
                 kMismatch);
 }
 
-TEST_F(BpeErrors, ByteWithoutToken) {
+TEST_F(BpeErrors, byte_without_token) {
   nlohmann::json vocab = TestVocab{{}, false}.vocab_json();
   vocab.erase("z");
   std::ofstream(vocab_) << vocab.dump();
@@ -106,7 +106,7 @@ TEST_F(BpeErrors, ByteWithoutToken) {
                 "byte-level vocabulary needs all 256 single-byte tokens");
 }
 
-TEST(TokenizerOptions, NamesTheFix) {
+TEST(TokenizerOptions, names_the_fix) {
   EXPECT_EQ(error_of([] {
               make_tokenizer({"wordpiece", "", ""});
             }),

@@ -41,7 +41,7 @@ std::vector<std::string> words_in_pieces(std::string_view text, size_t piece) {
 using Words = std::vector<std::string>;
 
 // The expected splits are those of Python's regex.findall with GPT-2's pattern.
-TEST(BpePretokenize, SpacesJoinTheWordAfterThem) {
+TEST(BpePretokenize, spaces_join_the_word_after_them) {
   EXPECT_EQ(words_of("Hello world"), (Words{"Hello", " world"}));
   EXPECT_EQ(words_of("  leading"), (Words{" ", " leading"}));
   EXPECT_EQ(words_of("multiple   spaces"), (Words{"multiple", "  ", " spaces"}));
@@ -50,19 +50,19 @@ TEST(BpePretokenize, SpacesJoinTheWordAfterThem) {
   EXPECT_EQ(words_of(""), (Words{}));
 }
 
-TEST(BpePretokenize, PunctuationRunsAndDigits) {
+TEST(BpePretokenize, punctuation_runs_and_digits) {
   EXPECT_EQ(words_of("Hi, there! (ok)?"), (Words{"Hi", ",", " there", "!", " (", "ok", ")?"}));
   EXPECT_EQ(words_of("In 2024, 7 cats"), (Words{"In", " 2024", ",", " 7", " cats"}));
   EXPECT_EQ(words_of("3.14 x10"), (Words{"3", ".", "14", " x", "10"}));
 }
 
-TEST(BpePretokenize, ContractionsAreLowerCaseAndOnlyAtAWordStart) {
+TEST(BpePretokenize, contractions_are_lower_case_and_only_at_a_word_start) {
   EXPECT_EQ(words_of("don't we'll I'M"), (Words{"don", "'t", " we", "'ll", " I", "'", "M"}));
   EXPECT_EQ(words_of("'s 'S ''re"), (Words{"'s", " '", "S", " ''", "re"}));
   EXPECT_EQ(words_of("they're I've I'd"), (Words{"they", "'re", " I", "'ve", " I", "'d"}));
 }
 
-TEST(BpePretokenize, UnicodeLettersNumbersAndSymbols) {
+TEST(BpePretokenize, unicode_letters_numbers_and_symbols) {
   EXPECT_EQ(words_of("café Ωμέγα привет 中文 🙂"),
             (Words{"café", " Ωμέγα", " привет", " 中文", " 🙂"}));
   // A combining accent is a mark, not a letter; a superscript two is a number.
@@ -70,7 +70,7 @@ TEST(BpePretokenize, UnicodeLettersNumbersAndSymbols) {
   EXPECT_EQ(words_of("\u3000x"), (Words{"\u3000", "x"}));  // the ideographic space is \s
 }
 
-TEST(BpePretokenize, NewlinesAndTabs) {
+TEST(BpePretokenize, newlines_and_tabs) {
   EXPECT_EQ(words_of("a\n\nb"), (Words{"a", "\n", "\n", "b"}));
   EXPECT_EQ(words_of("a\n\n\nb"), (Words{"a", "\n\n", "\n", "b"}));
   EXPECT_EQ(words_of("a\n\n"), (Words{"a", "\n\n"}));
@@ -78,11 +78,11 @@ TEST(BpePretokenize, NewlinesAndTabs) {
   EXPECT_EQ(words_of("\t\tx"), (Words{"\t", "\t", "x"}));
 }
 
-TEST(BpePretokenize, MalformedUtf8BytesAreSymbols) {
+TEST(BpePretokenize, malformed_utf8_bytes_are_symbols) {
   EXPECT_EQ(words_of("a\xFF\xC3(b"), (Words{"a", "\xFF\xC3(", "b"}));
 }
 
-TEST(BpeUnicode, ClassesOfCommonScripts) {
+TEST(BpeUnicode, classes_of_common_scripts) {
   auto cls = [](const char* utf8) { return char_class(decode_utf8(utf8, 0).code_point); };
   for (const char* letter : {"a", "Z", "é", "ß", "Ω", "ж", "Ա", "א", "ب", "क", "ก", "ა", "한", "あ",
                              "ア", "中", "Ａ", "ª", "ǅ"})
@@ -95,7 +95,7 @@ TEST(BpeUnicode, ClassesOfCommonScripts) {
     EXPECT_EQ(cls(other), CharClass::kOther) << other;
 }
 
-TEST(BpeUnicode, DecodesAndWaitsForIncompleteSequences) {
+TEST(BpeUnicode, decodes_and_waits_for_incomplete_sequences) {
   EXPECT_EQ(decode_utf8("é", 0).code_point, U'é');
   EXPECT_EQ(decode_utf8("🙂", 0).bytes, 4u);
   EXPECT_EQ(decode_utf8("\xC0\xAF", 0).code_point, kInvalidCodePoint);      // overlong '/'
@@ -107,7 +107,7 @@ TEST(BpeUnicode, DecodesAndWaitsForIncompleteSequences) {
   EXPECT_EQ(incomplete_utf8_tail("ab\xE0\x80"), 0u);  // overlong whatever follows
 }
 
-TEST(BpePretokenize, PiecesSplitAsTheWhole) {
+TEST(BpePretokenize, pieces_split_as_the_whole) {
   const std::string text =
       "don't  stop\n\n\nwe'll 2024 café Ωμέγα 中文🙂🙂 "
       "they're   \t x²! 'S ''re\u3000end  \n";
@@ -115,7 +115,7 @@ TEST(BpePretokenize, PiecesSplitAsTheWhole) {
     EXPECT_EQ(words_in_pieces(text, piece), words_of(text)) << "piece " << piece;
 }
 
-TEST(BpePretokenize, RandomBytesInPiecesSplitAsTheWhole) {
+TEST(BpePretokenize, random_bytes_in_pieces_split_as_the_whole) {
   // Arbitrary bytes, malformed UTF-8 included, in random pieces.
   const std::string alphabet[] = {"a",        "Z",        " ",    "  ", "\n", "\t",   "'",
                                   "'re",      "'l",       "7",    ".",  "é",  "\xC3", "\xA9",

@@ -72,7 +72,7 @@ class PrepareTest : public ::testing::Test {
   ByteTokenizer bytes_;
 };
 
-TEST_F(PrepareTest, SmallBuffersGiveTheSameFileForBothTokenizers) {
+TEST_F(PrepareTest, small_buffers_give_the_same_file_for_both_tokenizers) {
   ASSERT_GE(text_.size(), 5000u);
   for (const Tokenizer* tokenizer :
        {static_cast<const Tokenizer*>(bpe_.get()), static_cast<const Tokenizer*>(&bytes_)}) {
@@ -91,7 +91,7 @@ TEST_F(PrepareTest, SmallBuffersGiveTheSameFileForBothTokenizers) {
   }
 }
 
-TEST_F(PrepareTest, BpeCompressesAndRoundTrips) {
+TEST_F(PrepareTest, bpe_compresses_and_round_trips) {
   const std::string out = dir_ / "bpe.bin";
   const PrepareStats stats = prepare(*bpe_, out, 7);
   const Ids tokens = read_tokens(out);
@@ -101,7 +101,7 @@ TEST_F(PrepareTest, BpeCompressesAndRoundTrips) {
   EXPECT_EQ(stats.max_token, 271);  // "'r", in "they're", is the highest merge
 }
 
-TEST_F(PrepareTest, WritesAnLlmcHeaderThatTheTrainerReads) {
+TEST_F(PrepareTest, writes_an_llmc_header_that_the_trainer_reads) {
   const std::string out = dir_ / "bytes.bin";
   prepare(bytes_, out, 7);
   const std::string file = read_file(out);
@@ -120,7 +120,7 @@ TEST_F(PrepareTest, WritesAnLlmcHeaderThatTheTrainerReads) {
   EXPECT_FALSE(std::ifstream(out + ".tmp").good());
 }
 
-TEST_F(PrepareTest, EndOfTextFollowsEachDocument) {
+TEST_F(PrepareTest, end_of_text_follows_each_document) {
   write_bytes(dir_ / "a.txt", "the end");
   write_bytes(dir_ / "b.txt", "\n\n");
   const std::vector<std::string> inputs = {dir_ / "a.txt", dir_ / "b.txt"};
@@ -133,7 +133,7 @@ TEST_F(PrepareTest, EndOfTextFollowsEachDocument) {
             (Ids{'t', 'h', 'e', ' ', 'e', 'n', 'd', 0, '\n', '\n', 0}));
 }
 
-TEST_F(PrepareTest, EmptyInputGivesAnEmptyFile) {
+TEST_F(PrepareTest, empty_input_gives_an_empty_file) {
   write_bytes(dir_ / "empty.txt", "");
   prepare(bytes_, dir_ / "empty.bin", 7, {dir_ / "empty.txt"});
   EXPECT_EQ(TokenFile::open(dir_ / "empty.bin").size(), 0);

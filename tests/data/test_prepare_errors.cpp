@@ -50,7 +50,7 @@ class PrepareErrors : public ::testing::Test {
   ByteTokenizer bytes_;
 };
 
-TEST_F(PrepareErrors, MissingInput) {
+TEST_F(PrepareErrors, missing_input) {
   EXPECT_EQ(
       prepare_error(bytes_, {text_, dir_ / "missing.txt"}, out_),
       "input file " + (dir_ / "missing.txt") + " not found; pass existing text files to --in");
@@ -62,7 +62,7 @@ TEST_F(PrepareErrors, MissingInput) {
             "--out " + out_ + " is also an input; write the tokens to another file");
 }
 
-TEST_F(PrepareErrors, OutputDirectoryMissing) {
+TEST_F(PrepareErrors, output_directory_missing) {
   const std::string out = dir_ / "no/such/dir/out.bin";
   EXPECT_EQ(prepare_error(bytes_, {text_}, out),
             "cannot create " + out +
@@ -70,7 +70,7 @@ TEST_F(PrepareErrors, OutputDirectoryMissing) {
                 "existing, writable directory");
 }
 
-TEST_F(PrepareErrors, TokenIdsAboveUint16) {
+TEST_F(PrepareErrors, token_ids_above_uint16) {
   nlohmann::json vocab = small_vocab().vocab_json();
   vocab["Ġthe"] = 70000;  // "Ġthe" moves from 258 to 70000
   std::ofstream(dir_ / "vocab.json") << vocab.dump();
@@ -84,7 +84,7 @@ TEST_F(PrepareErrors, TokenIdsAboveUint16) {
   expect_output_untouched();
 }
 
-TEST_F(PrepareErrors, EndOfTextMissing) {
+TEST_F(PrepareErrors, end_of_text_missing) {
   TestVocab vocab = small_vocab();
   vocab.end_of_text = false;
   vocab.write(dir_ / "vocab.json", dir_ / "merges.txt");
@@ -96,7 +96,7 @@ TEST_F(PrepareErrors, EndOfTextMissing) {
   expect_output_untouched();
 }
 
-TEST_F(PrepareErrors, FailureMidwayLeavesTheOutputAlone) {
+TEST_F(PrepareErrors, failure_midway_leaves_the_output_alone) {
   nlohmann::json vocab = TestVocab{{}, false}.vocab_json();
   vocab.erase("x");
   std::ofstream(dir_ / "vocab.json") << vocab.dump();
@@ -109,7 +109,7 @@ TEST_F(PrepareErrors, FailureMidwayLeavesTheOutputAlone) {
   expect_output_untouched();
 }
 
-TEST(PrepareProgress, PlainLinesWhenNotATerminal) {
+TEST(PrepareProgress, plain_lines_when_not_a_terminal) {
   char* buffer = nullptr;
   size_t size = 0;
   std::FILE* out = open_memstream(&buffer, &size);
@@ -125,7 +125,7 @@ TEST(PrepareProgress, PlainLinesWhenNotATerminal) {
       << text;
 }
 
-TEST(PrepareProgress, AtMostOneLinePerInterval) {
+TEST(PrepareProgress, at_most_one_line_per_interval) {
   char* buffer = nullptr;
   size_t size = 0;
   std::FILE* out = open_memstream(&buffer, &size);

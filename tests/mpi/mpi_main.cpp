@@ -1,14 +1,59 @@
-// main() of the multi-rank tests: MPI around GoogleTest; the job fails if any rank's test fails.
+// main() of the multi-rank tests: MPI around GoogleTest. The job fails on every rank when
+// any rank's test fails, when the world size is not the selected tests' declared one, when
+// the filter selects no test and when any test skips: a multi-rank test that did not run is
+// a failure. `test_mpi --list-ctest` prints the ctest entries without starting MPI.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "mpi_cases.h"
+
+namespace {
+
+bool has_flag(int argc, char** argv, const char* flag) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], flag) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (has_flag(argc, argv, "--list-ctest")) {
+    ::testing::InitGoogleTest(&argc, argv);  // registers the parameterised tests
+    return trident::testing::list_ctest(std::cout, std::cerr);
+  }
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ::testing::InitGoogleTest(&argc, argv);
-  int failed = RUN_ALL_TESTS();
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  auto* check = new trident::testing::WorldSizeCheck(world, rank);
+  ::testing::AddGlobalTestEnvironment(check);  // gtest owns it, until the program ends
+  const int failed = RUN_ALL_TESTS();
+
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  // Every rank selects the same tests; a skip may happen on some ranks only.
+  int local[2] = {failed, unit.skipped_test_count()}, job[2] = {0, 0};
+  MPI_Allreduce(local, job, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const bool none_selected = unit.test_to_run_count() == 0;
+  if (rank == 0) {
+    // The reason last, after every rank's gtest output.
+    if (none_selected)
+      std::fprintf(stderr, "test_mpi: no test matches --gtest_filter=%s\n",
+                   GTEST_FLAG_GET(filter).c_str());
+    else if (!check->problem().empty())
+      std::fprintf(stderr, "test_mpi: %s\n", check->problem().c_str());
+    else if (job[1] > 0)
+      std::fprintf(stderr,
+                   "test_mpi: %d test(s) skipped on some rank; a multi-rank test that does not "
+                   "run fails the job\n",
+                   job[1]);
+  }
   MPI_Finalize();
-  return any_failed;
+  return job[0] != 0 || job[1] > 0 || none_selected ? 1 : 0;
 }

@@ -42,6 +42,7 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
       std::string("parallel.activation_checkpointing=") + (l.checkpointing ? "full" : "none"),
       "train.micro_batch_size=" + std::to_string(l.micro_batch_size),
       "train.precision=" + l.precision,
+      "parallel.bucket_size=" + std::to_string(l.bucket_size),
   };
   return parse_config(parity_config_toml(global_batch_size, steps), "<parity " + l.name + ">", sets,
                       l.world());
@@ -55,10 +56,6 @@ RunTrace train_steps(Trainer& trainer, int steps) {
     trace.grad_norms.push_back(m.grad_norm);
   }
   return trace;
-}
-
-double relative_difference(double a, double b) {
-  return std::abs(a - b) / std::max(std::abs(b), 1e-300);
 }
 
 double max_weight_difference(Trainer& layout, const ParallelContext& ctx, Trainer& reference,

@@ -9,22 +9,11 @@
 #include <vector>
 
 #include "config/config.h"
+#include "mpi_test_util.h"  // Layout, relative_difference
 #include "parallel/parallel_context.h"
 #include "train/trainer.h"
 
 namespace trident::testing {
-
-/// One layout of a parity test, named as ctest names it (tp2_pp2_dp2_zero2_...).
-struct Layout {
-  std::string name;
-  int dp = 1, pp = 1, tp = 1;
-  int zero = 0;
-  std::string schedule = "1f1b";
-  bool checkpointing = false;
-  int micro_batch_size = 2;
-  std::string precision = "fp64";
-  int world() const { return dp * pp * tp; }
-};
 
 /// The tiny model every parity test trains (4 layers so that pp 4 divides it).
 std::string parity_config_toml(int global_batch_size, int steps);
@@ -37,7 +26,8 @@ struct RunTrace {
 /// Trains `steps` steps of `config` on `ctx`, returning what every rank agrees on.
 RunTrace train_steps(Trainer& trainer, int steps);
 
-/// Config for `layout` (dp, pp, tp, ZeRO, schedule, checkpointing, micro-batch size).
+/// Config for `layout` (dp, pp, tp, ZeRO, schedule, checkpointing, micro-batch size,
+/// precision, bucket size).
 TrainConfig layout_config(const Layout& layout, int steps, int global_batch_size = 8);
 
 /// How final weights are compared, per parameter tensor against the reference's.
@@ -51,7 +41,5 @@ enum class WeightMetric {
 /// Largest relative difference of this rank's parameter shards from the reference's.
 double max_weight_difference(Trainer& layout, const ParallelContext& ctx, Trainer& reference,
                              WeightMetric metric);
-
-double relative_difference(double a, double b);
 
 }  // namespace trident::testing

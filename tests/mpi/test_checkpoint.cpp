@@ -7,8 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cstdlib>     // mkdtemp
-#include <filesystem>  // std::filesystem::remove_all
+#include <filesystem>  // std::filesystem::exists
 #include <memory>      // std::unique_ptr
 
 #include "checkpoint/collective.h"  // broadcast_string
@@ -17,6 +16,8 @@
 #include "checkpoint/ownership.h"   // zero_owned_ranges
 #include "checkpoint/reader.h"      // read_global_tensor
 #include "models/gpt.h"             // GptStage
+#include "mpi_cases.h"              // register_mpi_cases
+#include "mpi_test_util.h"          // shared_temp_dir, remove_shared
 #include "parity_harness.h"         // Layout, layout_config, train_steps
 #include "train/checkpointing.h"    // save_checkpoint, load_checkpoint of a Trainer
 #include "zero/zero_optimizer.h"    // ZeroOptimizer
@@ -28,22 +29,14 @@ constexpr int kSteps = 10;
 constexpr int kSaveAt = 5;
 const Layout kSource{"dp2_pp2_tp2_zero2_1f1b_ckpt", 2, 2, 2, 2, "1f1b", true, 1};
 
-/// A fresh directory made by rank 0 of `comm`, known to every rank.
-std::string shared_temp_dir(MPI_Comm comm) {
-  std::string dir;
-  if (checkpoint::comm_rank(comm) == 0) {
-    char name[] = "/tmp/trident_checkpoint_test_XXXXXX";
-    dir = mkdtemp(name);
-  }
-  return checkpoint::broadcast_string(comm, dir, 0);
-}
-
-void remove_shared(const std::string& dir) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) std::filesystem::remove_all(dir);
-}
-
-bool world_size_is(int n) { return checkpoint::comm_size(MPI_COMM_WORLD) == n; }
+const bool kRegistered = register_mpi_cases({
+    {"checkpoint_exact_resume_dp2_pp2_tp2_zero2_fp64", 8,
+     "CheckpointResume.dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise"},
+    {"checkpoint_resume_dp2_pp2_tp2_into_other_layouts", 8,
+     "CheckpointResume.dp2_pp2_tp2_zero2_into_other_layouts"},
+    {"checkpoint_convert_dp2_pp2_tp2_to_dp4_tp2_and_back", 8, "CheckpointConvert.*"},
+    {"checkpoint_zero_ownership_matches_optimizer", 8, "CheckpointOwnership.*"},
+});
 
 /// Every parameter and optimizer state of two trainers of one layout, bit for bit.
 bool same_state(Trainer& a, Trainer& b) {
@@ -98,8 +91,7 @@ Reference run_source(const std::string& dir) {
 }
 
 TEST(CheckpointResume, dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise) {
-  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_checkpoint_test_");
   ParallelContext ctx(MPI_COMM_WORLD, kSource.dp, kSource.pp, kSource.tp, 120.0);
   const TrainConfig config = layout_config(kSource, kSteps);
 
@@ -121,12 +113,11 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise) {
   }
   EXPECT_TRUE(same_state(resumed, full))
       << "rank " << ctx.rank() << ": final weights or optimizer states differ";
-  remove_shared(dir);
+  remove_shared(MPI_COMM_WORLD, dir);
 }
 
 TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
-  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_checkpoint_test_");
   const Reference ref = run_source(dir);
   // name, dp, pp, tp, zero, schedule, checkpointing, micro-batch size.
   const Layout targets[] = {
@@ -168,12 +159,11 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
     if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) MPI_Comm_free(&comm);
     MPI_Barrier(MPI_COMM_WORLD);
   }
-  remove_shared(dir);
+  remove_shared(MPI_COMM_WORLD, dir);
 }
 
 TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
-  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_checkpoint_test_");
   const Reference ref = run_source(dir);
   const Layout b{"dp4_pp1_tp2_zero2", 4, 1, 2, 2, "1f1b", false, 1};
   const TrainConfig config_b = layout_config(b, kSteps);
@@ -224,12 +214,11 @@ TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
   }
   EXPECT_EQ(a2.step, kSaveAt);
   EXPECT_EQ(a2.optimizer.at("step_count").get<int64_t>(), kSaveAt);
-  remove_shared(dir);
+  remove_shared(MPI_COMM_WORLD, dir);
 }
 
 // The ranges convert computes for a target rank are those the optimizer reports.
 TEST(CheckpointOwnership, zero_ranges_match_the_optimizer) {
-  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
   const Layout layouts[] = {
       {"dp2_pp2_tp2_zero1", 2, 2, 2, 1, "1f1b", false, 1},
       {"dp2_pp2_tp2_zero2", 2, 2, 2, 2, "1f1b", false, 1},

@@ -8,7 +8,6 @@
 #include <mpi.h>
 
 #include <cmath>              // std::sqrt
-#include <cstdlib>            // mkdtemp
 #include <filesystem>         // std::filesystem
 #include <fstream>            // std::ofstream
 #include <map>                // std::map
@@ -22,6 +21,8 @@
 #include "checkpoint/safetensors.h"  // SafetensorsFile
 #include "models/gpt.h"              // GptStage
 #include "models/model_config.h"     // gpt_options
+#include "mpi_cases.h"               // register_mpi_cases
+#include "mpi_test_util.h"           // shared_temp_dir, remove_shared, relative_difference
 #include "parity_harness.h"          // parity_config_toml, train_steps
 #include "train/checkpointing.h"     // save_checkpoint, load_checkpoint of a Trainer
 #include "train/evaluate.h"          // evaluate_token_file
@@ -31,25 +32,13 @@ namespace {
 
 using nlohmann::json;
 
-std::string shared_temp_dir() {
-  std::string dir;
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) {
-    char name[] = "/tmp/trident_hf_test_XXXXXX";
-    dir = mkdtemp(name);
-  }
-  return checkpoint::broadcast_string(MPI_COMM_WORLD, dir, 0);
-}
-
-void remove_shared(const std::string& dir) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) std::filesystem::remove_all(dir);
-}
-
-bool world_size_is(int n) { return checkpoint::comm_size(MPI_COMM_WORLD) == n; }
+const bool kRegistered = register_mpi_cases({
+    {"checkpoint_hf_export_import_dp2_pp2_tp2_to_dp1_pp2_tp4", 8, "CheckpointHf.export_*"},
+    {"checkpoint_hf_independent_files_eval_dp2_pp2_tp2", 8, "CheckpointHf.independent_*"},
+});
 
 TEST(CheckpointHf, export_then_import_dp2_pp2_tp2_to_dp1_pp2_tp4_fp32_gives_identical_weights) {
-  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir();
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_hf_test_");
   // 61 tokens: padded to 62 rows at tp 2 and to 64 at tp 4.
   const std::vector<std::string> model = {"model.vocab=61", "train.precision=fp32"};
   auto config_for = [&](int dp, int pp, int tp, int zero) {
@@ -112,7 +101,7 @@ TEST(CheckpointHf, export_then_import_dp2_pp2_tp2_to_dp1_pp2_tp4_fp32_gives_iden
   }
   const RunTrace more = train_steps(imported, 1);  // fine-tuning starts from the import
   EXPECT_TRUE(std::isfinite(more.losses[0]));
-  remove_shared(dir);
+  remove_shared(MPI_COMM_WORLD, dir);
 }
 
 // --- GPT-2 files and a forward pass that share nothing with trident's code -------------
@@ -205,8 +194,7 @@ double plain_gpt2_loss(std::map<std::string, at::Tensor> w, const at::Tensor& wi
 }
 
 TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plain_forward) {
-  if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir();
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_hf_test_");
   const std::string hf = dir + "/gpt2", tokens = dir + "/tokens.bin";
   constexpr int64_t K = 6, T = 16;
   const auto weights = make_hf_weights();
@@ -279,7 +267,7 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
         at::equal(p.tensor.detach(), cut_shard(p.spec, ctx.coord().tp, 2, global.contiguous())))
         << p.spec.name;
   }
-  remove_shared(dir);
+  remove_shared(MPI_COMM_WORLD, dir);
 }
 
 }  // namespace

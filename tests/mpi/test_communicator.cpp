@@ -7,16 +7,23 @@
 #include <chrono>  // std::chrono::seconds
 #include <thread>  // std::this_thread::sleep_for
 
+#include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
 
 namespace trident {
 namespace {
 
+const bool kRegistered = testing::register_mpi_cases({
+    {"mpi_communicator_dp2_pp2_tp2", 8,
+     "Groups.*:Comm/*:RingReduceScatter.*:Overlap.*:Counters.*:Agreement.*"},
+    // The job aborts (that is what it tests): ctest passes on the timeout message instead
+    // of the exit code.
+    {"mpi_timeout_message_dp2_pp2_tp2", 8, "TimeoutProbe.*", 120,
+     R"(rank [0-9]: all_reduce of 64 bytes on group 'tp' \(ranks 2,3\) did not complete within 2.0 s)"},
+});
+
 std::unique_ptr<ParallelContext> grid_2x2x2() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  EXPECT_EQ(size, 8) << "run under mpirun -np 8";
   return std::make_unique<ParallelContext>(MPI_COMM_WORLD, 2, 2, 2, 60.0);
 }
 

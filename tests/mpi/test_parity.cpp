@@ -1,11 +1,16 @@
 // The layout invariant: every layout trains the same model as one process. Each case runs
 // a layout for 5 steps beside the single-process reference of the same config and compares
 // per-step loss and grad norm, and the final weights, to a relative 1e-10 in fp64 (1e-5 in
-// fp32, where the weights are compared tensor by tensor in norm: see WeightMetric). ctest runs each
-// case under mpirun with the layout's rank count.
+// fp32, where the weights are compared tensor by tensor in norm: see WeightMetric). Each
+// layout is one line of kLayouts: it becomes the ctest entry parity_<name>, run under mpirun
+// with the layout's rank count.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>  // std::transform
+#include <iterator>   // std::begin, std::end, std::back_inserter
+
+#include "mpi_cases.h"  // register_mpi_cases
 #include "parity_harness.h"
 
 namespace trident::testing {
@@ -51,9 +56,6 @@ class Parity : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(Parity, matches_the_single_process_run) {
   const Layout& layout = GetParam();
-  int world = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (world != layout.world()) GTEST_SKIP() << "needs " << layout.world() << " ranks";
   const double tolerance = layout.precision == "fp64" ? 1e-10 : 1e-5;
 
   const TrainConfig config = layout_config(layout, kSteps);
@@ -84,6 +86,17 @@ TEST_P(Parity, matches_the_single_process_run) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Parity, ::testing::ValuesIn(kLayouts),
                          [](const auto& info) { return info.param.name; });
+
+std::vector<MpiCase> parity_cases() {
+  std::vector<MpiCase> cases;
+  std::transform(std::begin(kLayouts), std::end(kLayouts), std::back_inserter(cases),
+                 [](const Layout& l) {
+                   return MpiCase{"parity_" + l.name, l.world(),
+                                  "Layouts/Parity.matches_the_single_process_run/" + l.name};
+                 });
+  return cases;
+}
+const bool kRegistered = register_mpi_cases(parity_cases());
 
 }  // namespace
 }  // namespace trident::testing

@@ -7,12 +7,16 @@
 
 #include "common/memory_tracker.h"
 #include "models/gpt.h"
+#include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/parallel_context.h"
 #include "pipeline/runtime.h"
 #include "pipeline/schedule.h"
 
 namespace trident {
 namespace {
+
+const bool kRegistered =
+    testing::register_mpi_cases({{"pipeline_activation_memory_pp4_m8", 4, "PipelineMemory.*"}});
 
 struct Measured {
   int max_in_flight = 0;

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include "models/gpt.h"
+#include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/mpi_communicator.h"
 #include "parallel/parallel_context.h"
 #include "tensor_parallel/cross_entropy.h"
@@ -15,7 +16,10 @@
 namespace trident {
 namespace {
 
-/// tp = world size (4 under the registered test), dp = pp = 1.
+const bool kRegistered =
+    testing::register_mpi_cases({{"tp_layers_tp4", 4, "TpInit.*:TpLayers.*:TpModel.*"}});
+
+/// tp = world size (4: see kRegistered), dp = pp = 1.
 std::unique_ptr<ParallelContext> tp_world() {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);

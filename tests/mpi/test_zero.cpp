@@ -14,30 +14,38 @@
 
 #include "common/counter_rng.h"         // random_u64
 #include "models/gpt.h"                 // GptStage, GptOptions
+#include "mpi_cases.h"                  // register_mpi_cases
+#include "mpi_test_util.h"              // Layout, relative_difference, tiny_gpt
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
 
 namespace trident {
 namespace {
 
+using testing::Layout;
+using testing::relative_difference;
+using testing::tiny_gpt;
+
+const bool kRegistered = testing::register_mpi_cases({
+    {"zero_reference_dp1", 1, "ZeroReference.*"},
+    {"zero_dp2_stage0", 2, "ZeroParity.dp2_zero0"},
+    {"zero_dp2_stage1", 2, "ZeroParity.dp2_zero1"},
+    {"zero_dp2_stage2", 2, "ZeroParity.dp2_zero2"},
+    {"zero_dp4_stage0", 4, "ZeroParity.dp4_zero0"},
+    {"zero_dp4_stage1", 4, "ZeroParity.dp4_zero1"},
+    {"zero_dp4_stage2", 4, "ZeroParity.dp4_zero2*"},
+    {"zero_dp2_tp2_stage2", 4, "ZeroParity.dp2_tp2_zero2"},
+    {"zero_dp2_pp2_stage0", 4, "ZeroParity.dp2_pp2_zero0"},
+    {"zero_dp2_pp2_stage2", 4, "ZeroParity.dp2_pp2_zero2"},
+    {"zero_dp2_pp2_tp2_stage1", 8, "ZeroParity.dp2_pp2_tp2_zero1"},
+    {"zero_dp2_pp2_tp2_stage2", 8, "ZeroParity.dp2_pp2_tp2_zero2"},
+});
+
 constexpr int kGlobalBatch = 8;  // sequences per step
 constexpr int kSteps = 3;
 constexpr double kLr = 1e-2;
 constexpr double kMaxNorm = 0.05;  // below the first steps' norms: clipping is exercised
 constexpr uint64_t kDataKey = 0x5eed;
-
-GptOptions tiny_model(at::ScalarType dtype = at::kDouble) {
-  GptOptions o;
-  o.layers = 2;
-  o.hidden = 16;
-  o.heads = 2;
-  o.vocab = 32;
-  o.padded_vocab = 32;
-  o.seq_len = 8;
-  o.seed = 11;
-  o.dtype = dtype;
-  return o;
-}
 
 /// Step `step`'s global batch: (kGlobalBatch, seq_len + 1) token ids, a pure function of
 /// (step, index).
@@ -113,8 +121,6 @@ Trace train(ParallelContext& ctx, GptStage& model, ZeroOptimizer& opt, int micro
   return trace;
 }
 
-double rel_diff(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-300); }
-
 /// The single-process reference: dp = pp = tp = 1, the whole global batch in one
 /// micro-batch, ZeRO stage 0 (plain AdamW).
 struct Reference {
@@ -134,37 +140,39 @@ struct Reference {
   }
 };
 
-struct Layout {
-  int dp = 1, pp = 1, tp = 1, stage = 0;
-  int64_t bucket_size = 1000;  // several buckets in the tiny model
-};
+/// A ZeroParity layout; 1000-element buckets make several buckets in the tiny model.
+Layout zero_layout(int dp, int pp, int tp, int zero, int64_t bucket_size = 1000) {
+  Layout l;
+  l.dp = dp;
+  l.pp = pp;
+  l.tp = tp;
+  l.zero = zero;
+  l.bucket_size = bucket_size;
+  return l;
+}
 
 /// Trains `layout` and the reference and compares losses, grad norms and final weights.
 void expect_parity(const Layout& layout) {
-  int world = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (world != layout.dp * layout.pp * layout.tp)
-    GTEST_SKIP() << "needs mpirun -np " << layout.dp * layout.pp * layout.tp;
-  const GptOptions o = tiny_model();
+  const GptOptions o = tiny_gpt();
   ParallelContext ctx(MPI_COMM_WORLD, layout.dp, layout.pp, layout.tp, 120.0);
   GptStage model(o, ctx.tp(), ctx.coord().pp, layout.pp);
-  ZeroOptimizer opt(model.params().params(), ctx, ZeroOptions{layout.stage, layout.bucket_size},
+  ZeroOptimizer opt(model.params().params(), ctx, ZeroOptions{layout.zero, layout.bucket_size},
                     AdamWOptions{});
   const Trace got = train(ctx, model, opt, 2);
   Reference ref(o);
 
   constexpr double kTol = 1e-10;
   for (int s = 0; s < kSteps; ++s) {
-    EXPECT_LT(rel_diff(got.losses[s], ref.trace.losses[s]), kTol)
+    EXPECT_LT(relative_difference(got.losses[s], ref.trace.losses[s]), kTol)
         << "step " << s << " loss " << got.losses[s] << " vs " << ref.trace.losses[s];
-    EXPECT_LT(rel_diff(got.norms[s], ref.trace.norms[s]), kTol)
+    EXPECT_LT(relative_difference(got.norms[s], ref.trace.norms[s]), kTol)
         << "step " << s << " grad norm " << got.norms[s] << " vs " << ref.trace.norms[s];
   }
   EXPECT_GT(ref.trace.norms[0], kMaxNorm) << "clipping should be active in the first step";
   double worst = 0.0, worst_loss = 0.0, worst_norm = 0.0;
   for (int s = 0; s < kSteps; ++s) {
-    worst_loss = std::max(worst_loss, rel_diff(got.losses[s], ref.trace.losses[s]));
-    worst_norm = std::max(worst_norm, rel_diff(got.norms[s], ref.trace.norms[s]));
+    worst_loss = std::max(worst_loss, relative_difference(got.losses[s], ref.trace.losses[s]));
+    worst_norm = std::max(worst_norm, relative_difference(got.norms[s], ref.trace.norms[s]));
   }
   for (const Parameter& p : model.params().params()) {
     const at::Tensor expected =
@@ -179,26 +187,26 @@ void expect_parity(const Layout& layout) {
     std::printf(
         "[zero parity] dp%d pp%d tp%d zero%d: max relative difference of weights %.2g, "
         "losses %.2g, grad norms %.2g\n",
-        layout.dp, layout.pp, layout.tp, layout.stage, worst, worst_loss, worst_norm);
+        layout.dp, layout.pp, layout.tp, layout.zero, worst, worst_loss, worst_norm);
 }
 
-TEST(ZeroParity, dp2_zero0) { expect_parity({2, 1, 1, 0}); }
-TEST(ZeroParity, dp2_zero1) { expect_parity({2, 1, 1, 1}); }
-TEST(ZeroParity, dp2_zero2) { expect_parity({2, 1, 1, 2}); }
-TEST(ZeroParity, dp4_zero0) { expect_parity({4, 1, 1, 0}); }
-TEST(ZeroParity, dp4_zero1) { expect_parity({4, 1, 1, 1}); }
-TEST(ZeroParity, dp4_zero2) { expect_parity({4, 1, 1, 2}); }
-TEST(ZeroParity, dp4_zero2_one_bucket) { expect_parity({4, 1, 1, 2, 1 << 20}); }
-TEST(ZeroParity, dp2_tp2_zero2) { expect_parity({2, 1, 2, 2}); }
-TEST(ZeroParity, dp2_pp2_zero0) { expect_parity({2, 2, 1, 0}); }
-TEST(ZeroParity, dp2_pp2_zero2) { expect_parity({2, 2, 1, 2}); }
-TEST(ZeroParity, dp2_pp2_tp2_zero1) { expect_parity({2, 2, 2, 1}); }
-TEST(ZeroParity, dp2_pp2_tp2_zero2) { expect_parity({2, 2, 2, 2}); }
+TEST(ZeroParity, dp2_zero0) { expect_parity(zero_layout(2, 1, 1, 0)); }
+TEST(ZeroParity, dp2_zero1) { expect_parity(zero_layout(2, 1, 1, 1)); }
+TEST(ZeroParity, dp2_zero2) { expect_parity(zero_layout(2, 1, 1, 2)); }
+TEST(ZeroParity, dp4_zero0) { expect_parity(zero_layout(4, 1, 1, 0)); }
+TEST(ZeroParity, dp4_zero1) { expect_parity(zero_layout(4, 1, 1, 1)); }
+TEST(ZeroParity, dp4_zero2) { expect_parity(zero_layout(4, 1, 1, 2)); }
+TEST(ZeroParity, dp4_zero2_one_bucket) { expect_parity(zero_layout(4, 1, 1, 2, 1 << 20)); }
+TEST(ZeroParity, dp2_tp2_zero2) { expect_parity(zero_layout(2, 1, 2, 2)); }
+TEST(ZeroParity, dp2_pp2_zero0) { expect_parity(zero_layout(2, 2, 1, 0)); }
+TEST(ZeroParity, dp2_pp2_zero2) { expect_parity(zero_layout(2, 2, 1, 2)); }
+TEST(ZeroParity, dp2_pp2_tp2_zero1) { expect_parity(zero_layout(2, 2, 2, 1)); }
+TEST(ZeroParity, dp2_pp2_tp2_zero2) { expect_parity(zero_layout(2, 2, 2, 2)); }
 
 /// The reference's optimizer against AdamW written out per parameter, for one step; and
 /// its gradient norm against the plain gradients' norm.
 TEST(ZeroReference, dp1_zero0_matches_hand_written_adamw) {
-  const GptOptions o = tiny_model();
+  const GptOptions o = tiny_gpt();
   ParallelContext ctx(MPI_COMM_SELF, 1, 1, 1, 60.0);
   const double scale = 1.0 / static_cast<double>(kGlobalBatch * o.seq_len);
   const at::Tensor batch = global_batch(0, o);
@@ -234,7 +242,7 @@ TEST(ZeroReference, dp1_zero0_matches_hand_written_adamw) {
   opt.end_backward();
   opt.reduce_gradients();
   const double got_norm = opt.grad_norm();
-  EXPECT_LT(rel_diff(got_norm, norm), 1e-13) << got_norm << " vs " << norm;
+  EXPECT_LT(relative_difference(got_norm, norm), 1e-13) << got_norm << " vs " << norm;
   opt.step(kLr, clip_scale(got_norm));
   EXPECT_EQ(opt.step_count(), 1);
   for (const Parameter& p : model.params().params()) {

@@ -11,11 +11,16 @@
 
 #include "common/counter_rng.h"         // random_u64
 #include "models/gpt.h"                 // GptStage, GptOptions
+#include "mpi_cases.h"                  // register_mpi_cases
+#include "mpi_test_util.h"              // tiny_gpt
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
 
 namespace trident {
 namespace {
+
+const bool kRegistered = testing::register_mpi_cases(
+    {{"zero_dp4_memory_and_communication", 4, "ZeroMemory.*:ZeroComm.*"}});
 
 constexpr int kDp = 4;
 constexpr int kMicroBatches = 2;
@@ -24,22 +29,15 @@ constexpr int64_t kOneBucket = 1 << 20;  // larger than the model: one bucket pe
 /// Sizes chosen so that both buffers need padding on dp = 4: the embedding has 31 * 6 =
 /// 186 elements (padded to 188), the rest 570 (padded to 572).
 GptOptions tiny_model(at::ScalarType dtype) {
-  GptOptions o;
+  GptOptions o = testing::tiny_gpt(dtype);
   o.layers = 1;
   o.hidden = 6;
-  o.heads = 2;
   o.vocab = 31;
   o.padded_vocab = 31;
-  o.seq_len = 8;
-  o.seed = 11;
-  o.dtype = dtype;
   return o;
 }
 
 std::unique_ptr<ParallelContext> dp4() {
-  int world = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (world != kDp) return nullptr;
   return std::make_unique<ParallelContext>(MPI_COMM_WORLD, kDp, 1, 1, 120.0);
 }
 
@@ -112,7 +110,6 @@ ModelStateBytes formula(int stage, at::ScalarType dtype, const Counts& c,
 
 TEST(ZeroMemory, dp4_bytes_match_the_formulas_for_every_stage_and_dtype) {
   auto ctx = dp4();
-  if (!ctx) GTEST_SKIP() << "needs mpirun -np 4";
   for (at::ScalarType dtype : {at::kBFloat16, at::kFloat, at::kDouble}) {
     for (int stage = 0; stage <= 2; ++stage) {
       GptStage model(tiny_model(dtype), ctx->tp(), 0, 1);
@@ -150,7 +147,6 @@ struct CommCase {
 
 TEST(ZeroComm, dp4_one_step_moves_the_analytic_bytes) {
   auto ctx = dp4();
-  if (!ctx) GTEST_SKIP() << "needs mpirun -np 4";
   const CommCase cases[] = {
       {at::kDouble, 0, at::kFloat},      {at::kDouble, 1, at::kFloat},
       {at::kDouble, 2, at::kFloat},      {at::kBFloat16, 0, at::kFloat},
@@ -217,7 +213,6 @@ TEST(ZeroComm, dp4_one_step_moves_the_analytic_bytes) {
 /// Several buckets: the volume is the padded buffer, whatever the bucketing.
 TEST(ZeroComm, dp4_small_buckets_move_the_padded_buffer) {
   auto ctx = dp4();
-  if (!ctx) GTEST_SKIP() << "needs mpirun -np 4";
   GptStage model(tiny_model(at::kDouble), ctx->tp(), 0, 1);
   const Counts c = count(model.params().params());
   ZeroOptimizer opt(model.params().params(), *ctx, ZeroOptions{2, 100}, AdamWOptions{});

@@ -13,36 +13,36 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing_config::error_of;
 
-TEST(ConfigErrors, UnknownKeySuggestsNearestKey) {
+TEST(ConfigErrors, unknown_key_suggests_nearest_key) {
   const std::string text = "# a tiny model\n\n[model]\nlayers = 2\nhiden = 64\n";
   EXPECT_THAT(
       error_of(text),
       HasSubstr("configs/x.toml:5: unknown key 'model.hiden'; did you mean 'model.hidden'?"));
 }
 
-TEST(ConfigErrors, UnknownKeyInWrongSectionSuggestsTheRightSection) {
+TEST(ConfigErrors, unknown_key_in_wrong_section_suggests_the_right_section) {
   EXPECT_THAT(error_of("[model]\nlr = 0.1\n"),
               HasSubstr("configs/x.toml:2: unknown key 'model.lr'; did you mean 'optimizer.lr'?"));
 }
 
-TEST(ConfigErrors, UnknownKeyFarFromAnyListsTheSectionsKeys) {
+TEST(ConfigErrors, unknown_key_far_from_any_lists_the_sections_keys) {
   EXPECT_THAT(error_of("[parallel]\nexpert_parallel = 2\n"),
               HasSubstr("configs/x.toml:2: unknown key 'parallel.expert_parallel'; valid keys "
                         "in [parallel]: dp, pp, tp, zero_stage,"));
 }
 
-TEST(ConfigErrors, KeyOutsideAnySectionSuggestsItsSection) {
+TEST(ConfigErrors, key_outside_any_section_suggests_its_section) {
   EXPECT_THAT(error_of("layers = 4\n"),
               HasSubstr("configs/x.toml:1: unknown key 'layers'; did you mean 'model.layers'?"));
 }
 
-TEST(ConfigErrors, UnknownSectionSuggestsNearest) {
+TEST(ConfigErrors, unknown_section_suggests_nearest) {
   EXPECT_THAT(error_of("[train]\nsteps = 3\n\n[modle]\nlayers = 2\n"),
               HasSubstr("configs/x.toml:4: unknown section '[modle]'; did you mean '[model]'?"));
   EXPECT_THAT(error_of("[zzz]\n"), HasSubstr("valid sections: model, parallel, train"));
 }
 
-TEST(ConfigErrors, WrongTypeNamesTheExpectedType) {
+TEST(ConfigErrors, wrong_type_names_the_expected_type) {
   EXPECT_THAT(error_of("[model]\n\nlayers = \"four\"\n"),
               HasSubstr("configs/x.toml:3: model.layers must be an integer, got string \"four\""));
   EXPECT_THAT(error_of("[model]\nlayers = 4.5\n"),
@@ -57,7 +57,7 @@ TEST(ConfigErrors, WrongTypeNamesTheExpectedType) {
               HasSubstr("configs/x.toml:1: 'model' must be a table ([model]), got integer 3"));
 }
 
-TEST(ConfigErrors, OutOfRangeNamesTheValidRange) {
+TEST(ConfigErrors, out_of_range_names_the_valid_range) {
   EXPECT_THAT(error_of("[model]\nlayers = 0\n"),
               HasSubstr("configs/x.toml:2: model.layers = 0 is not valid; it must be >= 1"));
   EXPECT_THAT(error_of("[optimizer]\nlr = 0.0\n"),
@@ -67,7 +67,7 @@ TEST(ConfigErrors, OutOfRangeNamesTheValidRange) {
   EXPECT_THAT(error_of("[optimizer]\nlr = inf\n"), HasSubstr("optimizer.lr = inf is not valid"));
 }
 
-TEST(ConfigErrors, ChoiceNotInListNamesTheChoices) {
+TEST(ConfigErrors, choice_not_in_list_names_the_choices) {
   EXPECT_THAT(error_of("[parallel]\nschedule = \"interleaved\"\n"),
               HasSubstr("configs/x.toml:2: parallel.schedule = \"interleaved\" is not valid; it "
                         "must be one of \"gpipe\", \"1f1b\""));
@@ -81,58 +81,58 @@ TEST(ConfigErrors, ChoiceNotInListNamesTheChoices) {
               HasSubstr("one of \"fp32\", \"bf16\""));
 }
 
-TEST(ConfigErrors, HiddenNotDivisibleByHeads) {
+TEST(ConfigErrors, hidden_not_divisible_by_heads) {
   EXPECT_THAT(error_of("[model]\nhidden = 100\nheads = 8\n"),
               HasSubstr("configs/x.toml:2: model.hidden = 100 is not divisible by model.heads = "
                         "8; use heads in {1, 2, 4, 5, 10, 20, 25, 50, 100} or change hidden"));
 }
 
-TEST(ConfigErrors, HeadsNotDivisibleByTp) {
+TEST(ConfigErrors, heads_not_divisible_by_tp) {
   EXPECT_THAT(error_of("[model]\nheads = 6\nhidden = 60\n[parallel]\ntp = 4\n"),
               HasSubstr("configs/x.toml:2: model.heads = 6 is not divisible by parallel.tp = 4; "
                         "use tp in {1, 2, 3, 6} or change heads"));
 }
 
-TEST(ConfigErrors, LayersNotDivisibleByPp) {
+TEST(ConfigErrors, layers_not_divisible_by_pp) {
   EXPECT_THAT(error_of("[model]\nlayers = 6\n[parallel]\npp = 4\n"),
               HasSubstr("configs/x.toml:2: model.layers = 6 is not divisible by parallel.pp = 4; "
                         "use pp in {1, 2, 3, 6} or change layers"));
 }
 
-TEST(ConfigErrors, GlobalBatchNotDivisibleByMicroBatchTimesDp) {
+TEST(ConfigErrors, global_batch_not_divisible_by_micro_batch_times_dp) {
   EXPECT_THAT(error_of("[train]\nmicro_batch_size = 2\nglobal_batch_size = 10\n", {}, 2),
               HasSubstr("configs/x.toml:3: train.global_batch_size = 10 is not divisible by "
                         "train.micro_batch_size * parallel.dp = 2 * 2 = 4; use a multiple of "
                         "4, e.g. 8 or 12"));
 }
 
-TEST(ConfigErrors, LayoutDoesNotMatchWorldSize_dp2_pp2_tp2_world4) {
+TEST(ConfigErrors, layout_does_not_match_world_size_dp2_pp2_tp2_world4) {
   EXPECT_THAT(error_of("[parallel]\ndp = 2\npp = 2\ntp = 2\n", {}, 4),
               HasSubstr("configs/x.toml:2: parallel.dp * parallel.pp * parallel.tp = 2 * 2 * 2 "
                         "= 8 does not match the world size 4; run with 8 ranks, or set "
                         "parallel.dp = 1 (or 0 to derive it)"));
 }
 
-TEST(ConfigErrors, DpCannotBeDerivedWhenWorldIsNotAMultiple_pp2_tp2_world6) {
+TEST(ConfigErrors, dp_cannot_be_derived_when_world_is_not_a_multiple_pp2_tp2_world6) {
   EXPECT_THAT(error_of("[parallel]\npp = 2\ntp = 2\n", {}, 6),
               HasSubstr("configs/x.toml: cannot derive parallel.dp: the world size 6 is not "
                         "divisible by parallel.pp * parallel.tp = 2 * 2 = 4; run on a multiple "
                         "of 4 ranks or change pp/tp"));
 }
 
-TEST(ConfigErrors, MinLrAboveLr) {
+TEST(ConfigErrors, min_lr_above_lr) {
   EXPECT_THAT(error_of("[optimizer]\nlr = 1e-3\nmin_lr = 1e-2\n"),
               HasSubstr("configs/x.toml:3: optimizer.min_lr = 0.01 is larger than optimizer.lr "
                         "= 0.001; min_lr must be <= lr"));
 }
 
-TEST(ConfigErrors, StopAtPastSteps) {
+TEST(ConfigErrors, stop_at_past_steps) {
   EXPECT_THAT(error_of("[train]\nsteps = 200\nstop_at = 300\n"),
               HasSubstr("configs/x.toml:3: train.stop_at = 300 is past train.steps = 200; use "
                         "stop_at in [0, 200] (0 runs to steps)"));
 }
 
-TEST(ConfigErrors, MalformedOverride) {
+TEST(ConfigErrors, malformed_override) {
   EXPECT_THAT(error_of("", {"model.layers"}),
               HasSubstr("--set 'model.layers': expected section.key=value, e.g. --set "
                         "model.layers=4"));
@@ -140,7 +140,7 @@ TEST(ConfigErrors, MalformedOverride) {
               HasSubstr("--set 'layers=4': expected section.key=value"));
 }
 
-TEST(ConfigErrors, OverrideErrorsSayTheyCameFromSet) {
+TEST(ConfigErrors, override_errors_say_they_came_from_set) {
   EXPECT_THAT(error_of("", {"model.hiden=32"}),
               HasSubstr("--set model.hiden=32: unknown key 'model.hiden'; did you mean "
                         "'model.hidden'?"));
@@ -156,7 +156,7 @@ TEST(ConfigErrors, OverrideErrorsSayTheyCameFromSet) {
               HasSubstr("configs/x.toml:2: model.layers = 6 is not divisible by parallel.pp = 4"));
 }
 
-TEST(ConfigErrors, MissingFileNamesThePath) {
+TEST(ConfigErrors, missing_file_names_the_path) {
   try {
     load_config("/nonexistent/dir/run.toml", {}, 1);
     FAIL() << "expected a ConfigError";
@@ -166,14 +166,14 @@ TEST(ConfigErrors, MissingFileNamesThePath) {
   }
 }
 
-TEST(ConfigErrors, TomlSyntaxErrorNamesFileAndLine) {
+TEST(ConfigErrors, toml_syntax_error_names_file_and_line) {
   const std::string message = error_of("[model]\nlayers = 4\nhidden = = 64\n");
   EXPECT_THAT(message, HasSubstr("configs/x.toml:3:"));
   EXPECT_THAT(message, HasSubstr("TOML syntax error"));
   EXPECT_THAT(error_of("[model]\nlayers = 4\nlayers = 5\n"), HasSubstr("configs/x.toml:3:"));
 }
 
-TEST(ConfigErrors, AllKeyErrorsAreReportedTogether) {
+TEST(ConfigErrors, all_key_errors_are_reported_together) {
   const std::string message = error_of("[model]\nhiden = 1\nlayers = 0\n[train]\nsteps = \"x\"\n");
   EXPECT_THAT(message, HasSubstr("configs/x.toml:2: unknown key 'model.hiden'"));
   EXPECT_THAT(message, HasSubstr("configs/x.toml:5: train.steps must be an integer"));

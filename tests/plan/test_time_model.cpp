@@ -1,11 +1,11 @@
 // The time model: collective costs, which link a group crosses, the pipeline bubble and
 // the parts of a step.
-#include "plan/time_model.h"  // step_time, bubble_fraction, all_reduce_s, group_crosses_nodes
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <cmath>  // std::sqrt
 #include <map>    // std::map
+
+#include "plan/time_model.h"  // step_time, bubble_fraction, all_reduce_s, group_crosses_nodes
 
 namespace trident::plan {
 namespace {

@@ -1,7 +1,5 @@
 // Tests of the synthetic Markov chain: structure, the stationary distribution and the
 // entropy rate against brute-force estimates from long samples.
-#include "data/markov_chain.h"  // MarkovChain
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <cmath>   // std::log, std::sqrt, std::abs
@@ -9,6 +7,7 @@
 #include <vector>  // std::vector
 
 #include "common/counter_rng.h"  // hash_name
+#include "data/markov_chain.h"   // MarkovChain
 #include "data_test_util.h"      // error_of
 
 namespace trident::data {
@@ -32,7 +31,7 @@ Estimate batch_means(const std::vector<double>& values, int batches) {
   return {mean, std::sqrt(var / batches)};
 }
 
-TEST(MarkovChain, StructureIsIrreducibleWithoutSelfLoops) {
+TEST(MarkovChain, structure_is_irreducible_without_self_loops) {
   const MarkovChain chain(100, 8, 3);
   for (int64_t i = 0; i < 100; ++i) {
     const int32_t* next = chain.next_states(i);
@@ -53,7 +52,7 @@ TEST(MarkovChain, StructureIsIrreducibleWithoutSelfLoops) {
   EXPECT_GT(chain.probability(0, 2), 0.0);  // the cycle of length V-1 (aperiodicity)
 }
 
-TEST(MarkovChain, SameSeedSameChainOtherSeedOtherChain) {
+TEST(MarkovChain, same_seed_same_chain_other_seed_other_chain) {
   const MarkovChain a(300, 8, 11), b(300, 8, 11), c(300, 8, 12);
   EXPECT_EQ(a.entropy_rate(), b.entropy_rate());
   EXPECT_EQ(a.stationary(), b.stationary());
@@ -61,7 +60,7 @@ TEST(MarkovChain, SameSeedSameChainOtherSeedOtherChain) {
   EXPECT_NE(a.entropy_rate(), c.entropy_rate());
 }
 
-TEST(MarkovChain, StationaryDistributionIsAFixedPoint) {
+TEST(MarkovChain, stationary_distribution_is_a_fixed_point) {
   const MarkovChain chain(50257, 8, 1234);  // GPT-2 vocabulary
   const std::vector<double>& pi = chain.stationary();
   std::vector<double> pi_p(pi.size(), 0.0);
@@ -83,7 +82,7 @@ TEST(MarkovChain, StationaryDistributionIsAFixedPoint) {
   EXPECT_LT(chain.entropy_rate(), 0.75 * std::log(8.0));
 }
 
-TEST(MarkovChain, EntropyRateMatchesEmpiricalLossOfTwoMillionTokens) {
+TEST(MarkovChain, entropy_rate_matches_empirical_loss_of_two_million_tokens) {
   const MarkovChain chain(512, 8, 7);
   const int64_t n = 2000000;
   std::vector<int32_t> tokens(n);
@@ -99,7 +98,7 @@ TEST(MarkovChain, EntropyRateMatchesEmpiricalLossOfTwoMillionTokens) {
   EXPECT_GT(std::abs(e.mean - std::log(8.0)), 100 * e.se);
 }
 
-TEST(MarkovChain, StationaryMatchesEmpiricalStateFrequencies) {
+TEST(MarkovChain, stationary_matches_empirical_state_frequencies) {
   const int64_t V = 512, n = 2000000;
   const int batches = 100;
   const MarkovChain chain(V, 8, 7);
@@ -122,7 +121,7 @@ TEST(MarkovChain, StationaryMatchesEmpiricalStateFrequencies) {
   EXPECT_GT(spread, 0.2);  // pi is far from uniform, so the comparison has teeth
 }
 
-TEST(MarkovChain, FirstTokenIsDrawnFromTheStationaryDistribution) {
+TEST(MarkovChain, first_token_is_drawn_from_the_stationary_distribution) {
   const MarkovChain chain(16, 4, 5);
   const int n = 200000;
   std::vector<double> count(16, 0.0);
@@ -137,7 +136,7 @@ TEST(MarkovChain, FirstTokenIsDrawnFromTheStationaryDistribution) {
   }
 }
 
-TEST(MarkovChain, RejectsTooFewStatesOrSuccessors) {
+TEST(MarkovChain, rejects_too_few_states_or_successors) {
   using test_util::error_of;
   EXPECT_EQ(error_of([] { MarkovChain(2, 2, 0); }), "synthetic data needs model.vocab >= 3, got 2");
   EXPECT_EQ(error_of([] { MarkovChain(100, 1, 0); }),

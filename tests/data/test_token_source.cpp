@@ -1,8 +1,6 @@
 // Tests of the trainer's view of data: step s's batch is a pure function of (seed, s),
 // any slicing of it gives the same sequences, file windows follow the documented
 // formula, the synthetic loss floor is the achieved loss, and open_source's errors.
-#include "data/token_source.h"  // open_source, fill_batch, sequence_key
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <algorithm>  // std::min, std::max
@@ -12,6 +10,7 @@
 
 #include "common/counter_rng.h"  // random_u64
 #include "data/markov_chain.h"   // MarkovChain
+#include "data/token_source.h"   // open_source, fill_batch, sequence_key
 #include "data_test_util.h"      // TempDir, write_*, error_of
 
 namespace trident::data {
@@ -30,7 +29,7 @@ std::vector<int32_t> batch(const TokenSource& s, int64_t step, int64_t first, in
   return out;
 }
 
-TEST(TokenSource, SyntheticSequenceIsPureFunctionOfSeedStepIndex) {
+TEST(TokenSource, synthetic_sequence_is_pure_function_of_seed_step_index) {
   const auto a = open_source(synthetic()), b = open_source(synthetic());
   const auto other_seed = open_source(synthetic(256, 32, 99));
   EXPECT_EQ(batch(*a, 7, 3, 1, 32), batch(*b, 7, 3, 1, 32));
@@ -44,7 +43,7 @@ TEST(TokenSource, SyntheticSequenceIsPureFunctionOfSeedStepIndex) {
   EXPECT_EQ(short_seq, std::vector<int32_t>(long_seq.begin(), long_seq.begin() + 9));
 }
 
-TEST(TokenSource, Dp1Mb1AndDp2Mb4AndDp4Mb2SliceTheSameGlobalBatch) {
+TEST(TokenSource, dp1_mb1_and_dp2_mb4_and_dp4_mb2_slice_the_same_global_batch) {
   const auto src = open_source(synthetic());
   const int64_t G = 16, T = 32, row = T + 1;
   const std::vector<int32_t> whole = batch(*src, 5, 0, G, T);
@@ -66,7 +65,7 @@ TEST(TokenSource, Dp1Mb1AndDp2Mb4AndDp4Mb2SliceTheSameGlobalBatch) {
   EXPECT_EQ(one, std::vector<int32_t>(whole.begin() + 11 * row, whole.begin() + 12 * row));
 }
 
-TEST(TokenSource, SyntheticLossFloorIsTheAchievedMeanLoss) {
+TEST(TokenSource, synthetic_loss_floor_is_the_achieved_mean_loss) {
   const int64_t V = 128, T = 64, G = 4096;
   const auto src = open_source(synthetic(V, T, 31));
   const MarkovChain chain(V, 8, 31);  // the same chain: a pure function of the seed
@@ -89,7 +88,7 @@ TEST(TokenSource, SyntheticLossFloorIsTheAchievedMeanLoss) {
   EXPECT_NEAR(mean, chain.entropy_rate(), 4 * se);
 }
 
-TEST(TokenSource, FileWindowsFollowTheDocumentedOffsets) {
+TEST(TokenSource, file_windows_follow_the_documented_offsets) {
   TempDir dir;
   const int64_t n = 5000, T = 16;
   std::vector<uint16_t> tokens(n);
@@ -114,7 +113,7 @@ TEST(TokenSource, FileWindowsFollowTheDocumentedOffsets) {
   EXPECT_NE(batch(*src, 9, 0, 8, T), batch(*src, 10, 0, 8, T));
 }
 
-TEST(TokenSource, DescribeNamesSourceAndSize) {
+TEST(TokenSource, describe_names_source_and_size) {
   TempDir dir;
   write_llmc(dir / "a.bin", std::vector<uint16_t>(35567, 1));
   write_raw(dir / "train.bin", std::vector<uint16_t>(2048, 2));
@@ -134,7 +133,7 @@ TEST(TokenSource, DescribeNamesSourceAndSize) {
       << syn->describe();
 }
 
-TEST(TokenSource, OpenSourceErrorsNameTheFileAndTheFix) {
+TEST(TokenSource, open_source_errors_name_the_file_and_the_fix) {
   TempDir dir;
   write_raw(dir / "tiny.bin", std::vector<uint16_t>(10, 5));
   EXPECT_EQ(error_of([&] {

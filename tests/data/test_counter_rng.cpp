@@ -1,19 +1,19 @@
 // Tests of the counter-based generator: Philox known answers, the moments of the
 // uniform and normal values, and independence from how many values are drawn.
-#include "common/counter_rng.h"  // philox4x32_10, random_u64, uniform_at, normal_at, ...
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <algorithm>  // std::min, std::max
 #include <cmath>      // std::sqrt, std::abs
 #include <vector>     // std::vector
 
+#include "common/counter_rng.h"  // philox4x32_10, random_u64, uniform_at, normal_at, ...
+
 namespace trident::data {
 namespace {
 
 uint64_t join(uint32_t lo, uint32_t hi) { return lo | (static_cast<uint64_t>(hi) << 32); }
 
-TEST(CounterRng, PhiloxMatchesRandom123KnownAnswers) {
+TEST(CounterRng, philox_matches_random123_known_answers) {
   EXPECT_EQ(philox4x32_10(0, 0, 0), (PhiloxBlock{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
   EXPECT_EQ(philox4x32_10(~0ull, ~0ull, ~0ull),
             (PhiloxBlock{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
@@ -25,7 +25,7 @@ TEST(CounterRng, PhiloxMatchesRandom123KnownAnswers) {
   EXPECT_EQ(random_u64(5, 0, 9), random_u64(5, 9));
 }
 
-TEST(CounterRng, HashNameSeparatesNamesAndSeeds) {
+TEST(CounterRng, hash_name_separates_names_and_seeds) {
   EXPECT_EQ(fnv1a_64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(fnv1a_64("a"), 0xaf63dc4c8601ec8cull);  // published FNV-1a 64 test value
   const uint64_t k = hash_name(1, "layers.0.attn.qkv.weight");
@@ -35,7 +35,7 @@ TEST(CounterRng, HashNameSeparatesNamesAndSeeds) {
   EXPECT_EQ(k, random_u64(1, fnv1a_64("layers.0.attn.qkv.weight")));
 }
 
-TEST(CounterRng, UniformHasMomentsOfU01) {
+TEST(CounterRng, uniform_has_moments_of_u01) {
   const int n = 1000000;
   double sum = 0, sum2 = 0, lo = 1, hi = 0;
   for (int i = 0; i < n; ++i) {
@@ -52,7 +52,7 @@ TEST(CounterRng, UniformHasMomentsOfU01) {
   EXPECT_NEAR(var, 1.0 / 12, 5 * std::sqrt(1.0 / 180 / n));  // SE of a U(0,1) sample variance
 }
 
-TEST(CounterRng, NormalHasMeanZeroVarianceOneOverMillionDraws) {
+TEST(CounterRng, normal_has_mean_zero_variance_one_over_million_draws) {
   const int n = 1000000;
   const uint64_t key = hash_name(1234, "test.normal");
   double sum = 0, sum2 = 0, sum4 = 0, lag = 0, prev = 0;
@@ -75,7 +75,7 @@ TEST(CounterRng, NormalHasMeanZeroVarianceOneOverMillionDraws) {
   EXPECT_NEAR(static_cast<double>(beyond2) / n, p2, 5 * std::sqrt(p2 * (1 - p2) / n));
 }
 
-TEST(CounterRng, ValuesDoNotDependOnHowManyAreDrawn) {
+TEST(CounterRng, values_do_not_depend_on_how_many_are_drawn) {
   const uint64_t key = hash_name(7, "wte.weight");
   std::vector<double> all(1000), slice(100), one(1);
   fill_normal(key, 0, 1000, all.data());

@@ -1,18 +1,18 @@
 // Cluster files: the presets load with their datasheet figures, errors name the key, a
 // written cluster reads back, and measured matmul rates are interpolated by size.
-#include "plan/cluster.h"  // load_cluster, parse_cluster, cluster_to_toml
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <cstdlib>  // std::getenv
 #include <string>   // std::string
+
+#include "plan/cluster.h"  // load_cluster, parse_cluster, cluster_to_toml
 
 namespace trident::plan {
 namespace {
 
 std::vector<std::string> preset_dirs() {
   const char* root = std::getenv("TRIDENT_SOURCE_DIR");
-  std::string here = __FILE__;  // .../tests/plan/cluster_test.cpp
+  std::string here = __FILE__;  // .../tests/plan/test_cluster.cpp
   here = here.substr(0, here.rfind("/tests/"));
   return {root ? std::string(root) + "/configs/clusters" : here + "/configs/clusters",
           "configs/clusters"};

@@ -1,14 +1,13 @@
 // Tests of token files: each format read back from files written here, detection from
 // content and from the path forms X / X.bin / X.idx, and each format error's message.
-#include "data/token_file.h"  // TokenFile, detect_format
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <cstdint>     // int32_t, int64_t, uint16_t
 #include <filesystem>  // std::filesystem::resize_file
 #include <vector>      // std::vector
 
-#include "data_test_util.h"  // TempDir, write_llmc, write_megatron, write_raw, error_of
+#include "data/token_file.h"  // TokenFile, detect_format
+#include "data_test_util.h"   // TempDir, write_llmc, write_megatron, write_raw, error_of
 
 namespace trident::data {
 namespace {
@@ -21,7 +20,7 @@ std::vector<int32_t> read_all(const TokenFile& f) {
   return out;
 }
 
-TEST(TokenFile, ReadsLlmcShard) {
+TEST(TokenFile, reads_llmc_shard) {
   TempDir dir;
   write_llmc(dir / "shard.bin", {50256, 7, 65535, 0, 12});
   const TokenFile f = TokenFile::open(dir / "shard.bin");
@@ -36,7 +35,7 @@ TEST(TokenFile, ReadsLlmcShard) {
   EXPECT_FALSE(f.documents().has_value());
 }
 
-TEST(TokenFile, ReadsRawUint16) {
+TEST(TokenFile, reads_raw_uint16) {
   TempDir dir;
   write_raw(dir / "train.bin", {1, 2, 3, 60000});
   const TokenFile f = TokenFile::open(dir / "train.bin");
@@ -44,7 +43,7 @@ TEST(TokenFile, ReadsRawUint16) {
   EXPECT_EQ(read_all(f), (std::vector<int32_t>{1, 2, 3, 60000}));
 }
 
-TEST(TokenFile, ReadsMegatronUint16AsConcatenatedDocuments) {
+TEST(TokenFile, reads_megatron_uint16_as_concatenated_documents) {
   TempDir dir;
   write_megatron<uint16_t>(dir / "corpus_text_document", {{5, 6, 7}, {65000}, {}, {8, 9}}, 8);
   for (const char* given :
@@ -57,7 +56,7 @@ TEST(TokenFile, ReadsMegatronUint16AsConcatenatedDocuments) {
   }
 }
 
-TEST(TokenFile, ReadsMegatronInt32AndOtherIntegerDtypes) {
+TEST(TokenFile, reads_megatron_int32_and_other_integer_dtypes) {
   TempDir dir;
   write_megatron<int32_t>(dir / "big", {{100000, 1}, {2, 3, 200000}, {4}}, 4);
   const TokenFile f = TokenFile::open(dir / "big");
@@ -75,7 +74,7 @@ TEST(TokenFile, ReadsMegatronInt32AndOtherIntegerDtypes) {
   EXPECT_EQ(read_all(TokenFile::open(dir / "i64")), (std::vector<int32_t>{1, 70000, 3}));
 }
 
-TEST(TokenFile, DetectionPicksFormatFromContent) {
+TEST(TokenFile, detection_picks_format_from_content) {
   TempDir dir;
   write_llmc(dir / "a.bin", {1, 2});    // llm.c magic, even size
   write_raw(dir / "b.bin", {1, 2, 3});  // no magic, even size
@@ -90,7 +89,7 @@ TEST(TokenFile, DetectionPicksFormatFromContent) {
   EXPECT_EQ(c.index_path, dir / "c.idx");
 }
 
-TEST(TokenFile, ScanFindsRangeAndFirstPositions) {
+TEST(TokenFile, scan_finds_range_and_first_positions) {
   TempDir dir;
   write_megatron<int16_t>(dir / "s", {{4, -2, 9}, {9, -2, 0}}, 3);
   const TokenRange r = TokenFile::open(dir / "s").scan();
@@ -100,7 +99,7 @@ TEST(TokenFile, ScanFindsRangeAndFirstPositions) {
   EXPECT_EQ(r.max_position, 2);
 }
 
-TEST(TokenFile, MissingFileNamesThePath) {
+TEST(TokenFile, missing_file_names_the_path) {
   TempDir dir;
   const std::string path = dir / "nope.bin";
   EXPECT_EQ(error_of([&] { TokenFile::open(path); }),
@@ -113,7 +112,7 @@ TEST(TokenFile, MissingFileNamesThePath) {
                 " exists); a Megatron dataset needs both files side by side");
 }
 
-TEST(TokenFile, UnknownOrCorruptFormatsAreRefused) {
+TEST(TokenFile, unknown_or_corrupt_formats_are_refused) {
   TempDir dir;
   write_bytes(dir / "odd.bin", std::string(1001, 'x'));
   EXPECT_EQ(error_of([&] { TokenFile::open(dir / "odd.bin"); }),
@@ -133,7 +132,7 @@ TEST(TokenFile, UnknownOrCorruptFormatsAreRefused) {
             std::string::npos);
 }
 
-TEST(TokenFile, BadMegatronIndexIsRefused) {
+TEST(TokenFile, bad_megatron_index_is_refused) {
   TempDir dir;
   const std::string fix = "; rebuild the pair with Megatron's preprocess_data.py";
   write_megatron<uint16_t>(dir / "m", {{1, 2}}, 8);
@@ -166,7 +165,7 @@ TEST(TokenFile, BadMegatronIndexIsRefused) {
                 " has 74 bytes, which does not match its header (2 sequences, 3 documents)" + fix);
 }
 
-TEST(TokenFile, VocabularyCheckNamesTokenPositionAndFix) {
+TEST(TokenFile, vocabulary_check_names_token_position_and_fix) {
   TempDir dir;
   std::vector<uint16_t> tokens(2000, 17);
   tokens[1234] = 50300;

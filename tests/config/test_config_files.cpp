@@ -28,7 +28,7 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-TEST(ConfigDocs, DocsConfigMdIsTheGeneratedReference) {
+TEST(ConfigDocs, docs_config_md_is_the_generated_reference) {
   const fs::path path = source_dir() / "docs" / "config.md";
   const std::string generated = config_reference_markdown();
   if (std::getenv("TRIDENT_UPDATE_DOCS") != nullptr) {
@@ -40,7 +40,7 @@ TEST(ConfigDocs, DocsConfigMdIsTheGeneratedReference) {
       << "--gtest_filter='ConfigDocs.*'";
 }
 
-TEST(ConfigDocs, ReferenceListsEveryKeyWithItsDefault) {
+TEST(ConfigDocs, reference_lists_every_key_with_its_default) {
   const std::string md = config_reference_markdown();
   EXPECT_THAT(md, ::testing::HasSubstr("## [model]"));
   EXPECT_THAT(md, ::testing::HasSubstr("| `layers` | integer | `2` | >= 1 |"));
@@ -57,7 +57,7 @@ struct ExampleConfig {
 
 class ExampleConfigs : public ::testing::TestWithParam<ExampleConfig> {};
 
-TEST_P(ExampleConfigs, ParsesForItsWorldSizeAndRoundTrips) {
+TEST_P(ExampleConfigs, parses_for_its_world_size_and_round_trips) {
   const fs::path path = source_dir() / "configs" / GetParam().file;
   const TrainConfig c = load_config(path.string(), {}, GetParam().world_size);
   EXPECT_EQ(c.parallel.dp * c.parallel.pp * c.parallel.tp, GetParam().world_size);
@@ -77,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(Configs, ExampleConfigs,
                            return name;
                          });
 
-TEST(ExampleConfigValues, TinyIsOneRankFp32) {
+TEST(ExampleConfigValues, tiny_is_one_rank_fp32) {
   const TrainConfig c = load_config((source_dir() / "configs" / "tiny.toml").string(), {}, 1);
   EXPECT_EQ(c.model.layers, 4);
   EXPECT_EQ(c.model.hidden, 64);
@@ -85,7 +85,7 @@ TEST(ExampleConfigValues, TinyIsOneRankFp32) {
   EXPECT_EQ(c.parallel.dp, 1);
 }
 
-TEST(ExampleConfigValues, DefaultIsDp2Pp2Tp2Zero2) {
+TEST(ExampleConfigValues, default_is_dp2_pp2_tp2_zero2) {
   const TrainConfig c = load_config((source_dir() / "configs" / "default.toml").string(), {}, 8);
   EXPECT_EQ(c.parallel.dp, 2);
   EXPECT_EQ(c.parallel.pp, 2);
@@ -96,7 +96,7 @@ TEST(ExampleConfigValues, DefaultIsDp2Pp2Tp2Zero2) {
   EXPECT_EQ(c.data.source, "synthetic");
 }
 
-TEST(ExampleConfigValues, Gpt2SmallPadsVocabTo50304) {
+TEST(ExampleConfigValues, gpt2_small_pads_vocab_to_50304) {
   const TrainConfig c = load_config((source_dir() / "configs" / "gpt2-124m.toml").string(), {}, 1);
   EXPECT_EQ(c.model.layers, 12);
   EXPECT_EQ(c.model.hidden, 768);

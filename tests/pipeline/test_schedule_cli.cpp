@@ -1,13 +1,13 @@
 // `trident schedule`: the printed report (compute order, timeline, in-flight counts,
 // bubble, verdict) and the handling of bad arguments.
-#include "pipeline/schedule_cli.h"  // run_schedule_command, render_timeline
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <sstream>  // std::ostringstream
 #include <string>   // std::string
 #include <utility>  // std::pair
 #include <vector>   // std::vector
+
+#include "pipeline/schedule_cli.h"  // run_schedule_command, render_timeline
 
 namespace trident::pipeline {
 namespace {

@@ -1,8 +1,6 @@
 // The schedule checker: accepts every built-in schedule with the expected in-flight
 // counts and bubble, measures timelines, and rejects hand-broken schedules with a
 // message that says where and why.
-#include "pipeline/schedule_checker.h"  // check_schedules, bubble_formula
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <algorithm>  // std::min, std::swap
@@ -11,7 +9,8 @@
 #include <utility>    // std::pair
 #include <vector>     // std::vector
 
-#include "pipeline/schedule.h"  // make_schedule, parse_schedule, to_string
+#include "pipeline/schedule.h"          // make_schedule, parse_schedule, to_string
+#include "pipeline/schedule_checker.h"  // check_schedules, bubble_formula
 
 namespace trident::pipeline {
 namespace {

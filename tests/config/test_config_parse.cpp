@@ -26,7 +26,7 @@ schedule = "gpipe"
 lr = 3e-4
 )";
 
-TEST(ConfigParse, ValidFileGivesValuesAndDefaults) {
+TEST(ConfigParse, valid_file_gives_values_and_defaults) {
   const TrainConfig c = parse_config(kValid, "configs/x.toml", {}, 0);
   EXPECT_EQ(c.source, "configs/x.toml");
   EXPECT_EQ(c.model.layers, 4);
@@ -49,7 +49,7 @@ TEST(ConfigParse, ValidFileGivesValuesAndDefaults) {
   EXPECT_EQ(c.parallel.dp, 1);  // world size 0: dp 0 becomes 1
 }
 
-TEST(ConfigParse, EmptyTextIsAllDefaults) {
+TEST(ConfigParse, empty_text_is_all_defaults) {
   const TrainConfig c = parse_config("", "<string>", {}, 0);
   TrainConfig d;
   d.parallel.dp = 1;
@@ -57,19 +57,19 @@ TEST(ConfigParse, EmptyTextIsAllDefaults) {
   EXPECT_EQ(to_toml(c), to_toml(d));
 }
 
-TEST(ConfigParse, IntegerIsAcceptedForFloat) {
+TEST(ConfigParse, integer_is_accepted_for_float) {
   const TrainConfig c = parse_config("[optimizer]\nlr = 1\nmin_lr = 0\n", "x", {}, 0);
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 1.0);
   EXPECT_DOUBLE_EQ(c.optimizer.min_lr, 0.0);
 }
 
-TEST(ConfigParse, DottedKeysAndInlineTablesWork) {
+TEST(ConfigParse, dotted_keys_and_inline_tables_work) {
   const TrainConfig c = parse_config("model.layers = 6\ntrain = { steps = 7 }\n", "x", {}, 0);
   EXPECT_EQ(c.model.layers, 6);
   EXPECT_EQ(c.train.steps, 7);
 }
 
-TEST(ConfigParse, OverridesReplaceFileValues) {
+TEST(ConfigParse, overrides_replace_file_values) {
   const TrainConfig c = parse_config(
       kValid, "configs/x.toml",
       {"model.layers=8", "optimizer.lr=1e-3", "parallel.schedule=1f1b", "train.precision=\"fp64\"",
@@ -83,30 +83,30 @@ TEST(ConfigParse, OverridesReplaceFileValues) {
   EXPECT_EQ(c.checkpoint.load, "2024");  // a string key keeps the text as written
 }
 
-TEST(ConfigParse, OverrideCanFixAnInvalidFileValue) {
+TEST(ConfigParse, override_can_fix_an_invalid_file_value) {
   const TrainConfig c = parse_config("[model]\nlayers = 0\n", "x", {"model.layers=3"}, 0);
   EXPECT_EQ(c.model.layers, 3);
 }
 
-TEST(ConfigParse, DpIsDerivedFromWorldSize_pp2_tp2_world8) {
+TEST(ConfigParse, dp_is_derived_from_world_size_pp2_tp2_world8) {
   const TrainConfig c = parse_config(kValid, "x", {}, 8);
   EXPECT_EQ(c.parallel.dp, 2);
   EXPECT_EQ(c.micro_batches(), 8 / (2 * 2));
 }
 
-TEST(ConfigParse, ExplicitDpMatchingWorldSizeIsKept_dp2_pp2_tp2) {
+TEST(ConfigParse, explicit_dp_matching_world_size_is_kept_dp2_pp2_tp2) {
   const TrainConfig c = parse_config(kValid, "x", {"parallel.dp=2"}, 8);
   EXPECT_EQ(c.parallel.dp, 2);
 }
 
-TEST(ConfigParse, ExplicitDpIsKeptWithoutWorldSize) {
+TEST(ConfigParse, explicit_dp_is_kept_without_world_size) {
   const TrainConfig c =
       parse_config(kValid, "x", {"parallel.dp=4", "train.global_batch_size=16"}, 0);
   EXPECT_EQ(c.parallel.dp, 4);
   EXPECT_EQ(c.micro_batches(), 2);
 }
 
-TEST(ConfigParse, PaddedVocabRoundsToLcmOfMultipleAndTp) {
+TEST(ConfigParse, padded_vocab_rounds_to_lcm_of_multiple_and_tp) {
   TrainConfig c;
   c.model.vocab = 50257;
   c.model.vocab_multiple = 128;
@@ -119,7 +119,7 @@ TEST(ConfigParse, PaddedVocabRoundsToLcmOfMultipleAndTp) {
   EXPECT_EQ(c.padded_vocab(), 264);
 }
 
-TEST(ConfigParse, ToTomlRoundTripsEveryKey) {
+TEST(ConfigParse, to_toml_round_trips_every_key) {
   TrainConfig c = parse_config(kValid, "x", {}, 8);
   c.optimizer.lr = 0.1 + 0.2;  // not a short decimal: needs all digits to come back
   c.optimizer.min_lr = 1e-7;
@@ -140,7 +140,7 @@ TEST(ConfigParse, ToTomlRoundTripsEveryKey) {
   EXPECT_EQ(back.parallel.schedule, PipelineSchedule::kGpipe);
 }
 
-TEST(ConfigParse, LoadConfigReadsAFile) {
+TEST(ConfigParse, load_config_reads_a_file) {
   const std::string path = ::testing::TempDir() + "trident_config_load_test.toml";
   {
     std::ofstream out(path);

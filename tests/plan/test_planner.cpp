@@ -1,9 +1,9 @@
 // Enumeration of layouts (counts, constraints) and ranking (cases whose best is known).
-#include "plan/planner.h"  // enumerate_layouts, layout_problem, make_plan
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <set>  // std::set
+
+#include "plan/planner.h"  // enumerate_layouts, layout_problem, make_plan
 
 namespace trident::plan {
 namespace {

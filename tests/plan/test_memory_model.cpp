@@ -1,8 +1,8 @@
 // The memory model: the ZeRO paper's model-state figure, trident's own accounting, and
 // Korthikanti et al.'s activation formula on a case worked by hand.
-#include "plan/memory_model.h"  // zero_model_states, layer_activation_bytes, stage_memory
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
+
+#include "plan/memory_model.h"  // zero_model_states, layer_activation_bytes, stage_memory
 
 namespace trident::plan {
 namespace {

@@ -1,12 +1,12 @@
 // Schedules as data: golden compute orders of GPipe and 1F1B, the lowering pass, and
 // the text form (printing, parsing, round trips, parse errors).
-#include "pipeline/schedule.h"  // gpipe, one_f_one_b, lower, to_string, parse_schedule
-
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
 #include <stdexcept>  // std::invalid_argument
 #include <string>     // std::string
 #include <vector>     // std::vector
+
+#include "pipeline/schedule.h"  // gpipe, one_f_one_b, lower, to_string, parse_schedule
 
 namespace trident::pipeline {
 namespace {

@@ -1,0 +1,129 @@
+// The registry of multi-rank ctest entries, its listing for CMake and the world-size check.
+#include "mpi_cases.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace trident::testing {
+namespace {
+
+std::vector<MpiCase>& registry() {
+  static std::vector<MpiCase> cases;  // a function-local static: filled by static initialisers
+  return cases;
+}
+
+// gtest's glob: `*` any run of characters, `?` one character.
+bool glob_matches(const char* pattern, const char* s) {
+  if (*pattern == '\0') return *s == '\0';
+  if (*pattern == '*') return glob_matches(pattern + 1, s) || (*s && glob_matches(pattern, s + 1));
+  return *s && (*pattern == '?' || *pattern == *s) && glob_matches(pattern + 1, s + 1);
+}
+
+// Every registered test's full name, with whether this run's filter selects it.
+std::vector<std::pair<std::string, bool>> all_tests() {
+  std::vector<std::pair<std::string, bool>> tests;
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+    for (int j = 0; j < suite.total_test_count(); ++j) {
+      const ::testing::TestInfo& info = *suite.GetTestInfo(j);
+      tests.emplace_back(std::string(info.test_suite_name()) + "." + info.name(),
+                         info.should_run());
+    }
+  }
+  return tests;
+}
+
+// The cases whose filter selects `test`.
+std::vector<const MpiCase*> cases_of(const std::string& test) {
+  std::vector<const MpiCase*> found;
+  for (const MpiCase& c : registry())
+    if (filter_matches(c.filter, test)) found.push_back(&c);
+  return found;
+}
+
+}  // namespace
+
+bool register_mpi_cases(std::vector<MpiCase> cases) {
+  for (MpiCase& c : cases) registry().push_back(std::move(c));
+  return true;
+}
+
+const std::vector<MpiCase>& mpi_cases() { return registry(); }
+
+bool filter_matches(const std::string& filter, const std::string& test) {
+  std::istringstream patterns(filter);
+  std::string pattern;
+  while (std::getline(patterns, pattern, ':'))
+    if (glob_matches(pattern.c_str(), test.c_str())) return true;
+  return false;
+}
+
+int list_ctest(std::ostream& out, std::ostream& err) {
+  int problems = 0;
+  std::map<std::string, int> selected;  // case name -> number of tests it selects
+  std::set<std::string> names;
+  for (const MpiCase& c : registry()) {
+    if (!names.insert(c.name).second) {
+      err << "mpi case " << c.name << " is declared twice\n";
+      ++problems;
+    }
+    if (c.ranks < 1 || c.name.find(' ') != std::string::npos ||
+        c.filter.find_first_of(" -") != std::string::npos) {
+      err << "mpi case " << c.name << ": needs ranks >= 1, a name and a filter without "
+          << "spaces, and no negative filter\n";
+      ++problems;
+    }
+  }
+  // A test in no case would never run under ctest; in two, twice (perhaps at two sizes).
+  for (const auto& [test, run] : all_tests()) {
+    const std::vector<const MpiCase*> cases = cases_of(test);
+    for (const MpiCase* c : cases) ++selected[c->name];
+    if (cases.size() != 1) {
+      err << "test " << test << " is in " << cases.size() << " mpi cases, not 1";
+      for (const MpiCase* c : cases) err << " " << c->name;
+      err << " (declare it once with register_mpi_cases)\n";
+      ++problems;
+    }
+  }
+  // A case that selects nothing is a misspelt filter: ctest would run an empty job.
+  for (const MpiCase& c : registry()) {
+    if (selected[c.name] == 0) {
+      err << "mpi case " << c.name << ": filter '" << c.filter << "' selects no test\n";
+      ++problems;
+    }
+  }
+  if (problems > 0) return 1;
+  for (const MpiCase& c : registry()) {
+    out << c.name << " " << c.ranks << " " << c.filter << " " << c.timeout_s;
+    if (!c.pass_regex.empty()) out << " " << c.pass_regex;
+    out << "\n";
+  }
+  return 0;
+}
+
+void WorldSizeCheck::SetUp() {
+  std::map<std::string, int> wrong;  // case name -> ranks it needs
+  std::vector<std::string> orphans;
+  for (const auto& [test, run] : all_tests()) {
+    if (!run) continue;
+    const std::vector<const MpiCase*> cases = cases_of(test);
+    if (cases.empty()) orphans.push_back(test);
+    for (const MpiCase* c : cases)
+      if (c->ranks != world_) wrong[c->name] = c->ranks;
+  }
+  if (wrong.empty() && orphans.empty()) return;
+  std::ostringstream message;
+  message << "no test ran: the selected tests cannot run on this job:";
+  for (const auto& [name, ranks] : wrong)
+    message << "\n  " << name << " needs " << ranks << " ranks (mpirun -np " << ranks
+            << "), this job has " << world_;
+  for (const std::string& test : orphans)
+    message << "\n  " << test << " belongs to no mpi case (declare it with register_mpi_cases)";
+  problem_ = message.str();
+  if (rank_ != 0) FAIL() << "wrong world size for the selected tests (rank 0 says why)";
+  FAIL() << problem_;
+}
+
+}  // namespace trident::testing

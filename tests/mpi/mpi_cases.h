@@ -1,0 +1,54 @@
+// The multi-rank test cases: each ctest entry (name, rank count, gtest filter) is declared
+// once, here in C++, beside the tests it runs; the test main lists them for CMake and
+// refuses a job whose world size is not the one its selected tests declared.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace trident::testing {
+
+/// One ctest entry: `mpirun -np ranks test_mpi --gtest_filter=filter`.
+struct MpiCase {
+  std::string name;        ///< ctest name, naming the layout (`parity_dp2_pp2_tp2_...`)
+  int ranks = 1;           ///< world size every test the filter selects needs
+  std::string filter;      ///< full gtest names or patterns (`*`, `?`), `:`-separated
+  int timeout_s = 600;     ///< ctest TIMEOUT
+  std::string pass_regex;  ///< set when the job is meant to abort: ctest passes on this output
+};
+
+/// Adds `cases` to the registry. Call at namespace scope, so that registration happens
+/// before main: `const bool kRegistered = register_mpi_cases({...});`.
+bool register_mpi_cases(std::vector<MpiCase> cases);
+
+/// Every registered case, in registration order.
+const std::vector<MpiCase>& mpi_cases();
+
+/// Whether the full gtest name `test` matches `filter` (gtest's `*`, `?` and `:`).
+bool filter_matches(const std::string& filter, const std::string& test);
+
+/// Checks the registry against the registered tests (every test in exactly one case, every
+/// case selecting a test, names unique), then prints one line per case,
+/// `name ranks filter timeout_s [pass_regex]`, for tests/mpi_discover.cmake. Needs no MPI.
+/// Returns the exit code: non-zero, with the problems on `err`, when the registry is wrong.
+int list_ctest(std::ostream& out, std::ostream& err);
+
+/// Fails the run before any test starts when a selected test belongs to no case or its
+/// case declares another rank count than the job's world size: the message names the
+/// ranks needed and given. Only `rank` 0 prints the whole message.
+class WorldSizeCheck : public ::testing::Environment {
+ public:
+  WorldSizeCheck(int world, int rank) : world_(world), rank_(rank) {}
+  void SetUp() override;
+  /// Why the selected tests could not run; empty when they could.
+  const std::string& problem() const { return problem_; }
+
+ private:
+  int world_, rank_;
+  std::string problem_;
+};
+
+}  // namespace trident::testing
