@@ -3,9 +3,10 @@
 // atomic. See docs/checkpoints.md.
 #pragma once
 #include <cstdint>
-#include <stdexcept>  // std::runtime_error
 #include <string>
 #include <vector>
+
+#include "config/input_error.h"  // InputError
 
 namespace trident {
 class Trainer;
@@ -14,9 +15,9 @@ class GptStage;
 struct TrainConfig;
 
 /// A checkpoint that cannot be used or written: the message names the file and the fix.
-class CheckpointError : public std::runtime_error {
+class CheckpointError : public InputError {
  public:
-  using std::runtime_error::runtime_error;
+  using InputError::InputError;
 };
 
 /// Writes `<dir>/step_<N>/` for the trainer's completed step N (collective over the world):

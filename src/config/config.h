@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/input_error.h"  // InputError
+
 namespace trident {
 
 /// [model]: the transformer's shape.
@@ -97,8 +99,8 @@ struct TrainConfig {
 };
 
 /// Thrown for any bad config; what() is the one message shown to the user.
-class ConfigError : public std::runtime_error {
-  using std::runtime_error::runtime_error;
+class ConfigError : public InputError {
+  using InputError::InputError;
 };
 
 /// Reads the file at `path`, applies --set overrides ("section.key=value", the value
