@@ -3,9 +3,10 @@
 // atomic. See docs/checkpoints.md.
 #pragma once
 #include <cstdint>
-#include <stdexcept>  // std::runtime_error
 #include <string>
 #include <vector>
+
+#include "config/input_error.h"  // InputError
 
 namespace trident {
 class ParallelContext;
@@ -23,9 +24,9 @@ struct TrainingState {
 };
 
 /// A checkpoint that cannot be used or written: the message names the file and the fix.
-class CheckpointError : public std::runtime_error {
+class CheckpointError : public InputError {
  public:
-  using std::runtime_error::runtime_error;
+  using InputError::InputError;
 };
 
 /// Writes `<dir>/step_<N>/` for completed step N = state.step (collective over the world):

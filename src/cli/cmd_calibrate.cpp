@@ -16,8 +16,8 @@
 #include <thread>      // std::thread::hardware_concurrency
 #include <vector>      // std::vector
 
-#include "cli/args.h"                   // CommandSpec, parse_args, UsageError
-#include "cli/commands.h"               // Argv, cmd_calibrate
+#include "cli/args.h"                   // Args, UsageError
+#include "cli/commands.h"               // cmd_calibrate
 #include "models/gpt.h"                 // GptBlock, GptOptions: the layer training runs
 #include "parallel/mpi_communicator.h"  // MpiCommunicator: the path training's collectives take
 #include "plan/cluster.h"               // Cluster, cluster_to_toml
@@ -29,27 +29,6 @@
 namespace trident::cli {
 
 namespace {
-
-const CommandSpec kSpec{
-    "calibrate",
-    "mpirun -np N trident calibrate [--out FILE] [--threads T] [--name NAME] [--rounds R]",
-    "Measures this machine with N ranks running at once, as N devices of one node: fp32\n"
-    "and fp64 matmul rates by size, the memory bandwidth, the fixed and elementwise costs\n"
-    "of trident's own GPT block and of the model's ends, MPI_Sendrecv between pairs of\n"
-    "ranks (1 KiB to 64 MiB), and all-reduces through trident's communicator between ranks\n"
-    "that compute in between (the message times the planner uses). Writes a cluster file\n"
-    "for `trident plan --cluster` (to FILE, or after the measurements on standard output,\n"
-    "where they are comments) with devices_per_node = N, cores_per_node = this machine's\n"
-    "cores and memory_per_device_gb = MemTotal / N. Run one rank per core with the threads\n"
-    "per rank you will train with; `trident plan --devices-per-node R` then describes R\n"
-    "ranks on this machine. Other work on the machine only slows measurements down, so\n"
-    "each figure is the best of --rounds rounds. See docs/planner.md.",
-    {{"out", "FILE", "write the cluster TOML here"},
-     {"threads", "T", "intra-op threads per rank (default: cores / ranks, at least 1)"},
-     {"name", "NAME", "the cluster's name in the file (default: here)"},
-     {"rounds", "R", "measure R times, 10 s apart, keeping the best of each figure (default 3)"}},
-    0,
-    0};
 
 struct World {
   int rank = 0, size = 1;
@@ -365,12 +344,7 @@ plan::Cluster best_of(plan::Cluster a, const plan::Cluster& b) {
 
 }  // namespace
 
-int cmd_calibrate(const Argv& argv) {
-  const Args args = parse_args(kSpec, argv);
-  if (args.help) {
-    std::cout << help_text(kSpec);
-    return 0;
-  }
+int cmd_calibrate(const Args& args) {
   World w;
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);

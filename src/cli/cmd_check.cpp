@@ -9,27 +9,7 @@
 
 namespace trident::cli {
 
-namespace {
-
-const CommandSpec kSpec{
-    "check",
-    "trident check CONFIG.toml [--world N] [--set section.key=value ...]",
-    "Validates CONFIG (unknown keys, types, ranges, and the layout cross-checks) without\n"
-    "training, then prints the resolved config (every key, defaults filled in) and which\n"
-    "rank holds which part of the grid. --world N checks the layout for an N-rank job\n"
-    "(default: dp*pp*tp from the config, dp taken as 1 when left out).",
-    {{"world", "N", "number of ranks the job will have"}},
-    1,
-    1};
-
-}  // namespace
-
-int cmd_check(const Argv& argv) {
-  const Args args = parse_args(kSpec, argv);
-  if (args.help) {
-    std::cout << help_text(kSpec);
-    return 0;
-  }
+int cmd_check(const Args& args) {
   const int world = static_cast<int>(args.get_int("world", 0));
   if (world < 0) throw UsageError("--world must be at least 1");
   const TrainConfig config = load_config(args.positional[0], args.sets, world);

@@ -13,31 +13,7 @@
 
 namespace trident::cli {
 
-namespace {
-
-const CommandSpec kSpec{
-    "convert",
-    "[mpirun -np N] trident convert --in CKPT --out DIR [--set section.key=value ...]",
-    "Writes the checkpoint CKPT (a step directory, a directory with a `latest` file, or a\n"
-    "Hugging Face directory) as a new checkpoint DIR laid out for the layout of CKPT's\n"
-    "config with the --set overrides applied (parallel.dp, parallel.pp, parallel.tp,\n"
-    "parallel.zero_stage, parallel.bucket_size): one file per target rank, named by its\n"
-    "coordinates, holding exactly what that rank would save. Any number of processes can\n"
-    "share the work. DIR must not exist.",
-    {{"in", "CKPT", "the checkpoint to convert"}, {"out", "DIR", "the new checkpoint directory"}},
-    0,
-    0};
-
-}  // namespace
-
-int cmd_convert(const Argv& argv) {
-  const Args args = parse_args(kSpec, argv);
-  if (args.help) {
-    std::cout << help_text(kSpec);
-    return 0;
-  }
-  if (!args.has("in") || !args.has("out"))
-    throw UsageError("convert needs --in CKPT and --out DIR");
+int cmd_convert(const Args& args) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   TrainConfig target;

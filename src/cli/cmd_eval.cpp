@@ -18,36 +18,7 @@
 
 namespace trident::cli {
 
-namespace {
-
-const CommandSpec kSpec{
-    "eval",
-    "[mpirun -np N] trident eval --checkpoint CKPT --data FILE --sequences K [--seq-len T]\n"
-    "                           [--micro-batch B] [--set section.key=value ...]",
-    "Prints {\"loss\": L, \"tokens\": K*T}: the mean next-token cross-entropy of CKPT's model\n"
-    "over the first K windows of the token file FILE, window i being tokens [i*T, i*T+T]\n"
-    "(the first T are inputs, the last T targets). The model comes from the checkpoint's\n"
-    "stored config, or from a Hugging Face config.json; T defaults to its model.seq_len.\n"
-    "Runs on one rank or any layout: --set parallel.pp=2 --set parallel.tp=2 (dp is\n"
-    "derived from the ranks); --set train.precision=fp64 to compute in float64.",
-    {{"checkpoint", "CKPT", "trident checkpoint or Hugging Face directory"},
-     {"data", "FILE", "token file (llm.c shard, Megatron dataset, raw uint16)"},
-     {"sequences", "K", "number of windows"},
-     {"seq-len", "T", "window length (default: model.seq_len)"},
-     {"micro-batch", "B", "windows per forward (default 4)"}},
-    0,
-    0};
-
-}  // namespace
-
-int cmd_eval(const Argv& argv) {
-  const Args args = parse_args(kSpec, argv);
-  if (args.help) {
-    std::cout << help_text(kSpec);
-    return 0;
-  }
-  if (!args.has("checkpoint") || !args.has("data") || !args.has("sequences"))
-    throw UsageError("eval needs --checkpoint CKPT, --data FILE and --sequences K");
+int cmd_eval(const Args& args) {
   const long long K = args.get_int("sequences", 0);
   const long long B = args.get_int("micro-batch", 4);
   if (K < 1) throw UsageError("--sequences must be at least 1");

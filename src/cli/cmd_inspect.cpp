@@ -4,27 +4,14 @@
 #include <cstdio>
 #include <iostream>
 
-#include "checkpoint/checkpoint.h"   // CheckpointError
 #include "checkpoint/index.h"        // open_checkpoint
 #include "checkpoint/safetensors.h"  // SafetensorsFile, dtype_from_name
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "parallel/agreement.h"  // JobError
 
 namespace trident::cli {
 
 namespace {
-
-const CommandSpec kSpec{
-    "inspect",
-    "trident inspect CKPT [--verify]",
-    "Prints the index of the checkpoint CKPT (a step directory, a directory with a `latest`\n"
-    "file, or a Hugging Face directory): step, trainer state, model, the layout it was\n"
-    "written in, its files and every tensor with shape, dtype, number of slices and bytes.\n"
-    "--verify reads every file and checks its size and checksum.",
-    {{"verify", "", "check every file's checksum"}},
-    1,
-    1};
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -82,18 +69,8 @@ int verify_files(const checkpoint::CheckpointIndex& index) {
 
 }  // namespace
 
-int cmd_inspect(const Argv& argv) {
-  const Args args = parse_args(kSpec, argv);
-  if (args.help) {
-    std::cout << help_text(kSpec);
-    return 0;
-  }
-  checkpoint::CheckpointIndex index;
-  try {
-    index = checkpoint::open_checkpoint(args.positional[0], "");
-  } catch (const CheckpointError& e) {
-    throw JobError(e.what());  // bad input: exit code 2
-  }
+int cmd_inspect(const Args& args) {
+  const checkpoint::CheckpointIndex index = checkpoint::open_checkpoint(args.positional[0], "");
   print_index(index);
   if (!args.has("verify")) return 0;
   std::cout << "verify:\n";

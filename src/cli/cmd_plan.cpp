@@ -8,8 +8,8 @@
 #include <iostream>  // std::cout
 #include <sstream>   // std::istringstream
 
-#include "cli/args.h"          // CommandSpec, parse_args, UsageError
-#include "cli/commands.h"      // Argv, cmd_plan
+#include "cli/args.h"          // Args, UsageError
+#include "cli/commands.h"      // cmd_plan
 #include "config/config.h"     // load_config, TrainConfig
 #include "plan/cluster.h"      // load_cluster, ClusterError
 #include "plan/plan_report.h"  // plan_text, plan_json, evaluation_text, evaluation_json
@@ -18,30 +18,6 @@
 namespace trident::cli {
 
 namespace {
-
-const CommandSpec kSpec{
-    "plan",
-    "trident plan CONFIG.toml --devices N [--cluster FILE|NAME] [--top K] [--json]\n"
-    "       trident plan CONFIG.toml --layout dp,pp,tp[,zero[,micro[,ckpt]]] [--cluster ...] "
-    "[--json]",
-    "Predicts, for CONFIG's model and global batch on N devices, the memory per device\n"
-    "(parameters, gradients, optimizer states, activations, communication buffers) and the\n"
-    "step time (compute, tp / pp / dp communication, pipeline bubble, optimizer) of every\n"
-    "layout: dp x pp x tp = N, ZeRO stage, micro-batch size, activation checkpointing. Lists\n"
-    "those that fit, fastest first, and says why the best wins. --layout evaluates one\n"
-    "layout (zero, micro and ckpt default to the config's; ckpt is none or full).\n"
-    "--cluster takes a cluster TOML file or a preset name (a100-80gb, h100, h200, example,\n"
-    "from configs/clusters/); default h100. The model is in docs/planner.md. Exit code 1\n"
-    "when no layout fits.",
-    {{"devices", "N", "number of devices (ranks) to plan for"},
-     {"cluster", "FILE|NAME", "cluster file or preset name (default h100)"},
-     {"top", "K", "show the K fastest layouts (default 10)"},
-     {"json", "", "print JSON (bytes, seconds) instead of tables"},
-     {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
-     {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2; 3 is modelled only)"},
-     {"devices-per-node", "N", "override the cluster's devices per node"}},
-    1,
-    1};
 
 std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text,
                                     std::vector<std::string>* words = nullptr) {
@@ -144,12 +120,7 @@ int run_one_layout(const Args& args, const TrainConfig& config, const plan::Plan
 
 }  // namespace
 
-int cmd_plan(const Argv& argv) {
-  const Args args = parse_args(kSpec, argv);
-  if (args.help) {
-    std::cout << help_text(kSpec);
-    return 0;
-  }
+int cmd_plan(const Args& args) {
   const TrainConfig config = load_config(args.positional[0], args.sets, 0);
   const plan::PlanModel m = plan_model(config);
   plan::Cluster cluster;

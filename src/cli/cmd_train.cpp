@@ -25,19 +25,6 @@ namespace trident::cli {
 
 namespace {
 
-const CommandSpec kSpec{
-    "train",
-    "mpirun -np N trident train CONFIG.toml [--set section.key=value ...]",
-    "Trains the model of CONFIG with the layout parallel.dp x parallel.pp x parallel.tp,\n"
-    "which must multiply to the number of ranks N (parallel.dp may be left out and is then\n"
-    "derived). Rank 0 prints progress every train.log_every steps and writes one JSON line\n"
-    "per logged step to logging.metrics; logging.trace receives a Chrome trace of the\n"
-    "pipeline instructions; checkpoints go to checkpoint.dir every checkpoint.save_every\n"
-    "steps and at the end (logging.run_dir gathers all three). checkpoint.load resumes.",
-    {},
-    1,
-    1};
-
 /// One intra-op thread per rank when the ranks of this node fill its cores.
 void set_threads(int64_t configured) {
   MPI_Comm local;
@@ -65,12 +52,7 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
 
 }  // namespace
 
-int cmd_train(const Argv& argv) {
-  const Args args = parse_args(kSpec, argv);
-  if (args.help) {
-    std::cout << help_text(kSpec);
-    return 0;
-  }
+int cmd_train(const Args& args) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/choices.h"
+#include "config/input_error.h"  // InputError
 
 namespace trident {
 
@@ -99,8 +100,8 @@ struct TrainConfig {
 };
 
 /// Thrown for any bad config; what() is the one message shown to the user.
-class ConfigError : public std::runtime_error {
-  using std::runtime_error::runtime_error;
+class ConfigError : public InputError {
+  using InputError::InputError;
 };
 
 /// Reads the file at `path`, applies --set overrides ("section.key=value", the value

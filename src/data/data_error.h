@@ -2,14 +2,14 @@
 // training with a message that names the file and the fix.
 #pragma once
 
-#include <stdexcept>  // std::runtime_error
+#include "config/input_error.h"  // InputError
 
 namespace trident::data {
 
 /// A data source that cannot be used (missing, corrupt, too short, wrong vocabulary).
-class DataError : public std::runtime_error {
+class DataError : public InputError {
  public:
-  using std::runtime_error::runtime_error;
+  using InputError::InputError;
 };
 
 }  // namespace trident::data

@@ -1,5 +1,5 @@
-// `trident schedule`: prints a pipeline schedule per stage, its timeline, in-flight
-// micro-batches and bubble, and the checker's verdict.
+// The report `trident schedule` prints: a pipeline schedule per stage, its timeline,
+// in-flight micro-batches and bubble, and the checker's verdict.
 #pragma once
 
 #include <iosfwd>  // std::ostream
@@ -11,16 +11,23 @@
 
 namespace trident::pipeline {
 
-/// Runs `trident schedule` with `args`, the arguments after the word "schedule":
-///   --pp P --micro-batches M [--schedule 1f1b|gpipe] [--full]
-///   [--forward-cost F] [--backward-cost B] [--help]
-/// Returns 0 when the checker accepts the schedule, 1 when it rejects it, and 2 for
-/// bad arguments (with a message naming the argument on `err`).
-int run_schedule_command(const std::vector<std::string>& args, std::ostream& out,
-                         std::ostream& err);
+/// What `trident schedule` prints: the schedule, the stages and micro-batches, and the
+/// cost model of the timeline.
+struct ScheduleReportOptions {
+  int pp = 1;                     // pipeline stages, >= 1
+  int micro_batches = 1;          // per optimizer step, >= 1
+  std::string schedule = "1f1b";  // "1f1b" or "gpipe"
+  bool full = false;              // also every instruction, sends and receives included
+  double forward_cost = 1.0;
+  double backward_cost = 2.0;
+};
 
-/// The text printed by `trident schedule --help`.
-std::string schedule_usage();
+/// Prints the report of `options` to `out`: the compute order of every stage (with --full
+/// every instruction), the timeline, the in-flight micro-batches, the bubble against
+/// (p-1)/(m+p-1) and the checker's verdict. Returns whether the checker accepts the
+/// schedules. Throws std::invalid_argument, before printing, for a schedule that cannot
+/// be made (an unknown name, a stage count below 1).
+bool print_schedule_report(const ScheduleReportOptions& options, std::ostream& out);
 
 /// One row per stage: each Forward/Backward drawn as its mnemonic (F3, B3) padded to
 /// its duration, '.' where the stage is idle. A forward-cost unit of time is as many

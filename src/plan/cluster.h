@@ -2,10 +2,11 @@
 // link bandwidths and latency. Read from a TOML cluster file or a preset name, and
 // written back as TOML (what `trident calibrate` produces).
 #pragma once
-#include <map>        // std::map
-#include <stdexcept>  // std::runtime_error
-#include <string>     // std::string
-#include <vector>     // std::vector
+#include <map>     // std::map
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "config/input_error.h"  // InputError
 
 namespace trident::plan {
 
@@ -59,8 +60,8 @@ struct Cluster {
 };
 
 /// A cluster file that is missing, unreadable or has a bad key; the message names it.
-class ClusterError : public std::runtime_error {
-  using std::runtime_error::runtime_error;
+class ClusterError : public InputError {
+  using InputError::InputError;
 };
 
 /// Parses cluster TOML text; `source` names it in messages. Unknown keys are errors.

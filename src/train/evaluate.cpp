@@ -8,6 +8,8 @@
 #include <vector>  // std::vector
 
 #include "checkpoint/collective.h"      // world_comm
+#include "config/input_error.h"         // InputError
+#include "data/data_error.h"            // data::DataError
 #include "data/token_file.h"            // data::TokenFile
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
@@ -23,17 +25,15 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
   for (int64_t i = dp_rank; i < K; i += dp) mine.push_back(i);
   std::vector<int32_t> tokens;
   run_agreed(checkpoint::world_comm(ctx), [&] {
-    if (K < 1) throw std::invalid_argument("eval: --sequences must be at least 1");
+    if (K < 1) throw InputError("eval: --sequences must be at least 1");
     if (T < 1 || T > model.options().seq_len)
-      throw std::invalid_argument(
-          "eval: --seq-len " + std::to_string(T) +
-          " must be in [1, model.seq_len = " + std::to_string(model.options().seq_len) + "]");
+      throw InputError("eval: --seq-len " + std::to_string(T) + " must be in [1, model.seq_len = " +
+                       std::to_string(model.options().seq_len) + "]");
     const data::TokenFile file = data::TokenFile::open(data_path);
     if (file.size() < K * T + 1)
-      throw std::invalid_argument("eval: data file " + data_path + " has " +
-                                  std::to_string(file.size()) + " tokens; " + std::to_string(K) +
-                                  " windows of " + std::to_string(T) + " need " +
-                                  std::to_string(K * T + 1));
+      throw data::DataError("eval: data file " + data_path + " has " + std::to_string(file.size()) +
+                            " tokens; " + std::to_string(K) + " windows of " + std::to_string(T) +
+                            " need " + std::to_string(K * T + 1));
     if (!model.is_first() && !model.is_last()) return;
     tokens.resize(mine.size() * static_cast<size_t>(T + 1));
     for (size_t w = 0; w < mine.size(); ++w) {
@@ -41,7 +41,7 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
       file.read(mine[w] * T, T + 1, out);
       for (int64_t t = 0; t <= T; ++t)
         if (out[t] < 0 || out[t] >= model.options().vocab)
-          throw std::invalid_argument(
+          throw data::DataError(
               "eval: data file " + data_path + " has token " + std::to_string(out[t]) +
               " at position " + std::to_string(mine[w] * T + t) +
               ", outside the model's vocabulary of " + std::to_string(model.options().vocab));

@@ -1,0 +1,209 @@
+// The one table of trident's subcommands: each one's command line (options, required
+// options, positional arguments), --help texts, whether it runs under MPI, and its function.
+#include "cli/commands.h"
+
+namespace trident::cli {
+namespace {
+
+// Names for the table's bool fields.
+constexpr bool kRequired = true;   // OptionSpec::required
+constexpr bool kList = true;       // OptionSpec::list
+constexpr bool kNoConfig = false;  // CommandSpec::reads_config
+constexpr bool kMpi = true;        // Command::uses_mpi
+constexpr bool kNoMpi = false;
+
+}  // namespace
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {{"train",
+        "mpirun -np N trident train CONFIG.toml [--set section.key=value ...]",
+        "Trains the model of CONFIG with the layout parallel.dp x parallel.pp x parallel.tp,\n"
+        "which must multiply to the number of ranks N (parallel.dp may be left out and is then\n"
+        "derived). Rank 0 prints progress every train.log_every steps and writes one JSON line\n"
+        "per logged step to logging.metrics; logging.trace receives a Chrome trace of the\n"
+        "pipeline instructions; checkpoints go to checkpoint.dir every checkpoint.save_every\n"
+        "steps and at the end (logging.run_dir gathers all three). checkpoint.load resumes.",
+        {},
+        1,
+        1,
+        "CONFIG.toml"},
+       kMpi,
+       "train a model from a TOML config (under mpirun for many ranks)",
+       cmd_train},
+      {{"check",
+        "trident check CONFIG.toml [--world N] [--set section.key=value ...]",
+        "Validates CONFIG (unknown keys, types, ranges, and the layout cross-checks) without\n"
+        "training, then prints the resolved config (every key, defaults filled in) and which\n"
+        "rank holds which part of the grid. --world N checks the layout for an N-rank job\n"
+        "(default: dp*pp*tp from the config, dp taken as 1 when left out).",
+        {{"world", "N", "number of ranks the job will have"}},
+        1,
+        1,
+        "CONFIG.toml"},
+       kNoMpi,
+       "validate a config and print the resolved config and layout",
+       cmd_check},
+      {{"schedule",
+        "trident schedule --pp P --micro-batches M [--schedule 1f1b|gpipe] [--full]\n"
+        "                        [--forward-cost F] [--backward-cost B]",
+        "Prints the pipeline schedule of every stage, checks all stages together\n"
+        "(every send meets its receive, no deadlock) and reports the bubble.",
+        {{"pp", "P", "number of pipeline stages", kRequired},
+         {"micro-batches", "M", "micro-batches per optimizer step", kRequired},
+         {"schedule", "NAME", "1f1b (default) or gpipe", false, false, {"1f1b", "gpipe"}},
+         {"full", "", "also print every instruction, sends and receives included"},
+         {"forward-cost", "F", "time of one forward (default 1)"},
+         {"backward-cost", "B", "time of one backward (default 2)"}},
+        0,
+        0,
+        "",
+        kNoConfig},
+       kNoMpi,
+       "print and check a pipeline schedule",
+       cmd_schedule},
+      {{"convert",
+        "[mpirun -np N] trident convert --in CKPT --out DIR [--set section.key=value ...]",
+        "Writes the checkpoint CKPT (a step directory, a directory with a `latest` file, or a\n"
+        "Hugging Face directory) as a new checkpoint DIR laid out for the layout of CKPT's\n"
+        "config with the --set overrides applied (parallel.dp, parallel.pp, parallel.tp,\n"
+        "parallel.zero_stage, parallel.bucket_size): one file per target rank, named by its\n"
+        "coordinates, holding exactly what that rank would save. Any number of processes can\n"
+        "share the work. DIR must not exist.",
+        {{"in", "CKPT", "the checkpoint to convert", kRequired},
+         {"out", "DIR", "the new checkpoint directory", kRequired}},
+        0,
+        0,
+        ""},
+       kMpi,
+       "re-split a checkpoint for another layout (one file per rank)",
+       cmd_convert},
+      {{"inspect",
+        "trident inspect CKPT [--verify]",
+        "Prints the index of the checkpoint CKPT (a step directory, a directory with a `latest`\n"
+        "file, or a Hugging Face directory): step, trainer state, model, the layout it was\n"
+        "written in, its files and every tensor with shape, dtype, number of slices and bytes.\n"
+        "--verify reads every file and checks its size and checksum.",
+        {{"verify", "", "check every file's checksum"}},
+        1,
+        1,
+        "CKPT"},
+       kNoMpi,
+       "print a checkpoint's step, layout, tensors and sizes",
+       cmd_inspect},
+      {{"export",
+        "trident export --in CKPT --out DIR --format hf",
+        "Writes DIR/model.safetensors and DIR/config.json that Hugging Face's GPT2LMHeadModel\n"
+        "loads as is: its parameter names, Conv1D layout ([in, out]), fused QKV order (all q\n"
+        "heads, then k, then v), float32, the vocabulary padding removed and the tied head\n"
+        "left out. DIR must not exist (or be empty). One process does the work.",
+        {{"in", "CKPT", "the checkpoint to export", kRequired},
+         {"out", "DIR", "the directory to write", kRequired},
+         {"format", "FORMAT", "hf (the only format)"}},
+        0,
+        0,
+        ""},
+       kMpi,
+       "write a checkpoint as Hugging Face GPT-2 files",
+       cmd_export},
+      {{"eval",
+        "[mpirun -np N] trident eval --checkpoint CKPT --data FILE --sequences K [--seq-len T]\n"
+        "                           [--micro-batch B] [--set section.key=value ...]",
+        "Prints {\"loss\": L, \"tokens\": K*T}: the mean next-token cross-entropy of CKPT's model\n"
+        "over the first K windows of the token file FILE, window i being tokens [i*T, i*T+T]\n"
+        "(the first T are inputs, the last T targets). The model comes from the checkpoint's\n"
+        "stored config, or from a Hugging Face config.json; T defaults to its model.seq_len.\n"
+        "Runs on one rank or any layout: --set parallel.pp=2 --set parallel.tp=2 (dp is\n"
+        "derived from the ranks); --set train.precision=fp64 to compute in float64.",
+        {{"checkpoint", "CKPT", "trident checkpoint or Hugging Face directory", kRequired},
+         {"data", "FILE", "token file (llm.c shard, Megatron dataset, raw uint16)", kRequired},
+         {"sequences", "K", "number of windows", kRequired},
+         {"seq-len", "T", "window length (default: model.seq_len)"},
+         {"micro-batch", "B", "windows per forward (default 4)"}},
+        0,
+        0,
+        ""},
+       kMpi,
+       "mean next-token loss of a checkpoint on a token file, any layout",
+       cmd_eval},
+      {{"plan",
+        "trident plan CONFIG.toml --devices N [--cluster FILE|NAME] [--top K] [--json]\n"
+        "       trident plan CONFIG.toml --layout dp,pp,tp[,zero[,micro[,ckpt]]] [--cluster ...] "
+        "[--json]",
+        "Predicts, for CONFIG's model and global batch on N devices, the memory per device\n"
+        "(parameters, gradients, optimizer states, activations, communication buffers) and the\n"
+        "step time (compute, tp / pp / dp communication, pipeline bubble, optimizer) of every\n"
+        "layout: dp x pp x tp = N, ZeRO stage, micro-batch size, activation checkpointing. Lists\n"
+        "those that fit, fastest first, and says why the best wins. --layout evaluates one\n"
+        "layout (zero, micro and ckpt default to the config's; ckpt is none or full).\n"
+        "--cluster takes a cluster TOML file or a preset name (a100-80gb, h100, h200, example,\n"
+        "from configs/clusters/); default h100. The model is in docs/planner.md. Exit code 1\n"
+        "when no layout fits.",
+        {{"devices", "N", "number of devices (ranks) to plan for"},
+         {"cluster", "FILE|NAME", "cluster file or preset name (default h100)"},
+         {"top", "K", "show the K fastest layouts (default 10)"},
+         {"json", "", "print JSON (bytes, seconds) instead of tables"},
+         {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
+         {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2; 3 is modelled only)"},
+         {"devices-per-node", "N", "override the cluster's devices per node"}},
+        1,
+        1,
+        "CONFIG.toml"},
+       kNoMpi,
+       "predict memory and step time of every layout on N devices, rank them",
+       cmd_plan},
+      {{"calibrate",
+        "mpirun -np N trident calibrate [--out FILE] [--threads T] [--name NAME] [--rounds R]",
+        "Measures this machine with N ranks running at once, as N devices of one node: fp32\n"
+        "and fp64 matmul rates by size, the memory bandwidth, the fixed and elementwise costs\n"
+        "of trident's own GPT block and of the model's ends, MPI_Sendrecv between pairs of\n"
+        "ranks (1 KiB to 64 MiB), and all-reduces through trident's communicator between ranks\n"
+        "that compute in between (the message times the planner uses). Writes a cluster file\n"
+        "for `trident plan --cluster` (to FILE, or after the measurements on standard output,\n"
+        "where they are comments) with devices_per_node = N, cores_per_node = this machine's\n"
+        "cores and memory_per_device_gb = MemTotal / N. Run one rank per core with the threads\n"
+        "per rank you will train with; `trident plan --devices-per-node R` then describes R\n"
+        "ranks on this machine. Other work on the machine only slows measurements down, so\n"
+        "each figure is the best of --rounds rounds. See docs/planner.md.",
+        {{"out", "FILE", "write the cluster TOML here"},
+         {"threads", "T", "intra-op threads per rank (default: cores / ranks, at least 1)"},
+         {"name", "NAME", "the cluster's name in the file (default: here)"},
+         {"rounds", "R",
+          "measure R times, 10 s apart, keeping the best of each figure (default 3)"}},
+        0,
+        0,
+        ""},
+       kMpi,
+       "measure this machine's matmul rate and MPI links, write a cluster file",
+       cmd_calibrate},
+      {{"prepare-data",
+        "trident prepare-data --in FILE... --out OUT.bin --tokenizer byte|gpt2 "
+        "[--vocab vocab.json --merges merges.txt] [--append-eot]",
+        "Tokenises the text files FILE... (in this order) into one llm.c token file OUT.bin (a\n"
+        "1024-byte header, then uint16 tokens): the format data.source reads. --tokenizer byte\n"
+        "makes one token per byte (train with model.vocab = 256); --tokenizer gpt2 applies\n"
+        "GPT-2's byte-level BPE from the vocab.json and merges.txt of a Hugging Face download\n"
+        "of gpt2 (model.vocab = 50257). Files are read in buffers, so they may be larger than\n"
+        "memory, with a progress line on stderr. OUT.bin is written as OUT.bin.tmp and renamed\n"
+        "when complete; on an error it is left as it was. See docs/real-data.md.",
+        {{"in", "FILE...", "text files to tokenise (several after one --in, or --in repeated)",
+          kRequired, kList},
+         {"out", "OUT.bin", "the llm.c token file to write", kRequired},
+         {"tokenizer", "byte|gpt2", "byte: one token per byte; gpt2: GPT-2's byte-level BPE",
+          kRequired},
+         {"vocab", "vocab.json", "gpt2: the tokenizer's vocab.json (token -> id)"},
+         {"merges", "merges.txt", "gpt2: the tokenizer's merges.txt (merges in rank order)"},
+         {"append-eot", "", "end each file with end-of-text (gpt2: <|endoftext|>; byte: 0)"},
+         {"buffer-kib", "N", "read N KiB at a time (default 1024)"}},
+        0,
+        0,
+        "",
+        kNoConfig},
+       kNoMpi,
+       "tokenise text files into an llm.c token file (byte or GPT-2 BPE)",
+       cmd_prepare_data},
+  };
+  return table;
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `trident schedule` through the program's command line: the report of pp 4 x 8 micro-batches,
+# --help, and every bad argument exits 2 with one message naming it and nothing on stdout.
+set -u
+trident=$1
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$trident" schedule --pp 4 --micro-batches 8) || fail "pp 4 x m 8 exited $?"
+for line in "  stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7" \
+  "  stage 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7" \
+  "  stage 0 |F0F1F2F3............B0  F4B1  F5B2  F6B3  F7B4  ..B5  ..B6  ..B7  |" \
+  "bubble fraction: 0.272727 (idle / total stage-time); (p-1)/(m+p-1) = 3/11 = 0.272727"; do
+  printf '%s\n' "$out" | grep -qxF -- "$line" || fail "no line '$line' in:
+$out"
+done
+printf '%s\n' "$out" | grep -q "^checker: ok" || fail "checker did not accept: $out"
+
+out=$("$trident" schedule --pp=2 --micro-batches=2 --schedule gpipe --full) || fail "gpipe --full exited $?"
+printf '%s\n' "$out" | grep -qxF "  stage 1: RA0 F0 RA1 F1 B0 SG0 B1 SG1 RED OPT" \
+  || fail "no instructions of stage 1 in: $out"
+
+out=$("$trident" schedule --help) || fail "--help exited $?"
+printf '%s\n' "$out" | grep -q "^usage: trident schedule --pp P --micro-batches M" \
+  || fail "--help prints no usage: $out"
+
+check_bad() {
+  local message=$1
+  shift
+  local out err code
+  err=$("$trident" schedule "$@" 2>&1 >/dev/null)
+  code=$?
+  out=$("$trident" schedule "$@" 2>/dev/null)
+  [ "$code" -eq 2 ] || fail "schedule $* exited $code, not 2"
+  [ -z "$out" ] || fail "schedule $* printed: $out"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "schedule $*: not one line: $err"
+  printf '%s\n' "$err" | grep -qF -- "trident schedule: $message" \
+    || fail "schedule $*: expected '$message', got: $err"
+}
+check_bad "--pp expects a positive integer, got '0'" --pp 0 --micro-batches 4
+check_bad "--pp expects a positive integer, got '2x'" --pp 2x --micro-batches 4
+check_bad "--pp expects a positive integer, got 'x'" --pp x --micro-batches 4
+check_bad "--micro-batches needs a value" --pp 2 --micro-batches
+check_bad "--pp is required" --micro-batches 4
+check_bad "--micro-batches is required" --pp 2
+check_bad "--pp and --micro-batches are required" --schedule gpipe
+check_bad "--schedule must be 1f1b or gpipe, got 'zb'" --pp 2 --micro-batches 4 --schedule zb
+check_bad "unknown option --verbose" --pp 2 --micro-batches 4 --verbose
+check_bad "--backward-cost expects a positive number, got '-1'" --pp 2 --micro-batches 4 \
+  --backward-cost -1
+check_bad "unexpected argument 'extra'" --pp 2 --micro-batches 4 extra
+check_bad "schedule reads no config, so --set has nothing to set" --pp 2 --micro-batches 4 \
+  --set train.steps=1
+echo "schedule_cli: ok"
