@@ -48,9 +48,15 @@ class ShapeOnlyGroup : public Communicator {
   WorkHandle send(at::Tensor, int, int) override { return refuse(); }
   WorkHandle recv(at::Tensor, int, int) override { return refuse(); }
   WorkHandle barrier() override { return refuse(); }
+  std::string broadcast_bytes(std::string, int) override { refuse(); }
+  std::vector<std::string> gather_bytes(const std::string&, int) override { refuse(); }
+  std::vector<std::string> all_gather_bytes(const std::string&) override { refuse(); }
+  std::unique_ptr<Communicator> split(int, int, const std::string&, double) override { refuse(); }
 
  private:
-  static WorkHandle refuse() { throw std::logic_error("a shape-only tp group cannot communicate"); }
+  [[noreturn]] static WorkHandle refuse() {
+    throw std::logic_error("a shape-only tp group cannot communicate");
+  }
   int rank_, size_;
   std::vector<int> ranks_;
   std::string name_ = "tp (shapes only)";
