@@ -7,7 +7,6 @@
 
 #include <vector>  // std::vector
 
-#include "checkpoint/collective.h"      // world_comm
 #include "data/token_file.h"            // data::TokenFile
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
@@ -22,7 +21,7 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
   std::vector<int64_t> mine;
   for (int64_t i = dp_rank; i < K; i += dp) mine.push_back(i);
   std::vector<int32_t> tokens;
-  run_agreed(world_comm(ctx), [&] {
+  run_agreed(ctx.world(), [&] {
     if (K < 1) throw std::invalid_argument("eval: --sequences must be at least 1");
     if (T < 1 || T > model.options().seq_len)
       throw std::invalid_argument(

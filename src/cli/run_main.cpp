@@ -8,7 +8,8 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "parallel/agreement.h"
+#include "parallel/agreement.h"  // JobError
+#include "parallel/world.h"      // world_rank, world_size, abort_job
 
 namespace trident::cli {
 
@@ -42,26 +43,6 @@ void print_usage(std::FILE* to) {
   for (const auto& s : kSubcommands) std::fprintf(to, "  %-13s %s\n", s.name, s.summary);
 }
 
-int world_rank() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return 0;
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return 1;
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
 /// Runs one subcommand and maps its errors to exit codes: 2 for bad input (usage, config,
 /// data, checkpoint), 1 for a failure during the run.
 int run_guarded(const Subcommand& sub, const Argv& args) {
@@ -79,7 +60,7 @@ int run_guarded(const Subcommand& sub, const Argv& args) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trident: error: rank %d: %s\n", world_rank(), e.what());
     std::fflush(stderr);
-    if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_job(1);
     return 1;
   }
 }

@@ -12,12 +12,12 @@
 #include <memory>      // std::unique_ptr
 
 #include "checkpoint/checkpoint.h"  // save_checkpoint, load_checkpoint
-#include "checkpoint/collective.h"  // broadcast_string
 #include "checkpoint/convert.h"     // convert_checkpoint
 #include "checkpoint/index.h"       // open_checkpoint
 #include "checkpoint/ownership.h"   // zero_owned_ranges
 #include "checkpoint/reader.h"      // read_global_tensor
 #include "models/gpt.h"             // GptStage
+#include "parallel/world.h"         // world_communicator, world_rank, world_size
 #include "parity_harness.h"         // Layout, layout_config, train_steps
 #include "zero/zero_optimizer.h"    // ZeroOptimizer
 
@@ -28,22 +28,22 @@ constexpr int kSteps = 10;
 constexpr int kSaveAt = 5;
 const Layout kSource{"dp2_pp2_tp2_zero2_1f1b_ckpt", 2, 2, 2, 2, "1f1b", true, 1};
 
-/// A fresh directory made by rank 0 of `comm`, known to every rank.
-std::string shared_temp_dir(MPI_Comm comm) {
+/// A fresh directory made by rank 0 of the job, known to every rank.
+std::string shared_temp_dir() {
   std::string dir;
-  if (checkpoint::comm_rank(comm) == 0) {
+  if (world_rank() == 0) {
     char name[] = "/tmp/trident_checkpoint_test_XXXXXX";
     dir = mkdtemp(name);
   }
-  return checkpoint::broadcast_string(comm, dir, 0);
+  return world_communicator()->broadcast_bytes(dir, 0);
 }
 
 void remove_shared(const std::string& dir) {
   MPI_Barrier(MPI_COMM_WORLD);
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) std::filesystem::remove_all(dir);
+  if (world_rank() == 0) std::filesystem::remove_all(dir);
 }
 
-bool world_size_is(int n) { return checkpoint::comm_size(MPI_COMM_WORLD) == n; }
+bool world_size_is(int n) { return world_size() == n; }
 
 /// Every parameter and optimizer state of two trainers of one layout, bit for bit.
 bool same_state(Trainer& a, Trainer& b) {
@@ -99,7 +99,7 @@ Reference run_source(const std::string& dir) {
 
 TEST(CheckpointResume, dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise) {
   if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const std::string dir = shared_temp_dir();
   ParallelContext ctx(MPI_COMM_WORLD, kSource.dp, kSource.pp, kSource.tp, 120.0);
   const TrainConfig config = layout_config(kSource, kSteps);
 
@@ -126,7 +126,7 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise) {
 
 TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
   if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const std::string dir = shared_temp_dir();
   const Reference ref = run_source(dir);
   // name, dp, pp, tp, zero, schedule, checkpointing, micro-batch size.
   const Layout targets[] = {
@@ -135,7 +135,7 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
       {"dp1_pp2_tp2_zero0_on_4_ranks", 1, 2, 2, 0, "gpipe", false, 4},
       {"dp1_pp1_tp1", 1, 1, 1, 0, "1f1b", false, 2},
   };
-  const int rank = checkpoint::comm_rank(MPI_COMM_WORLD);
+  const int rank = world_rank();
   for (const Layout& target : targets) {
     // The target's ranks: the first target.world() ranks of the job (MPI_COMM_SELF for one).
     MPI_Comm comm = MPI_COMM_NULL;
@@ -173,12 +173,12 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
 
 TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
   if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
-  const std::string dir = shared_temp_dir(MPI_COMM_WORLD);
+  const std::string dir = shared_temp_dir();
   const Reference ref = run_source(dir);
   const Layout b{"dp4_pp1_tp2_zero2", 4, 1, 2, 2, "1f1b", false, 1};
   const TrainConfig config_b = layout_config(b, kSteps);
-  const auto to_b =
-      checkpoint::convert_checkpoint(ref.saved_at_5, "", config_b, dir + "/b", MPI_COMM_WORLD);
+  const auto to_b = checkpoint::convert_checkpoint(ref.saved_at_5, "", config_b, dir + "/b",
+                                                   *world_communicator());
   EXPECT_EQ(to_b.files, 8);  // every target rank holds states in ZeRO-2
   EXPECT_TRUE(std::filesystem::exists(dir + "/b/slices-dp3-pp0-tp1.safetensors"));
 
@@ -198,7 +198,7 @@ TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
 
   // B -> A: the same tensors, the same slices, byte-identical files.
   const auto back = checkpoint::convert_checkpoint(dir + "/b", "", layout_config(kSource, kSteps),
-                                                   dir + "/a", MPI_COMM_WORLD);
+                                                   dir + "/a", *world_communicator());
   EXPECT_EQ(back.files, 8);
   const checkpoint::CheckpointIndex a = checkpoint::open_checkpoint(ref.saved_at_5, "");
   const checkpoint::CheckpointIndex a2 = checkpoint::open_checkpoint(dir + "/a", "");

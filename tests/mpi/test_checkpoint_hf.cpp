@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>  // nlohmann::json
 
 #include "checkpoint/checkpoint.h"   // save_checkpoint, load_checkpoint, checkpoint_config
-#include "checkpoint/collective.h"   // broadcast_string, comm_rank
 #include "checkpoint/evaluate.h"     // evaluate_token_file
 #include "checkpoint/hf.h"           // export_hf
 #include "checkpoint/index.h"        // open_checkpoint
 #include "checkpoint/reader.h"       // read_global_tensor
 #include "checkpoint/safetensors.h"  // SafetensorsFile
 #include "models/gpt.h"              // GptStage
+#include "parallel/world.h"          // world_communicator, world_rank, world_size
 #include "parity_harness.h"          // parity_config_toml, train_steps
 #include "train/trainer.h"           // gpt_options
 
@@ -32,19 +32,19 @@ using nlohmann::json;
 
 std::string shared_temp_dir() {
   std::string dir;
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) {
+  if (world_rank() == 0) {
     char name[] = "/tmp/trident_hf_test_XXXXXX";
     dir = mkdtemp(name);
   }
-  return checkpoint::broadcast_string(MPI_COMM_WORLD, dir, 0);
+  return world_communicator()->broadcast_bytes(dir, 0);
 }
 
 void remove_shared(const std::string& dir) {
   MPI_Barrier(MPI_COMM_WORLD);
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) std::filesystem::remove_all(dir);
+  if (world_rank() == 0) std::filesystem::remove_all(dir);
 }
 
-bool world_size_is(int n) { return checkpoint::comm_size(MPI_COMM_WORLD) == n; }
+bool world_size_is(int n) { return world_size() == n; }
 
 TEST(CheckpointHf, export_then_import_dp2_pp2_tp2_to_dp1_pp2_tp4_fp32_gives_identical_weights) {
   if (!world_size_is(8)) GTEST_SKIP() << "needs 8 ranks";
@@ -68,7 +68,7 @@ TEST(CheckpointHf, export_then_import_dp2_pp2_tp2_to_dp1_pp2_tp4_fp32_gives_iden
     saved = save_checkpoint(trainer, ctx, dir + "/run", 0);
   }
   const checkpoint::CheckpointIndex source = checkpoint::open_checkpoint(saved, "");
-  const int rank = checkpoint::comm_rank(MPI_COMM_WORLD);
+  const int rank = world_rank();
   if (rank == 0) {
     checkpoint::export_hf(source, dir + "/hf");
     const checkpoint::SafetensorsFile file(dir + "/hf/model.safetensors");
@@ -212,7 +212,7 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
   std::map<std::string, at::Tensor> by_name(weights.begin(), weights.end());
   at::manual_seed(7);
   const at::Tensor stream = at::randint(0, kVocab, {K * T + 9}, at::kLong);
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) {
+  if (world_rank() == 0) {
     std::filesystem::create_directories(hf);
     write_safetensors_here(hf + "/model.safetensors", weights);
     std::ofstream(hf + "/config.json") << json{

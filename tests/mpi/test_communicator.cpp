@@ -9,6 +9,7 @@
 
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
+#include "parallel/world.h"
 
 namespace trident {
 namespace {
@@ -215,10 +216,10 @@ namespace trident {
 namespace {
 
 TEST(Agreement, one_rank_failure_ends_every_rank_with_its_message) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::unique_ptr<Communicator> world = world_communicator(60.0);
+  const int rank = world->rank();
   try {
-    run_agreed(MPI_COMM_WORLD, [&] {
+    run_agreed(*world, [&] {
       if (rank == 3) throw std::runtime_error("data file x.bin is missing");
     });
     FAIL() << "rank " << rank << " went on after rank 3 failed";
@@ -227,12 +228,12 @@ TEST(Agreement, one_rank_failure_ends_every_rank_with_its_message) {
   }
   // A failure on every rank is reported once, without a rank prefix.
   try {
-    run_agreed(MPI_COMM_WORLD, [] { throw std::runtime_error("bad config"); });
+    run_agreed(*world, [] { throw std::runtime_error("bad config"); });
     FAIL();
   } catch (const JobError& e) {
     EXPECT_STREQ(e.what(), "bad config");
   }
-  EXPECT_NO_THROW(run_agreed(MPI_COMM_WORLD, [] {}));
+  EXPECT_NO_THROW(run_agreed(*world, [] {}));
 }
 
 }  // namespace
