@@ -13,7 +13,6 @@
 
 #include "checkpoint/checkpoint.h"   // CheckpointError
 #include "checkpoint/checksum.h"     // to_hex
-#include "checkpoint/collective.h"   // broadcast_string, gather_strings
 #include "checkpoint/index.h"        // open_checkpoint, check_model, check_shape
 #include "checkpoint/ownership.h"    // stores_param, zero_owned_ranges
 #include "checkpoint/reader.h"       // SliceReader
@@ -48,9 +47,15 @@ class ShapeOnlyGroup : public Communicator {
   WorkHandle send(at::Tensor, int, int) override { return refuse(); }
   WorkHandle recv(at::Tensor, int, int) override { return refuse(); }
   WorkHandle barrier() override { return refuse(); }
+  std::string broadcast_bytes(std::string, int) override { refuse(); }
+  std::vector<std::string> gather_bytes(const std::string&, int) override { refuse(); }
+  std::vector<std::string> all_gather_bytes(const std::string&) override { refuse(); }
+  std::unique_ptr<Communicator> split(int, int, const std::string&, double) override { refuse(); }
 
  private:
-  static WorkHandle refuse() { throw std::logic_error("a shape-only tp group cannot communicate"); }
+  [[noreturn]] static WorkHandle refuse() {
+    throw std::logic_error("a shape-only tp group cannot communicate");
+  }
   int rank_, size_;
   std::vector<int> ranks_;
   std::string name_ = "tp (shapes only)";
@@ -92,8 +97,8 @@ std::vector<StoredPiece> plan_rank(SliceReader& reader, const CheckpointIndex& s
 
 ConvertSummary convert_checkpoint(const std::string& in, const std::string& checkpoint_dir,
                                   const TrainConfig& target, const std::string& out,
-                                  MPI_Comm comm) {
-  const int me = comm_rank(comm), procs = comm_size(comm);
+                                  Communicator& comm) {
+  const int me = comm.rank(), procs = comm.size();
   const auto& p = target.parallel;
   const ProcessGrid grid(static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp));
   CheckpointIndex source;
@@ -110,7 +115,7 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
       fs::create_directories(tmp);
     }
   });
-  tmp = broadcast_string(comm, tmp, 0);
+  tmp = comm.broadcast_bytes(tmp, 0);
 
   nlohmann::json records = nlohmann::json::array();
   run_agreed(comm, [&] {
@@ -134,7 +139,7 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
   // One string per process: its records, one per line.
   std::string joined;
   for (const auto& m : mine) joined += m + "\n";
-  const std::vector<std::string> gathered = gather_strings(comm, joined, 0);
+  const std::vector<std::string> gathered = comm.gather_bytes(joined, 0);
 
   ConvertSummary summary;
   summary.out = out;
@@ -175,10 +180,10 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
       summary.bytes += info.bytes;
     }
   });
-  long long counts[2] = {summary.files, static_cast<long long>(summary.bytes)};
-  MPI_Bcast(counts, 2, MPI_LONG_LONG, 0, comm);
-  summary.files = static_cast<int>(counts[0]);
-  summary.bytes = counts[1];
+  const nlohmann::json counts = nlohmann::json::parse(
+      comm.broadcast_bytes(nlohmann::json{summary.files, summary.bytes}.dump(), 0));
+  summary.files = counts[0].get<int>();
+  summary.bytes = counts[1].get<int64_t>();
   return summary;
 }
 

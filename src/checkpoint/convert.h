@@ -2,14 +2,13 @@
 // per rank of the target layout (named by its coordinates) holding exactly what that rank
 // would save, and an index. Any number of processes can convert.
 #pragma once
-#include <mpi.h>  // MPI_Comm
-
 #include <cstdint>  // int64_t
 #include <string>   // std::string
 
 namespace trident {
+class Communicator;
 struct TrainConfig;
-}
+}  // namespace trident
 
 namespace trident::checkpoint {
 
@@ -27,6 +26,7 @@ struct ConvertSummary {
 /// appears by one rename once complete. Every rank returns the same summary, or throws
 /// the same error.
 ConvertSummary convert_checkpoint(const std::string& in, const std::string& checkpoint_dir,
-                                  const TrainConfig& target, const std::string& out, MPI_Comm comm);
+                                  const TrainConfig& target, const std::string& out,
+                                  Communicator& comm);
 
 }  // namespace trident::checkpoint

@@ -7,14 +7,14 @@
 #include <memory>      // std::unique_ptr
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/collective.h"  // world_comm
-#include "checkpoint/hf.h"          // check_hf_config
-#include "checkpoint/index.h"       // open_checkpoint, CheckpointIndex
-#include "checkpoint/reader.h"      // SliceReader
-#include "config/config.h"          // TrainConfig, parse_config
-#include "models/gpt.h"             // GptStage
-#include "parallel/agreement.h"     // run_agreed
-#include "zero/zero_optimizer.h"    // ZeroOptimizer
+#include "checkpoint/hf.h"              // check_hf_config
+#include "checkpoint/index.h"           // open_checkpoint, CheckpointIndex
+#include "checkpoint/reader.h"          // SliceReader
+#include "config/config.h"              // TrainConfig, parse_config
+#include "models/gpt.h"                 // GptStage
+#include "parallel/agreement.h"         // run_agreed
+#include "parallel/parallel_context.h"  // ParallelContext::world
+#include "zero/zero_optimizer.h"        // ZeroOptimizer
 
 namespace trident {
 
@@ -133,7 +133,7 @@ void plan_optimizer(SliceReader& reader, const TrainingState& state, const Paral
 
 int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const std::string& path,
                         const std::string& checkpoint_dir) {
-  const MPI_Comm comm = world_comm(ctx);
+  Communicator& comm = ctx.world();
   CheckpointIndex index;
   std::unique_ptr<SliceReader> reader;
   run_agreed(comm, [&] {
@@ -166,7 +166,7 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
 
 void load_model_weights(GptStage& model, ParallelContext& ctx, const TrainConfig& config,
                         const std::string& path, const std::string& checkpoint_dir) {
-  const MPI_Comm comm = world_comm(ctx);
+  Communicator& comm = ctx.world();
   CheckpointIndex index;
   std::unique_ptr<SliceReader> reader;
   run_agreed(comm, [&] {

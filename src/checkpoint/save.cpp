@@ -12,16 +12,16 @@
 #include <regex>       // std::regex
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/checksum.h"     // to_hex
-#include "checkpoint/collective.h"   // world_comm, broadcast_string, gather_strings
-#include "checkpoint/index.h"        // CheckpointIndex, write_file_atomically
-#include "checkpoint/ownership.h"    // stores_param
-#include "checkpoint/safetensors.h"  // write_safetensors, fsync_directory
-#include "checkpoint/writer.h"       // write_pieces, add_records, slice_file_name
-#include "config/config.h"           // to_toml
-#include "models/gpt.h"              // GptStage
-#include "parallel/agreement.h"      // run_agreed
-#include "zero/zero_optimizer.h"     // ZeroOptimizer
+#include "checkpoint/checksum.h"        // to_hex
+#include "checkpoint/index.h"           // CheckpointIndex, write_file_atomically
+#include "checkpoint/ownership.h"       // stores_param
+#include "checkpoint/safetensors.h"     // write_safetensors, fsync_directory
+#include "checkpoint/writer.h"          // write_pieces, add_records, slice_file_name
+#include "config/config.h"              // to_toml
+#include "models/gpt.h"                 // GptStage
+#include "parallel/agreement.h"         // run_agreed
+#include "parallel/parallel_context.h"  // ParallelContext::world
+#include "zero/zero_optimizer.h"        // ZeroOptimizer
 
 namespace trident {
 
@@ -142,8 +142,8 @@ void prune(const std::string& dir, int64_t keep_last, const std::string& current
 
 std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
                             const std::string& dir, int64_t keep_last) {
-  const MPI_Comm comm = world_comm(ctx);
-  const bool root = comm_rank(comm) == 0;
+  Communicator& comm = ctx.world();
+  const bool root = comm.rank() == 0;
   const int64_t step = state.step;
   const std::string final_name = "step_" + std::to_string(step);
   const std::string final_dir = dir + "/" + final_name;
@@ -155,7 +155,7 @@ std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
     tmp = dir + "/.tmp_step_" + std::to_string(step) + "_" + random_suffix();
     fs::create_directory(tmp);
   });
-  tmp = broadcast_string(comm, tmp, 0);
+  tmp = comm.broadcast_bytes(tmp, 0);
 
   std::string record;
   run_agreed(comm, [&] {
@@ -166,7 +166,7 @@ std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
                if (k == 0) maybe_crash("mid_file", step);
              }).dump();
   });
-  const std::vector<std::string> records = gather_strings(comm, record, 0);
+  const std::vector<std::string> records = comm.gather_bytes(record, 0);
 
   run_agreed(comm, [&] {
     if (!root) return;

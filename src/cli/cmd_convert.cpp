@@ -1,6 +1,5 @@
 // `trident convert --in CKPT --out DIR [--set parallel.tp=...]`: re-splits a checkpoint for
 // another layout, one file per target rank (see checkpoint/convert.h).
-#include <mpi.h>
 
 #include <iostream>
 
@@ -10,17 +9,18 @@
 #include "cli/commands.h"
 #include "config/config.h"
 #include "parallel/agreement.h"  // run_agreed
+#include "parallel/world.h"      // world_communicator
 
 namespace trident::cli {
 
 int cmd_convert(const Args& args) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::unique_ptr<Communicator> job = world_communicator();
+  const int rank = job->rank();
   TrainConfig target;
-  run_agreed(MPI_COMM_WORLD,
+  run_agreed(*job,
              [&] { target = checkpoint_config(args.get("in"), "", args.sets, /*world_size=*/0); });
   const checkpoint::ConvertSummary s =
-      checkpoint::convert_checkpoint(args.get("in"), "", target, args.get("out"), MPI_COMM_WORLD);
+      checkpoint::convert_checkpoint(args.get("in"), "", target, args.get("out"), *job);
   const auto& p = target.parallel;
   if (rank == 0)
     std::cout << "converted " << args.get("in") << " to " << s.out << " for dp " << p.dp << " x pp "

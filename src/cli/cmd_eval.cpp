@@ -1,6 +1,5 @@
 // `trident eval --checkpoint CKPT --data FILE --sequences K`: the mean next-token loss of a
 // checkpoint's model over the first K windows of a token file, in any layout; one JSON line.
-#include <mpi.h>
 
 #include <cstdio>
 #include <iostream>
@@ -14,6 +13,7 @@
 #include "models/model_config.h"        // gpt_options
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
+#include "parallel/world.h"             // world_communicator
 #include "train/evaluate.h"             // evaluate_token_file
 
 namespace trident::cli {
@@ -23,9 +23,8 @@ int cmd_eval(const Args& args) {
   const long long B = args.get_int("micro-batch", 4);
   if (K < 1) throw UsageError("--sequences must be at least 1");
   if (B < 1) throw UsageError("--micro-batch must be at least 1");
-  int world = 1, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::unique_ptr<Communicator> job = world_communicator();
+  const int world = job->size(), rank = job->rank();
 
   // The saving run's layout and batch do not apply: one rank unless --set says otherwise.
   std::vector<std::string> sets = {"parallel.dp=0",
@@ -37,14 +36,14 @@ int cmd_eval(const Args& args) {
   sets.insert(sets.end(), args.sets.begin(), args.sets.end());
   const std::string path = args.get("checkpoint");
   TrainConfig config;
-  run_agreed(MPI_COMM_WORLD, [&] { config = checkpoint_config(path, "", sets, world); });
+  run_agreed(*job, [&] { config = checkpoint_config(path, "", sets, world); });
   const long long T = args.get_int("seq-len", config.model.seq_len);
 
   const auto& p = config.parallel;
-  ParallelContext ctx(MPI_COMM_WORLD, static_cast<int>(p.dp), static_cast<int>(p.pp),
-                      static_cast<int>(p.tp), p.timeout_s);
+  ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
+                      p.timeout_s);
   std::unique_ptr<GptStage> model;
-  run_agreed(MPI_COMM_WORLD, [&] {
+  run_agreed(*job, [&] {
     model = std::make_unique<GptStage>(gpt_options(config), ctx.tp(), ctx.coord().pp,
                                        static_cast<int>(p.pp));
   });

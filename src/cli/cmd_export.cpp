@@ -1,6 +1,5 @@
 // `trident export --in CKPT --out DIR --format hf`: Hugging Face GPT2LMHeadModel files
 // (model.safetensors + config.json) from a checkpoint of any layout.
-#include <mpi.h>
 
 #include <iostream>
 
@@ -9,15 +8,16 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "parallel/agreement.h"  // run_agreed
+#include "parallel/world.h"      // world_communicator
 
 namespace trident::cli {
 
 int cmd_export(const Args& args) {
   if (args.get("format", "hf") != "hf")
     throw UsageError("--format " + args.get("format") + " is not supported; use --format hf");
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  run_agreed(MPI_COMM_WORLD, [&] {
+  const std::unique_ptr<Communicator> job = world_communicator();
+  const int rank = job->rank();
+  run_agreed(*job, [&] {
     if (rank != 0) return;
     const checkpoint::CheckpointIndex index = checkpoint::open_checkpoint(args.get("in"), "");
     checkpoint::export_hf(index, args.get("out"));

@@ -2,7 +2,6 @@
 // and the trainer, resumes from a checkpoint if asked, runs the steps with progress on
 // rank 0, saves checkpoints, and writes the metrics, the trace and a summary.
 #include <ATen/Parallel.h>  // at::set_num_threads
-#include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +14,7 @@
 #include "config/config.h"
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
+#include "parallel/world.h"
 #include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
 #include "train/metrics_log.h"
 #include "train/run_report.h"
@@ -27,11 +27,7 @@ namespace {
 
 /// One intra-op thread per rank when the ranks of this node fill its cores.
 void set_threads(int64_t configured) {
-  MPI_Comm local;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int local_ranks = 1;
-  MPI_Comm_size(local, &local_ranks);
-  MPI_Comm_free(&local);
+  const int local_ranks = ranks_per_node();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
       configured > 0 ? static_cast<int>(configured) : std::max(1, cores / std::max(1, local_ranks));
@@ -53,11 +49,10 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
 }  // namespace
 
 int cmd_train(const Args& args) {
-  int world = 1, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::unique_ptr<Communicator> job = world_communicator();
+  const int world = job->size(), rank = job->rank();
   TrainConfig config;
-  run_agreed(MPI_COMM_WORLD, [&] {
+  run_agreed(*job, [&] {
     config = load_config(args.positional[0], args.sets, world);
     resolve_run_paths(config);
   });
@@ -65,11 +60,11 @@ int cmd_train(const Args& args) {
   install_memory_tracker();
 
   const auto& p = config.parallel;
-  ParallelContext ctx(MPI_COMM_WORLD, static_cast<int>(p.dp), static_cast<int>(p.pp),
-                      static_cast<int>(p.tp), p.timeout_s);
+  ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
+                      p.timeout_s);
   std::unique_ptr<Trainer> trainer;
   std::unique_ptr<MetricsLog> metrics;
-  run_agreed(MPI_COMM_WORLD, [&] {
+  run_agreed(*job, [&] {
     trainer = std::make_unique<Trainer>(config, ctx);
     if (rank == 0) metrics = std::make_unique<MetricsLog>(config.logging.metrics);
     if (!config.checkpoint.load.empty())

@@ -156,9 +156,10 @@ const std::vector<Command>& commands() {
         "mpirun -np N trident calibrate [--out FILE] [--threads T] [--name NAME] [--rounds R]",
         "Measures this machine with N ranks running at once, as N devices of one node: fp32\n"
         "and fp64 matmul rates by size, the memory bandwidth, the fixed and elementwise costs\n"
-        "of trident's own GPT block and of the model's ends, MPI_Sendrecv between pairs of\n"
-        "ranks (1 KiB to 64 MiB), and all-reduces through trident's communicator between ranks\n"
-        "that compute in between (the message times the planner uses). Writes a cluster file\n"
+        "of trident's own GPT block and of the model's ends, a send and a receive at once\n"
+        "between pairs of ranks (1 KiB to 64 MiB), and all-reduces through trident's\n"
+        "communicator between ranks that compute in between (the message times the planner uses). "
+        "Writes a cluster file\n"
         "for `trident plan --cluster` (to FILE, or after the measurements on standard output,\n"
         "where they are comments) with devices_per_node = N, cores_per_node = this machine's\n"
         "cores and memory_per_device_gb = MemTotal / N. Run one rank per core with the threads\n"

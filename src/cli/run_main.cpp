@@ -8,31 +8,12 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/input_error.h"  // InputError
-#include "parallel/agreement.h"
+#include "parallel/agreement.h"  // JobError
+#include "parallel/world.h"      // world_rank, world_size, abort_job
 
 namespace trident::cli {
 
 namespace {
-
-int world_rank() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return 0;
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return 1;
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 void print_usage(std::FILE* to) { std::fputs(overview_text(commands()).c_str(), to); }
 
@@ -63,12 +44,12 @@ int run_guarded(const Command& command, const Argv& argv) {
     }
     std::fprintf(stderr, "trident: error: rank %d: %s\n", world_rank(), e.what());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    abort_job(2);
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trident: error: rank %d: %s\n", world_rank(), e.what());
     std::fflush(stderr);
-    if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_job(1);
     return 1;
   }
 }

@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,9 +16,22 @@ namespace trident {
 
 enum class ReduceOp { kSum, kAverage, kMax };
 
+/// A timeout that never expires: for agreement at start-up, where one rank may
+/// legitimately read or parse for a long time while the others wait.
+constexpr double kWaitForever = std::numeric_limits<double>::infinity();
+
 /// The kinds of operation the counters distinguish.
-enum class CommKind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSend, kRecv, kBarrier };
-constexpr int kNumCommKinds = 7;
+enum class CommKind {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kSend,
+  kRecv,
+  kBarrier,
+  kGather
+};
+constexpr int kNumCommKinds = 8;
 const char* comm_kind_name(CommKind kind);
 
 /// What one group has moved: calls, payload bytes (the size of the buffer this rank
@@ -69,6 +83,24 @@ class Communicator {
   virtual WorkHandle send(at::Tensor tensor, int dst, int tag) = 0;
   virtual WorkHandle recv(at::Tensor tensor, int src, int tag) = 0;
   virtual WorkHandle barrier() = 0;
+
+  // Byte strings of any length, for metadata (checkpoint records, trace events, error
+  // messages): each call blocks until done and is counted under its kind (a gather as
+  // kGather) with the bytes this rank sends or receives.
+
+  /// `root`'s `bytes` on every rank (the other ranks' argument is ignored).
+  virtual std::string broadcast_bytes(std::string bytes, int root) = 0;
+  /// Every rank's `bytes`, lengths differing, in group-rank order on `root`; empty elsewhere.
+  virtual std::vector<std::string> gather_bytes(const std::string& bytes, int root) = 0;
+  /// Every rank's `bytes`, lengths differing, in group-rank order on every rank.
+  virtual std::vector<std::string> all_gather_bytes(const std::string& bytes) = 0;
+
+  /// The sub-groups of this group: ranks passing the same `color` (>= 0) form a group
+  /// named `name`, ordered by `key` (ties by rank), whose waits end the job after
+  /// `timeout_s`; a rank passing kNoGroup gets null. Collective over this group.
+  static constexpr int kNoGroup = -1;
+  virtual std::unique_ptr<Communicator> split(int color, int key, const std::string& name,
+                                              double timeout_s) = 0;
 
   /// Counters, one per kind of operation.
   const CommCounter& counter(CommKind kind) const { return counters_[static_cast<int>(kind)]; }

@@ -3,12 +3,8 @@
 #include "parallel/mpi_communicator.h"
 
 #include <c10/util/Exception.h>  // TORCH_CHECK
-#include <sched.h>               // sched_yield
 
-#include <cstdio>
-#include <functional>
-#include <sstream>
-#include <thread>
+#include "parallel/mpi_work.h"  // MpiWork, Blocked, nbytes
 
 namespace trident {
 
@@ -28,6 +24,8 @@ const char* comm_kind_name(CommKind kind) {
       return "recv";
     case CommKind::kBarrier:
       return "barrier";
+    case CommKind::kGather:
+      return "gather";
   }
   return "?";
 }
@@ -51,7 +49,9 @@ double Communicator::total_wait_seconds() const {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using mpi_detail::Blocked;
+using mpi_detail::MpiWork;
+using mpi_detail::nbytes;
 
 /// The MPI datatype that moves `dtype` unchanged (bf16 travels as 16-bit words).
 MPI_Datatype transport_type(at::ScalarType dtype) {
@@ -88,131 +88,15 @@ void check_tensor(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().is_cpu(), "communicator: the MPI backend takes CPU tensors");
 }
 
-class MpiWork : public Work {
- public:
-  MpiWork(const MpiCommunicator& comm, CommCounter& counter, CommKind kind, int64_t bytes,
-          std::vector<at::Tensor> keep_alive)
-      : comm_(comm),
-        counter_(counter),
-        kind_(kind),
-        bytes_(bytes),
-        keep_alive_(std::move(keep_alive)),
-        start_(Clock::now()) {
-    counter_.calls += 1;
-    counter_.bytes += bytes;
-  }
-
-  /// A request of the operation's current round; the round ends when all have completed.
-  MPI_Request* request() {
-    requests_.push_back(MPI_REQUEST_NULL);
-    return &requests_.back();
-  }
-  void on_complete(std::function<void()> fn) { finish_ = std::move(fn); }
-  /// For operations of several rounds: called when a round's requests have completed;
-  /// posts the next round's requests and returns false, or returns true when done.
-  void on_round(std::function<bool()> fn) { next_round_ = std::move(fn); }
-
-  bool test() override {
-    if (done_) return true;
-    const auto from = Clock::now();
-    const bool finished = progress();
-    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from).count();
-    return finished;
-  }
-
-  void wait() override {
-    if (done_) return;
-    const auto blocked_from = Clock::now();
-    const auto deadline = start_ + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(comm_.timeout_s()));
-    int spins = 0;
-    while (!progress()) {
-      if (++spins < 64) {
-        sched_yield();
-        continue;
-      }
-      if (Clock::now() > deadline) abort_on_timeout();
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - blocked_from).count();
-  }
-
- private:
-  /// Drives MPI and the next round; true once the operation has completed.
-  bool progress() {
-    if (done_) return true;
-    int flag = 0;
-    MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag, MPI_STATUSES_IGNORE);
-    if (!flag) return false;
-    requests_.clear();
-    if (!next_round_ || next_round_()) complete();
-    return done_;
-  }
-
-  void complete() {
-    done_ = true;
-    if (finish_) finish_();
-    keep_alive_.clear();
-    next_round_ = nullptr;
-    counter_.seconds += std::chrono::duration<double>(Clock::now() - start_).count();
-  }
-
-  [[noreturn]] void abort_on_timeout() {
-    int world_rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    std::ostringstream ranks;
-    for (size_t i = 0; i < comm_.world_ranks().size(); ++i)
-      ranks << (i ? "," : "") << comm_.world_ranks()[i];
-    std::fprintf(stderr,
-                 "trident: error: rank %d: %s of %lld bytes on group '%s' (ranks %s) did not "
-                 "complete within %.1f s; another rank of the group failed or is waiting "
-                 "elsewhere (raise parallel.timeout_s if a step is legitimately this slow)\n",
-                 world_rank, comm_kind_name(kind_), static_cast<long long>(bytes_),
-                 comm_.name().c_str(), ranks.str().c_str(), comm_.timeout_s());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);
-    std::abort();
-  }
-
-  const MpiCommunicator& comm_;
-  CommCounter& counter_;
-  CommKind kind_;
-  int64_t bytes_;
-  std::vector<at::Tensor> keep_alive_;
-  Clock::time_point start_;
-  std::vector<MPI_Request> requests_;
-  std::function<bool()> next_round_;
-  std::function<void()> finish_;
-  bool done_ = false;
-};
-
-int64_t nbytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
-
-/// Adds its scope's seconds to a counter's blocked time: posting an operation (dtype
-/// conversions, the MPI call, which may move much of the data at once) is time the caller
-/// spends communicating rather than computing.
-class Blocked {
- public:
-  explicit Blocked(CommCounter& counter) : counter_(counter), from_(Clock::now()) {}
-  ~Blocked() {
-    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from_).count();
-  }
-  Blocked(const Blocked&) = delete;
-  Blocked& operator=(const Blocked&) = delete;
-
- private:
-  CommCounter& counter_;
-  Clock::time_point from_;
-};
-
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks,
-                                 double timeout_s)
+                                 double timeout_s, CommOwnership ownership)
     : comm_(comm),
       name_(std::move(name)),
       world_ranks_(std::move(world_ranks)),
-      timeout_s_(timeout_s) {
+      timeout_s_(timeout_s),
+      owned_(ownership == CommOwnership::kTake) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_dup(comm_, &ring_comm_);
@@ -222,7 +106,8 @@ MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Comm_free(&ring_comm_);
-  if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF && comm_ != MPI_COMM_NULL)
+  if (!finalized && owned_ && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF &&
+      comm_ != MPI_COMM_NULL)
     MPI_Comm_free(&comm_);
 }
 

@@ -7,11 +7,16 @@
 
 namespace trident {
 
+/// Whether a communicator frees its MPI_Comm when destroyed.
+enum class CommOwnership { kTake, kBorrow };
+
 class MpiCommunicator : public Communicator {
  public:
-  /// Takes ownership of `comm` (freed in the destructor unless it is MPI_COMM_WORLD/SELF).
-  /// `world_ranks` are the members in group-rank order; `timeout_s` bounds every wait.
-  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks, double timeout_s);
+  /// Takes ownership of `comm` (freed in the destructor unless it is MPI_COMM_WORLD/SELF or
+  /// borrowed). `world_ranks` are the members in group-rank order; `timeout_s` bounds
+  /// every wait (kWaitForever: unbounded).
+  MpiCommunicator(MPI_Comm comm, std::string name, std::vector<int> world_ranks, double timeout_s,
+                  CommOwnership ownership = CommOwnership::kTake);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -29,6 +34,12 @@ class MpiCommunicator : public Communicator {
   WorkHandle recv(at::Tensor tensor, int src, int tag) override;
   WorkHandle barrier() override;
 
+  std::string broadcast_bytes(std::string bytes, int root) override;
+  std::vector<std::string> gather_bytes(const std::string& bytes, int root) override;
+  std::vector<std::string> all_gather_bytes(const std::string& bytes) override;
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& name,
+                                      double timeout_s) override;
+
   MPI_Comm comm() const { return comm_; }
   double timeout_s() const { return timeout_s_; }
 
@@ -39,6 +50,7 @@ class MpiCommunicator : public Communicator {
   std::string name_;
   std::vector<int> world_ranks_;
   double timeout_s_;
+  bool owned_;
   int rank_ = 0;
   int size_ = 1;
   /// Tags of the point-to-point messages of collectives built from them (MPI guarantees

@@ -1,37 +1,48 @@
-// Builds the group communicators of a ParallelContext with MPI_Comm_split.
+// Builds the group communicators of a ParallelContext by splitting a base communicator.
 #include "parallel/parallel_context.h"
 
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
-#include "parallel/mpi_communicator.h"
+#include <numeric>  // std::iota
+
+#include "parallel/mpi_communicator.h"  // MpiCommunicator, for the MPI_Comm constructor
 
 namespace trident {
 
 namespace {
 
-std::unique_ptr<Communicator> split(MPI_Comm base, const ProcessGrid& grid, GroupKind kind,
+std::unique_ptr<Communicator> split(Communicator& base, const ProcessGrid& grid, GroupKind kind,
                                     int rank, double timeout_s) {
   const std::vector<int> members = grid.group_ranks(kind, rank);
-  int color = MPI_UNDEFINED;
+  int color = Communicator::kNoGroup;
   int key = 0;
   if (!members.empty()) {
     color = members.front();
     for (size_t i = 0; i < members.size(); ++i)
       if (members[i] == rank) key = static_cast<int>(i);
   }
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm_split(base, color, key, &comm);
-  if (comm == MPI_COMM_NULL) return nullptr;
-  return std::make_unique<MpiCommunicator>(comm, group_name(kind), members, timeout_s);
+  return base.split(color, key, group_name(kind), timeout_s);
+}
+
+/// `comm` as a communicator whose world ranks are its own ranks, as the grid numbers them.
+std::unique_ptr<Communicator> borrow(MPI_Comm comm, double timeout_s) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<int> ranks(static_cast<size_t>(size));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return std::make_unique<MpiCommunicator>(comm, "base", std::move(ranks), timeout_s,
+                                           CommOwnership::kBorrow);
 }
 
 }  // namespace
 
 ParallelContext::ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s)
+    : ParallelContext(*borrow(base, timeout_s), dp, pp, tp, timeout_s) {}
+
+ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s)
     : grid_(dp, pp, tp) {
-  int size = 0;
-  MPI_Comm_rank(base, &rank_);
-  MPI_Comm_size(base, &size);
+  rank_ = base.rank();
+  const int size = base.size();
   TORCH_CHECK(size == grid_.world_size(), "the job has ", size, " ranks but dp*pp*tp = ", dp, "*",
               pp, "*", tp, " = ", grid_.world_size(), "; launch with mpirun -np ",
               grid_.world_size(), " or change parallel.dp/pp/tp");

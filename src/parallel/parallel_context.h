@@ -1,7 +1,7 @@
 // ParallelContext: the process grid plus one communicator per group, made once and passed
 // to everything that communicates (model layers, pipeline runtime, optimizer, checkpoints).
 #pragma once
-#include <mpi.h>  // MPI_Comm
+#include <mpi.h>  // MPI_Comm, for the tests' contexts on sub-communicators
 
 #include <memory>
 
@@ -12,8 +12,12 @@ namespace trident {
 
 class ParallelContext {
  public:
-  /// Splits `base` (MPI_COMM_WORLD, or MPI_COMM_SELF for a single-process reference run)
-  /// into the groups of a dp × pp × tp grid. Collective over `base`.
+  /// Splits `base` (the job's world_communicator(), or a self_communicator() for a
+  /// single-process reference run) into the groups of a dp × pp × tp grid, whose waits end
+  /// the job after `timeout_s`. Collective over `base`, which may be dropped afterwards.
+  ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s);
+  /// The same over an MPI communicator (borrowed, not freed): MPI_COMM_WORLD, MPI_COMM_SELF
+  /// or a sub-communicator in tests.
   ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s);
 
   const ProcessGrid& grid() const { return grid_; }

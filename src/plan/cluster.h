@@ -24,7 +24,7 @@ struct Cluster {
   /// Measured matmul rate by square size n (n x n times n x n) per precision, TFLOP/s;
   /// when present it replaces peak_tflops * efficiency (interpolated at the model's size).
   std::map<std::string, std::map<int, double>> matmul_tflops;
-  /// Measured seconds per MPI_Sendrecv by message bytes, for links within a node; when
+  /// Measured seconds per point-to-point message by its bytes, for links within a node; when
   /// present it replaces intra_node_gbps and latency_us there. TOML: [sendrecv_us].
   std::map<double, double> sendrecv_seconds;
   double efficiency = 0.6;       ///< fraction of peak large matmuls reach

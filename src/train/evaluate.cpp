@@ -7,7 +7,6 @@
 
 #include <vector>  // std::vector
 
-#include "checkpoint/collective.h"      // world_comm
 #include "config/input_error.h"         // InputError
 #include "data/data_error.h"            // data::DataError
 #include "data/token_file.h"            // data::TokenFile
@@ -24,7 +23,7 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
   std::vector<int64_t> mine;
   for (int64_t i = dp_rank; i < K; i += dp) mine.push_back(i);
   std::vector<int32_t> tokens;
-  run_agreed(checkpoint::world_comm(ctx), [&] {
+  run_agreed(ctx.world(), [&] {
     if (K < 1) throw InputError("eval: --sequences must be at least 1");
     if (T < 1 || T > model.options().seq_len)
       throw InputError("eval: --seq-len " + std::to_string(T) + " must be in [1, model.seq_len = " +

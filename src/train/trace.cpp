@@ -1,7 +1,6 @@
-// Trace events from the runtime's instruction records, gathered over MPI to rank 0.
+// Trace events from the runtime's instruction records, gathered over the context's world
+// group to its rank 0.
 #include "train/trace.h"
-
-#include <mpi.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>  // nlohmann::json
@@ -90,23 +89,10 @@ std::string TraceRecorder::events_json(int rank) const {
 }
 
 void TraceRecorder::write(const std::string& path, ParallelContext& ctx) const {
-  const int rank = ctx.rank();
-  const int world = ctx.grid().world_size();
-  const std::string mine = events_json(rank);
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(world), offsets(world);
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::string all;
-  if (rank == 0) {
-    int total = 0;
-    for (int r = 0; r < world; ++r) {
-      offsets[r] = total;
-      total += lengths[r];
-    }
-    all.resize(total);
-  }
-  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-              0, MPI_COMM_WORLD);
+  Communicator& world = ctx.world();
+  const int rank = world.rank();
+  const int size = world.size();
+  const std::vector<std::string> all = world.gather_bytes(events_json(rank), 0);
   if (rank != 0) return;
 
   nlohmann::json trace;
@@ -114,12 +100,12 @@ void TraceRecorder::write(const std::string& path, ParallelContext& ctx) const {
   nlohmann::json events = nlohmann::json::array();
   double origin = -1;
   std::vector<nlohmann::json> per_rank;
-  for (int r = 0; r < world; ++r) {
-    per_rank.push_back(nlohmann::json::parse(all.substr(offsets[r], lengths[r])));
+  for (int r = 0; r < size; ++r) {
+    per_rank.push_back(nlohmann::json::parse(all[r]));
     for (const auto& e : per_rank.back())
       origin = origin < 0 ? e["ts"].get<double>() : std::min(origin, e["ts"].get<double>());
   }
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < size; ++r) {
     const GridCoord c = ctx.grid().coord_of(r);
     const std::string label = "rank " + std::to_string(r) + " (pp " + std::to_string(c.pp) +
                               " dp " + std::to_string(c.dp) + " tp " + std::to_string(c.tp) + ")";
@@ -128,7 +114,7 @@ void TraceRecorder::write(const std::string& path, ParallelContext& ctx) const {
     events.push_back({{"name", "process_sort_index"},
                       {"ph", "M"},
                       {"pid", r},
-                      {"args", {{"sort_index", c.pp * world + r}}}});
+                      {"args", {{"sort_index", c.pp * size + r}}}});
     for (auto e : per_rank[r]) {
       e["ts"] = e["ts"].get<double>() - origin;
       events.push_back(e);

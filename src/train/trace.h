@@ -26,7 +26,8 @@ class TraceRecorder {
   void add(int64_t step, const StepResult& result);
   const TimeSplit& split() const { return split_; }
 
-  /// Gathers every rank's events to rank 0, which writes `path` (collective over world).
+  /// Gathers the events of every rank of `ctx` to its rank 0, which writes `path`
+  /// (collective over ctx.world(), whichever ranks of the job it holds).
   void write(const std::string& path, ParallelContext& ctx) const;
   /// This rank's events as JSON objects (for tests).
   std::string events_json(int rank) const;

@@ -10,17 +10,17 @@
 #include <filesystem>  // std::filesystem::exists
 #include <memory>      // std::unique_ptr
 
-#include "checkpoint/collective.h"  // broadcast_string
-#include "checkpoint/convert.h"     // convert_checkpoint
-#include "checkpoint/index.h"       // open_checkpoint
-#include "checkpoint/ownership.h"   // zero_owned_ranges
-#include "checkpoint/reader.h"      // read_global_tensor
-#include "models/gpt.h"             // GptStage
-#include "mpi_cases.h"              // register_mpi_cases
-#include "mpi_test_util.h"          // shared_temp_dir, remove_shared
-#include "parity_harness.h"         // Layout, layout_config, train_steps
-#include "train/checkpointing.h"    // save_checkpoint, load_checkpoint of a Trainer
-#include "zero/zero_optimizer.h"    // ZeroOptimizer
+#include "checkpoint/convert.h"    // convert_checkpoint
+#include "checkpoint/index.h"      // open_checkpoint
+#include "checkpoint/ownership.h"  // zero_owned_ranges
+#include "checkpoint/reader.h"     // read_global_tensor
+#include "models/gpt.h"            // GptStage
+#include "mpi_cases.h"             // register_mpi_cases
+#include "mpi_test_util.h"         // shared_temp_dir, remove_shared
+#include "parallel/world.h"        // world_communicator
+#include "parity_harness.h"        // Layout, layout_config, train_steps
+#include "train/checkpointing.h"   // save_checkpoint, load_checkpoint of a Trainer
+#include "zero/zero_optimizer.h"   // ZeroOptimizer
 
 namespace trident::testing {
 namespace {
@@ -126,7 +126,7 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
       {"dp1_pp2_tp2_zero0_on_4_ranks", 1, 2, 2, 0, "gpipe", false, 4},
       {"dp1_pp1_tp1", 1, 1, 1, 0, "1f1b", false, 2},
   };
-  const int rank = checkpoint::comm_rank(MPI_COMM_WORLD);
+  const int rank = world_rank();
   for (const Layout& target : targets) {
     // The target's ranks: the first target.world() ranks of the job (MPI_COMM_SELF for one).
     MPI_Comm comm = MPI_COMM_NULL;
@@ -167,8 +167,8 @@ TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
   const Reference ref = run_source(dir);
   const Layout b{"dp4_pp1_tp2_zero2", 4, 1, 2, 2, "1f1b", false, 1};
   const TrainConfig config_b = layout_config(b, kSteps);
-  const auto to_b =
-      checkpoint::convert_checkpoint(ref.saved_at_5, "", config_b, dir + "/b", MPI_COMM_WORLD);
+  const auto to_b = checkpoint::convert_checkpoint(ref.saved_at_5, "", config_b, dir + "/b",
+                                                   *world_communicator());
   EXPECT_EQ(to_b.files, 8);  // every target rank holds states in ZeRO-2
   EXPECT_TRUE(std::filesystem::exists(dir + "/b/slices-dp3-pp0-tp1.safetensors"));
 
@@ -188,7 +188,7 @@ TEST(CheckpointConvert, dp2_pp2_tp2_zero2_to_dp4_pp1_tp2_and_back) {
 
   // B -> A: the same tensors, the same slices, byte-identical files.
   const auto back = checkpoint::convert_checkpoint(dir + "/b", "", layout_config(kSource, kSteps),
-                                                   dir + "/a", MPI_COMM_WORLD);
+                                                   dir + "/a", *world_communicator());
   EXPECT_EQ(back.files, 8);
   const checkpoint::CheckpointIndex a = checkpoint::open_checkpoint(ref.saved_at_5, "");
   const checkpoint::CheckpointIndex a2 = checkpoint::open_checkpoint(dir + "/a", "");

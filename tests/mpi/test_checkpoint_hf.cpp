@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>  // nlohmann::json
 
 #include "checkpoint/checkpoint.h"   // checkpoint_config, load_model_weights
-#include "checkpoint/collective.h"   // broadcast_string, comm_rank
 #include "checkpoint/hf.h"           // export_hf
 #include "checkpoint/index.h"        // open_checkpoint
 #include "checkpoint/reader.h"       // read_global_tensor
@@ -23,6 +22,7 @@
 #include "models/model_config.h"     // gpt_options
 #include "mpi_cases.h"               // register_mpi_cases
 #include "mpi_test_util.h"           // shared_temp_dir, remove_shared, relative_difference
+#include "parallel/world.h"          // world_communicator
 #include "parity_harness.h"          // parity_config_toml, train_steps
 #include "train/checkpointing.h"     // save_checkpoint, load_checkpoint of a Trainer
 #include "train/evaluate.h"          // evaluate_token_file
@@ -58,7 +58,7 @@ TEST(CheckpointHf, export_then_import_dp2_pp2_tp2_to_dp1_pp2_tp4_fp32_gives_iden
     saved = save_checkpoint(trainer, ctx, dir + "/run", 0);
   }
   const checkpoint::CheckpointIndex source = checkpoint::open_checkpoint(saved, "");
-  const int rank = checkpoint::comm_rank(MPI_COMM_WORLD);
+  const int rank = world_rank();
   if (rank == 0) {
     checkpoint::export_hf(source, dir + "/hf");
     const checkpoint::SafetensorsFile file(dir + "/hf/model.safetensors");
@@ -201,7 +201,7 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
   std::map<std::string, at::Tensor> by_name(weights.begin(), weights.end());
   at::manual_seed(7);
   const at::Tensor stream = at::randint(0, kVocab, {K * T + 9}, at::kLong);
-  if (checkpoint::comm_rank(MPI_COMM_WORLD) == 0) {
+  if (world_rank() == 0) {
     std::filesystem::create_directories(hf);
     write_safetensors_here(hf + "/model.safetensors", weights);
     std::ofstream(hf + "/config.json") << json{

@@ -10,13 +10,14 @@
 #include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
+#include "parallel/world.h"
 
 namespace trident {
 namespace {
 
 const bool kRegistered = testing::register_mpi_cases({
     {"mpi_communicator_dp2_pp2_tp2", 8,
-     "Groups.*:Comm/*:RingReduceScatter.*:Overlap.*:Counters.*:Agreement.*"},
+     "Groups.*:Comm/*:RingReduceScatter.*:Overlap.*:Counters.*:Agreement.*:Bytes.*"},
     // The job aborts (that is what it tests): ctest passes on the timeout message instead
     // of the exit code.
     {"mpi_timeout_message_dp2_pp2_tp2", 8, "TimeoutProbe.*", 120,
@@ -203,6 +204,100 @@ TEST(Counters, wait_seconds_count_the_time_spent_inside_the_group) {
   EXPECT_EQ(x[0].item<double>(), 2.0);
 }
 
+// Byte strings: lengths that differ per rank (rank 2's is empty), roots other than 0, on
+// the world and on sub-groups of the grid.
+
+/// World rank r's string: r * 37 + 1 bytes (none for rank 2), NULs included, so that both
+/// lengths and contents are checked.
+std::string bytes_of(int r) {
+  std::string s(static_cast<size_t>(r == 2 ? 0 : r * 37 + 1), '\0');
+  for (size_t i = 0; i < s.size(); ++i)
+    s[i] = static_cast<char>((i * 7 + static_cast<size_t>(r)) % 256);
+  return s;
+}
+
+TEST(Bytes, broadcast_from_a_root_other_than_0_on_world_and_tp) {
+  auto ctx = grid_2x2x2();
+  Communicator& world = ctx->world();
+  world.reset_counters();
+  const std::string mine = bytes_of(ctx->rank());
+  EXPECT_EQ(world.broadcast_bytes(mine, 5), bytes_of(5));
+  EXPECT_EQ(world.counter(CommKind::kBroadcast).calls, 1);
+  EXPECT_EQ(world.counter(CommKind::kBroadcast).bytes, 5 * 37 + 1);
+  EXPECT_EQ(world.broadcast_bytes(mine, 2), "");  // rank 2's empty string replaces every one
+  // 3 MiB from rank 7, every byte checked.
+  std::string big(3 << 20, 'x');
+  if (ctx->rank() == 7)
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i % 251);
+  const std::string got = world.broadcast_bytes(ctx->rank() == 7 ? big : std::string(), 7);
+  ASSERT_EQ(got.size(), big.size());
+  for (size_t i = 0; i < got.size(); i += 4099) EXPECT_EQ(got[i], static_cast<char>(i % 251));
+  // On each tp pair from its group rank 1: the pair's second member's string.
+  Communicator& tp = ctx->tp();
+  EXPECT_EQ(tp.broadcast_bytes(mine, 1), bytes_of(tp.world_ranks()[1]));
+}
+
+TEST(Bytes, gather_of_unequal_lengths_to_a_root_other_than_0_on_world_and_dp) {
+  auto ctx = grid_2x2x2();
+  Communicator& world = ctx->world();
+  world.reset_counters();
+  const int me = ctx->rank();
+  const std::vector<std::string> all = world.gather_bytes(bytes_of(me), 3);
+  int64_t total = 0;
+  for (int r = 0; r < 8; ++r) total += static_cast<int64_t>(bytes_of(r).size());
+  if (me == 3) {
+    ASSERT_EQ(all.size(), 8u);
+    for (int r = 0; r < 8; ++r) EXPECT_EQ(all[r], bytes_of(r)) << "from rank " << r;
+    EXPECT_EQ(world.counter(CommKind::kGather).bytes, total);
+  } else {
+    EXPECT_TRUE(all.empty());
+    EXPECT_EQ(world.counter(CommKind::kGather).bytes, static_cast<int64_t>(bytes_of(me).size()));
+  }
+  EXPECT_EQ(world.counter(CommKind::kGather).calls, 1);
+  // Every string empty.
+  const std::vector<std::string> none = world.gather_bytes("", 6);
+  EXPECT_EQ(none, me == 6 ? std::vector<std::string>(8) : std::vector<std::string>{});
+  // On each dp pair, to its group rank 1.
+  Communicator& dp = ctx->dp();
+  const std::vector<std::string> pair = dp.gather_bytes(bytes_of(me), 1);
+  if (dp.rank() == 1) {
+    EXPECT_EQ(pair, (std::vector<std::string>{bytes_of(dp.world_ranks()[0]),
+                                              bytes_of(dp.world_ranks()[1])}));
+  } else {
+    EXPECT_TRUE(pair.empty());
+  }
+}
+
+TEST(Bytes, all_gather_of_unequal_lengths_on_world_and_model_parallel) {
+  auto ctx = grid_2x2x2();
+  const int me = ctx->rank();
+  const std::vector<std::string> all = ctx->world().all_gather_bytes(bytes_of(me));
+  ASSERT_EQ(all.size(), 8u);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(all[r], bytes_of(r)) << "from rank " << r;
+  Communicator& mp = ctx->model_parallel();
+  const std::vector<std::string> group = mp.all_gather_bytes(bytes_of(me));
+  ASSERT_EQ(group.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(group[i], bytes_of(mp.world_ranks()[i]));
+}
+
+TEST(Groups, split_orders_by_key_and_leaves_out_ranks_without_a_group) {
+  auto ctx = grid_2x2x2();
+  const int me = ctx->rank();
+  // Ranks 0, 3, 6 in the group, ordered by descending rank; the others in none.
+  auto thirds = ctx->world().split(me % 3 == 0 ? 0 : Communicator::kNoGroup, -me, "thirds", 60.0);
+  if (me % 3 != 0) {
+    EXPECT_TRUE(thirds == nullptr);
+    return;
+  }
+  ASSERT_TRUE(thirds != nullptr);
+  EXPECT_EQ(thirds->name(), "thirds");
+  EXPECT_EQ(thirds->world_ranks(), (std::vector<int>{6, 3, 0}));
+  EXPECT_EQ(thirds->rank(), 2 - me / 3);
+  at::Tensor t = at::full({1}, me, at::kLong);
+  thirds->all_reduce(t)->wait();
+  EXPECT_EQ(t.item<int64_t>(), 9);
+}
+
 // Not part of the normal run: ctest runs it alone and expects the job to end with the
 // timeout message (rank 3 withholds its part of a tp all-reduce).
 TEST(TimeoutProbe, one_rank_withholds_its_part) {
@@ -222,10 +317,10 @@ namespace trident {
 namespace {
 
 TEST(Agreement, one_rank_failure_ends_every_rank_with_its_message) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::unique_ptr<Communicator> world = world_communicator(60.0);
+  const int rank = world->rank();
   try {
-    run_agreed(MPI_COMM_WORLD, [&] {
+    run_agreed(*world, [&] {
       if (rank == 3) throw std::runtime_error("data file x.bin is missing");
     });
     FAIL() << "rank " << rank << " went on after rank 3 failed";
@@ -234,12 +329,12 @@ TEST(Agreement, one_rank_failure_ends_every_rank_with_its_message) {
   }
   // A failure on every rank is reported once, without a rank prefix.
   try {
-    run_agreed(MPI_COMM_WORLD, [] { throw std::runtime_error("bad config"); });
+    run_agreed(*world, [] { throw std::runtime_error("bad config"); });
     FAIL();
   } catch (const JobError& e) {
     EXPECT_STREQ(e.what(), "bad config");
   }
-  EXPECT_NO_THROW(run_agreed(MPI_COMM_WORLD, [] {}));
+  EXPECT_NO_THROW(run_agreed(*world, [] {}));
 }
 
 }  // namespace

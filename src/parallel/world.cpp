@@ -1,0 +1,63 @@
+// The job's start-up queries on MPI_COMM_WORLD; safe to call before MPI starts (one rank).
+#include "parallel/world.h"
+
+#include <mpi.h>  // MPI_COMM_WORLD, MPI_Comm_split_type, MPI_Abort
+
+#include <numeric>  // std::iota
+#include <vector>   // std::vector
+
+#include "parallel/mpi_communicator.h"  // MpiCommunicator
+
+namespace trident {
+
+namespace {
+
+bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+}  // namespace
+
+int world_rank() {
+  if (!mpi_running()) return 0;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int world_size() {
+  if (!mpi_running()) return 1;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+int ranks_per_node() {
+  if (!mpi_running()) return 1;
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int local_ranks = 1;
+  MPI_Comm_size(local, &local_ranks);
+  MPI_Comm_free(&local);
+  return local_ranks;
+}
+
+void abort_job(int code) {
+  if (mpi_running() && world_size() > 1) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+std::unique_ptr<Communicator> world_communicator(double timeout_s) {
+  std::vector<int> ranks(static_cast<size_t>(world_size()));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, "world", std::move(ranks), timeout_s);
+}
+
+std::unique_ptr<Communicator> self_communicator(double timeout_s) {
+  return std::make_unique<MpiCommunicator>(MPI_COMM_SELF, "self", std::vector<int>{world_rank()},
+                                           timeout_s);
+}
+
+}  // namespace trident

@@ -1,0 +1,28 @@
+// The job as a whole, for the program's start-up and its commands: this process's rank,
+// the number of ranks, the ranks sharing its node, ending the job, and communicators over
+// every rank or this one alone. MPI stays behind this header.
+#pragma once
+#include <memory>  // std::unique_ptr
+
+#include "parallel/communicator.h"  // Communicator, kWaitForever
+
+namespace trident {
+
+/// This process's rank in the job (0 outside an MPI launch, or before MPI starts).
+int world_rank();
+/// The job's number of ranks (1 outside an MPI launch, or before MPI starts).
+int world_size();
+/// The ranks of the job on this rank's node (sharing its memory), this one included.
+/// Collective over the job.
+int ranks_per_node();
+/// From any one rank: when the job has other ranks, ends them all, this one included, with
+/// exit code `code`; alone, returns (so that the caller exits normally, with that code).
+void abort_job(int code);
+
+/// A communicator over every rank of the job, named "world", whose waits end the job after
+/// `timeout_s` (none by default: start-up agreement may wait on a slow rank).
+std::unique_ptr<Communicator> world_communicator(double timeout_s = kWaitForever);
+/// A communicator over this rank alone, named "self".
+std::unique_ptr<Communicator> self_communicator(double timeout_s = kWaitForever);
+
+}  // namespace trident

@@ -1,0 +1,96 @@
+// Compute measurements on libtorch: matmuls, a stream kernel, and trident's GPT block and
+// stage built as training builds them.
+#include "plan/calibrate/compute.h"
+
+#include <ATen/ATen.h>  // at::matmul_out, at::add_out, at::randn
+
+#include <cmath>    // std::cbrt
+#include <fstream>  // std::ifstream
+#include <string>   // std::string
+
+#include "models/gpt.h"                 // GptBlock, GptStage, GptOptions
+#include "parallel/communicator.h"      // Communicator
+#include "plan/calibrate/timing.h"      // time_per_call, mean_over_ranks
+#include "plan/memory_model.h"          // layer_activation_bytes
+#include "plan/plan_model.h"            // PlanModel, layer_forward_flops_per_token
+#include "tensor_parallel/parameter.h"  // ParamRegistry
+
+namespace trident::calibrate {
+
+double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world) {
+  const auto opts = at::TensorOptions().dtype(dtype);
+  at::Tensor a = at::randn({n, n}, opts), b = at::randn({n, n}, opts), c = at::empty({n, n}, opts);
+  const double s = time_per_call([&] { at::matmul_out(c, a, b); }, 0.5, world);
+  return mean_over_ranks(2.0 * n * n * n / s / 1e12, world);
+}
+
+double memory_gbps(Communicator& world) {
+  const int64_t n = 16 << 20;
+  at::Tensor a = at::ones({n}), b = at::ones({n}), c = at::empty({n});
+  const double s = time_per_call([&] { at::add_out(c, a, b); }, 0.5, world);
+  return mean_over_ranks(3.0 * n * 4 / s / 1e9, world);
+}
+
+double block_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
+  GptOptions o;
+  o.hidden = shape.hidden;
+  o.heads = shape.heads;
+  o.seq_len = shape.seq;
+  ParamRegistry params(o.seed, tp.rank(), tp.size(), at::kFloat);
+  GptBlock block(params, tp, o, 0);
+  at::Tensor x = at::randn({shape.batch, shape.seq, shape.hidden}).requires_grad_();  // (B, T, C)
+  auto step = [&] { block.forward(x).sum().backward(); };
+  return mean_over_ranks(time_per_call(step, 1.0, world), world);
+}
+
+double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
+  GptOptions o;
+  o.layers = 1;
+  o.hidden = shape.hidden;
+  o.heads = shape.heads;
+  o.seq_len = shape.seq;
+  o.vocab = o.padded_vocab = 64;
+  GptStage stage(o, tp, 0, 1);
+  const at::Tensor ids = at::randint(o.vocab, {shape.batch, shape.seq + 1}, at::kLong);
+  const at::Tensor input = ids.narrow(1, 0, shape.seq), targets = ids.narrow(1, 1, shape.seq);
+  auto step = [&] { stage.forward(input, targets, 1.0).backward(); };
+  return mean_over_ranks(time_per_call(step, 1.0, world), world);
+}
+
+double block_matmul_s(const BlockShape& x, const plan::Cluster& c) {
+  plan::PlanModel m;
+  m.hidden = x.hidden;
+  m.seq_len = x.seq;
+  const double tokens = static_cast<double>(x.batch * x.seq);
+  const double h = static_cast<double>(x.hidden);
+  const double size = std::cbrt(tokens * h * 4.0 * h);
+  return 3.0 * tokens * plan::layer_forward_flops_per_token(m) / c.matmul_flops("fp32", size) +
+         c.layer_overhead_us * 1e-6;
+}
+
+double block_activation_bytes(const BlockShape& x) {
+  return plan::layer_activation_bytes({x.seq, x.batch, x.hidden, x.heads}, 1, false, 4.0);
+}
+
+void some_work() {
+  static const at::Tensor a = at::randn({192, 192}), b = at::randn({192, 192});
+  static at::Tensor c = at::empty({192, 192});
+  for (int i = 0; i < 8; ++i) at::matmul_out(c, a, b);
+}
+
+double work_s(Communicator& world) {
+  return mean_over_ranks(time_per_call(some_work, 1.0, world), world);
+}
+
+double mem_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemTotal:") return kb * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+}  // namespace trident::calibrate

@@ -1,0 +1,54 @@
+// Compute measurements for the planner, every rank measuring at once: matmul rate,
+// memory bandwidth, and the forward and backward of trident's own GPT block and stage.
+#pragma once
+#include <c10/core/ScalarType.h>  // at::ScalarType
+
+#include <cstdint>  // int64_t
+
+#include "plan/cluster.h"  // plan::Cluster
+
+namespace trident {
+class Communicator;
+}  // namespace trident
+
+namespace trident::calibrate {
+
+/// TFLOP/s of an n x n times n x n matmul in `dtype`, per rank while all run (the mean).
+double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world);
+
+/// GB/s of c = a + b over 64 MB fp32 tensors (three tensors' bytes per call), per rank.
+double memory_gbps(Communicator& world);
+
+/// The shape of a GPT-2 block's input.
+struct BlockShape {
+  int64_t batch, seq, hidden, heads;
+};
+
+/// Seconds of the forward and backward of one of trident's GPT-2 blocks (models/gpt.h,
+/// the code training runs) on an input of `shape`, its weights sharded over `tp`; per
+/// rank while all run.
+double block_s(const BlockShape& shape, Communicator& tp, Communicator& world);
+
+/// Seconds of the forward and backward of a one-layer GptStage (embedding, the block,
+/// final norm, tied head, loss) on token ids of `shape` and a 64-token vocabulary, over
+/// `tp`; per rank while all run.
+double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world);
+
+/// The planner's prediction for one block's forward and backward on `c` without the
+/// elementwise term: matmul FLOPs at the measured rate, plus the fixed overhead.
+double block_matmul_s(const BlockShape& x, const plan::Cluster& c);
+
+/// Bytes of activations the block keeps (Korthikanti et al., fp32), what the planner
+/// charges elementwise work for.
+double block_activation_bytes(const BlockShape& x);
+
+/// About 0.5 ms of matmuls, the work between two collectives in the link measurements.
+void some_work();
+
+/// Seconds of some_work(), per rank while all run.
+double work_s(Communicator& world);
+
+/// MemTotal from /proc/meminfo in bytes, or 0.
+double mem_total_bytes();
+
+}  // namespace trident::calibrate

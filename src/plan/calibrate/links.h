@@ -1,0 +1,24 @@
+// Link measurements for the planner through trident's communicator, the path training's
+// messages take: point-to-point exchanges between pairs of ranks, and all-reduces between
+// ranks that compute in between.
+#pragma once
+#include <cstdint>  // int64_t
+
+namespace trident {
+class Communicator;
+}  // namespace trident
+
+namespace trident::calibrate {
+
+/// Seconds per exchange of `bytes` each way with the partner rank (rank ^ 1; itself when
+/// it has none) — a send and a receive posted together, both waited on — averaged over
+/// the ranks of `world`. Collective over `world`.
+double sendrecv_s(int64_t bytes, Communicator& world);
+
+/// Seconds of an all-reduce of `bytes` of fp32 over `group` (with its polling wait), each
+/// after some_work(), beyond `work` = some_work()'s own time; the ranks' mean.
+/// Collective over `world`.
+double communicator_all_reduce_s(Communicator& group, int64_t bytes, double work,
+                                 Communicator& world);
+
+}  // namespace trident::calibrate

@@ -1,0 +1,26 @@
+// One round of calibration: every measurement of compute and links, with every rank of
+// the job measuring at once, as the cluster description the planner reads.
+#pragma once
+#include <functional>  // std::function
+#include <string>      // std::string
+
+#include "plan/cluster.h"  // plan::Cluster
+
+namespace trident {
+class Communicator;
+}  // namespace trident
+
+namespace trident::calibrate {
+
+/// Receives each measurement as a line of text, for printing and the file's comments.
+using Say = std::function<void(const std::string&)>;
+
+/// One round of every measurement over the ranks of `world` (as devices of one node of
+/// `cores` cores); `say` receives a line per figure. Collective over `world`.
+plan::Cluster measure_once(Communicator& world, int cores, const Say& say);
+
+/// The better of two rounds, figure by figure: the highest rates, the lowest times (other
+/// work on a shared machine only ever slows a measurement down).
+plan::Cluster best_of(plan::Cluster a, const plan::Cluster& b);
+
+}  // namespace trident::calibrate

@@ -1,0 +1,54 @@
+// Trials of timed calls, agreed across ranks through the communicator.
+#include "plan/calibrate/timing.h"
+
+#include <ATen/ATen.h>  // at::full
+
+#include <algorithm>  // std::min
+#include <chrono>     // std::chrono::steady_clock
+
+#include "parallel/communicator.h"  // Communicator
+
+namespace trident::calibrate {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The largest of every rank's `value`.
+double max_over_ranks(double value, Communicator& world) {
+  at::Tensor t = at::full({1}, value, at::kDouble);
+  world.all_reduce(t, ReduceOp::kMax)->wait();
+  return t.item<double>();
+}
+
+/// Seconds per call over one trial: batches of calls, doubling, until the slowest rank
+/// has spent `min_s`.
+double one_trial(const std::function<void()>& fn, double min_s, Communicator& world) {
+  world.barrier()->wait();
+  int64_t calls = 0, batch = 1;
+  const auto start = Clock::now();
+  while (true) {
+    for (int64_t i = 0; i < batch; ++i) fn();
+    calls += batch;
+    const double mine = std::chrono::duration<double>(Clock::now() - start).count();
+    if (max_over_ranks(mine, world) >= min_s) return mine / static_cast<double>(calls);
+    batch *= 2;
+  }
+}
+
+}  // namespace
+
+double mean_over_ranks(double value, Communicator& world) {
+  at::Tensor t = at::full({1}, value, at::kDouble);
+  world.all_reduce(t, ReduceOp::kSum)->wait();
+  return t.item<double>() / world.size();
+}
+
+double time_per_call(const std::function<void()>& fn, double min_s, Communicator& world) {
+  fn();
+  double best = one_trial(fn, min_s / 5, world);
+  for (int t = 1; t < 5; ++t) best = std::min(best, one_trial(fn, min_s / 5, world));
+  return best;
+}
+
+}  // namespace trident::calibrate

@@ -1,0 +1,22 @@
+// Timing a measurement with every rank at once: calls repeated until a minimum time has
+// passed on every rank, the best of several trials, and the ranks' mean of a figure.
+#pragma once
+#include <functional>  // std::function
+
+namespace trident {
+class Communicator;
+}  // namespace trident
+
+namespace trident::calibrate {
+
+/// The mean over the ranks of `world` of each rank's `value`. Collective over `world`.
+double mean_over_ranks(double value, Communicator& world);
+
+/// Seconds per call of `fn` on this rank (after one warm-up call): the fastest of five
+/// trials of `min_s` / 5 each, so that other work on a shared machine disturbs the figure
+/// less. In each trial the ranks start together and agree on every batch of calls, so a
+/// `fn` that talks to another rank makes the same number of calls on both sides.
+/// Collective over `world`.
+double time_per_call(const std::function<void()>& fn, double min_s, Communicator& world);
+
+}  // namespace trident::calibrate
