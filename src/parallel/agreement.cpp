@@ -35,6 +35,5 @@ void run_agreed(Communicator& comm, const std::function<void()>& fn) {
   if (count < comm.size()) message = "rank " + std::to_string(first) + ": " + message;
   throw JobError(message, outcomes[first][0] == 'I');
 }
-}
 
 }  // namespace trident

@@ -7,7 +7,6 @@
 #include <filesystem>  // std::filesystem::remove_all
 #include <vector>
 
-#include "checkpoint/collective.h"  // broadcast_string, comm_rank
 
 namespace trident::testing {
 
@@ -28,20 +27,34 @@ GptOptions tiny_gpt(at::ScalarType dtype) {
   return o;
 }
 
+namespace {
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+}  // namespace
+
 std::string shared_temp_dir(MPI_Comm comm, const std::string& prefix) {
   std::string dir;
-  if (checkpoint::comm_rank(comm) == 0) {
+  if (rank_in(comm) == 0) {
     std::string pattern = "/tmp/" + prefix + "XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     dir = mkdtemp(name.data());
   }
-  return checkpoint::broadcast_string(comm, dir, 0);
+  int length = static_cast<int>(dir.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+  dir.resize(length);
+  MPI_Bcast(dir.data(), length, MPI_CHAR, 0, comm);
+  return dir;
 }
 
 void remove_shared(MPI_Comm comm, const std::string& dir) {
   MPI_Barrier(comm);
-  if (checkpoint::comm_rank(comm) == 0) std::filesystem::remove_all(dir);
+  if (rank_in(comm) == 0) std::filesystem::remove_all(dir);
 }
 
 }  // namespace trident::testing
