@@ -162,16 +162,20 @@ SafetensorsFile::SafetensorsFile(const std::string& path, const Expected& expect
       e.shape = value.at("shape").get<std::vector<int64_t>>();
       const auto offsets = value.at("data_offsets").get<std::vector<int64_t>>();
       if (offsets.size() != 2) throw bad("tensor " + name + ": data_offsets needs two numbers");
+      // Checked before adding: offsets from a corrupt header may overflow int64.
+      if (offsets[0] < 0 || offsets[1] < offsets[0] || offsets[1] > size - data_start)
+        throw bad("tensor " + name + " lies outside the file");
       e.begin = data_start + offsets[0];
       e.end = data_start + offsets[1];
     } catch (const nlohmann::json::exception& ex) {
       throw bad("tensor " + name + ": " + ex.what());
     }
-    int64_t numel = 1;
-    for (int64_t d : e.shape) numel *= d;
-    const int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(e.dtype));
-    if (e.begin < data_start || e.end > size || e.end - e.begin != bytes)
-      throw bad("tensor " + name + " lies outside the file or does not match its shape");
+    // A corrupt shape's product may overflow: it is refused, not computed with.
+    int64_t bytes = static_cast<int64_t>(c10::elementSize(e.dtype));
+    for (int64_t d : e.shape)
+      if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes))
+        throw bad("tensor " + name + " has a negative or overflowing shape");
+    if (e.end - e.begin != bytes) throw bad("tensor " + name + " does not match its shape");
     entries_[name] = std::move(e);
   }
 }

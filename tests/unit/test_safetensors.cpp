@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>  // at::arange, at::equal
 #include <gtest/gtest.h>
 
+#include <cstdint>     // uint64_t
 #include <cstring>     // std::strlen
 #include <filesystem>  // std::filesystem::temp_directory_path
 #include <fstream>     // std::fstream
@@ -89,6 +90,29 @@ TEST(Safetensors, damaged_files_are_refused_with_the_file_named) {
   } catch (const CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
   }
+}
+
+// A header's numbers come from the file: shapes and offsets whose arithmetic would overflow
+// int64 are refused as corrupt, not computed with (scripts/sanitize.sh checks the "not").
+TEST(Safetensors, headers_with_overflowing_shapes_or_offsets_are_refused) {
+  const std::string path = temp_path("overflow.safetensors");
+  const std::string headers[] = {
+      R"({"x":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}})",
+      R"({"x":{"dtype":"F64","shape":[1152921504606846976],"data_offsets":[0,8]}})",
+      R"({"x":{"dtype":"F64","shape":[-1],"data_offsets":[0,8]}})",
+      R"({"x":{"dtype":"F64","shape":[1],"data_offsets":[9223372036854775800,9223372036854775807]}})",
+      R"({"x":{"dtype":"F64","shape":[1],"data_offsets":[-9223372036854775807,8]}})",
+  };
+  for (const std::string& header : headers) {
+    {
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
+      const uint64_t length = header.size();
+      f.write(reinterpret_cast<const char*>(&length), 8);
+      f << header << std::string(8, '\0');
+    }
+    EXPECT_THROW(SafetensorsFile{path}, CheckpointError) << header;
+  }
+  std::filesystem::remove(path);
 }
 
 // Every flat range of a 3-D tensor: the boxes are contiguous runs that cover it in order.
