@@ -36,7 +36,10 @@ int cmd_eval(const Args& args) {
   sets.insert(sets.end(), args.sets.begin(), args.sets.end());
   const std::string path = args.get("checkpoint");
   TrainConfig config;
-  run_agreed(*job, [&] { config = checkpoint_config(path, "", sets, world); });
+  run_agreed(*job, [&] {
+    config = checkpoint_config(path, "", sets, world);
+    check_device(config.train.device);
+  });
   const long long T = args.get_int("seq-len", config.model.seq_len);
 
   const auto& p = config.parallel;

@@ -39,6 +39,13 @@ const std::vector<ChoiceName<ReduceDtype>>& choice_names() {
   return names;
 }
 
+template <>
+const std::vector<ChoiceName<Device>>& choice_names() {
+  static const std::vector<ChoiceName<Device>> names = {{Device::kCpu, "cpu"},
+                                                        {Device::kCuda, "cuda"}};
+  return names;
+}
+
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
@@ -48,5 +55,6 @@ std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value) {
   return out << name_of(value);
 }
 std::ostream& operator<<(std::ostream& out, ReduceDtype value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, Device value) { return out << name_of(value); }
 
 }  // namespace trident

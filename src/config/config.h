@@ -44,6 +44,7 @@ struct TrainSection {
   int64_t steps = 100;
   int64_t stop_at = 0;  ///< 0: run to steps
   Precision precision = Precision::kFp32;
+  Device device = Device::kCpu;
   int64_t seed = 1234;
   int64_t log_every = 1;
   int64_t threads = 0;  ///< intra-op threads per rank, 0 = auto

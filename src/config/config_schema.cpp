@@ -138,6 +138,8 @@ std::vector<KeySpec> build_schema() {
        "stop after this step (for partial runs); 0 runs to steps"},
       {"train", "precision", choice_field(kTrain, &T::precision), choices_of<Precision>(),
        "compute dtype; fp64 is for parity tests"},
+      {"train", "device", choice_field(kTrain, &T::device), choices_of<Device>(),
+       "where tensors live: cpu, or cuda (a GPU build on a GPU node; see docs/gpu.md)"},
       {"train", "seed", field(kTrain, &T::seed), at_least(0), "seed for initialisation and data"},
       {"train", "log_every", field(kTrain, &T::log_every), at_least(1),
        "write a metrics line every this many steps"},

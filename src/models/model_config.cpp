@@ -1,7 +1,13 @@
 // The mapping from a TrainConfig to the model it describes.
 #include "models/model_config.h"
 
+#include <ATen/Context.h>                    // at::hasCUDA
+#include <ATen/detail/CUDAHooksInterface.h>  // at::detail::getCUDAHooks
+
 #include <stdexcept>  // std::logic_error
+
+#include "config/input_error.h"     // InputError
+#include "parallel/nccl_backend.h"  // nccl_built
 
 namespace trident {
 
@@ -28,6 +34,26 @@ GptOptions gpt_options(const TrainConfig& c) {
   o.seed = static_cast<uint64_t>(c.train.seed);
   o.dtype = precision_dtype(c.train.precision);
   return o;
+}
+
+void check_device(Device device) {
+  if (device == Device::kCpu) return;
+  const std::string key = "train.device = \"cuda\"";
+  if (!at::hasCUDA() || !nccl_built())
+    throw InputError(key + " needs a GPU build of trident, and this one was built " +
+                     (at::hasCUDA() ? "without NCCL" : "with a CPU-only libtorch") +
+                     ": build it on a GPU node with scripts/build.sh --cuda (docs/gpu.md), "
+                     "or set train.device = \"cpu\"");
+  if (at::detail::getCUDAHooks().getNumGPUs() == 0)
+    throw InputError(key +
+                     ": no GPU is visible on this node (CUDA_VISIBLE_DEVICES, driver); "
+                     "run on a GPU node, or set train.device = \"cpu\"");
+  // The communicator and the build are ready; the model, the pipeline buffers and the
+  // optimizer's flat buffers still create CPU tensors (docs/gpu.md).
+  throw InputError(key +
+                   ": this version trains on the CPU only (its NCCL communicator is "
+                   "built, but the model and optimizer make CPU tensors; docs/gpu.md); "
+                   "set train.device = \"cpu\"");
 }
 
 }  // namespace trident

@@ -14,4 +14,8 @@ at::ScalarType precision_dtype(Precision precision);
 /// The GPT a config describes, as training, evaluation and conversion build it.
 GptOptions gpt_options(const TrainConfig& config);
 
+/// Checks that this build and node can run on `device` (train.device), throwing an
+/// InputError that names what is missing and the fix when not.
+void check_device(Device device);
+
 }  // namespace trident

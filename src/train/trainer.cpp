@@ -19,6 +19,7 @@ namespace trident {
 
 Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(config), ctx_(ctx) {
   const auto& p = config.parallel;
+  check_device(config.train.device);
   TORCH_CHECK(ctx.grid().dp() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp,
               "the parallel context does not match the config's layout");
   data::SourceOptions source;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad input to `trident train` stops every rank before training with one message and a
-# non-zero exit code: a missing data file, and a layout that does not fit the ranks.
+# non-zero exit code: a missing data file, a layout that does not fit the ranks, and a
+# device this build or node does not have.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -19,4 +20,14 @@ err=$(run 2 "$root/configs/tiny.toml" 2>&1)
 [ $? -ne 0 ] || fail "tiny.toml (dp=pp=tp=1) on 2 ranks exited 0"
 echo "$err" | grep -q "parallel" || fail "layout error does not name the keys: $err"
 [ "$(echo "$err" | grep -c '^trident: error:')" -eq 1 ] || fail "not exactly one message: $err"
+# train.device = "cuda" where this build or node cannot: one message on every rank's behalf,
+# exit code 2, naming the key and the way out; nothing trains.
+err=$(run 2 "$root/configs/tiny.toml" --set parallel.dp=2 --set train.device=cuda 2>&1)
+code=$?
+[ $code -eq 2 ] || fail "train.device=cuda exited $code, not 2: $err"
+[ "$(echo "$err" | grep -c '^trident: error:')" -eq 1 ] || fail "not exactly one message: $err"
+echo "$err" | grep -q 'train.device = "cuda"' || fail "the message does not name train.device: $err"
+echo "$err" | grep -q 'train.device = "cpu"' || fail "the message does not give the fix: $err"
+echo "$err" | grep -q "^step " && fail "training started: $err"
+
 echo "train_errors: ok"

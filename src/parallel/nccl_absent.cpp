@@ -1,0 +1,17 @@
+// nccl_backend.h in a build without the CUDA toolkit and NCCL.
+#include <stdexcept>  // std::runtime_error
+
+#include "parallel/nccl_backend.h"
+
+namespace trident {
+
+bool nccl_built() { return false; }
+
+std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> /*group*/,
+                                                     int /*device*/, double /*timeout_s*/) {
+  throw std::runtime_error(
+      "this trident was built without NCCL (no CUDA toolkit was found): build with "
+      "scripts/build.sh --cuda on a GPU node (docs/gpu.md)");
+}
+
+}  // namespace trident

@@ -1,0 +1,19 @@
+// Making a group's NCCL communicator, for callers that must not depend on whether this
+// build has NCCL (nccl_communicator.cpp where it has, nccl_absent.cpp where not).
+#pragma once
+#include <memory>  // std::unique_ptr
+
+#include "parallel/communicator.h"
+
+namespace trident {
+
+/// Whether this build has the NCCL communicator.
+bool nccl_built();
+
+/// The NCCL communicator of `group`'s ranks on CUDA device `device`, with `group` kept for
+/// byte strings and split(). Collective over the group. Throws, naming the fix, when this
+/// build has no NCCL or no GPU is visible.
+std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> group,
+                                                     int device, double timeout_s);
+
+}  // namespace trident

@@ -1,0 +1,67 @@
+// NcclCommunicator: the Communicator of one process group for CUDA tensors, on NCCL. Each
+// operation runs on the group's own stream after the work already queued on the caller's
+// compute stream (ordered by CUDA events), so communication overlaps later computation.
+// Byte strings and split() travel over the group's bootstrap (MPI) communicator.
+#pragma once
+#include <cuda_runtime_api.h>  // cudaStream_t
+#include <nccl.h>              // ncclComm_t
+
+#include <memory>  // std::unique_ptr
+
+#include "parallel/communicator.h"
+
+namespace trident {
+
+class NcclCommunicator : public Communicator {
+ public:
+  /// The NCCL communicator of `bootstrap`'s group on CUDA device `device`: rank 0 draws
+  /// NCCL's unique id and broadcasts it over `bootstrap`. Collective over the group. Waits
+  /// end the job after `timeout_s` (kWaitForever: never). Throws, naming the fix, when no
+  /// GPU is visible or NCCL cannot start.
+  NcclCommunicator(std::unique_ptr<Communicator> bootstrap, int device, double timeout_s);
+  ~NcclCommunicator() override;
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return bootstrap_->rank(); }
+  int size() const override { return bootstrap_->size(); }
+  const std::string& name() const override { return bootstrap_->name(); }
+  const std::vector<int>& world_ranks() const override { return bootstrap_->world_ranks(); }
+
+  WorkHandle all_reduce(at::Tensor tensor, ReduceOp op) override;
+  WorkHandle reduce_scatter(at::Tensor output, at::Tensor input, ReduceOp op) override;
+  WorkHandle all_gather(at::Tensor output, at::Tensor input) override;
+  WorkHandle broadcast(at::Tensor tensor, int root) override;
+  /// NCCL matches point-to-point operations between two ranks by their order, not by tag:
+  /// the pipeline's schedules post them in the same order on both sides (the checker
+  /// proves it), so `tag` is only checked to be non-negative.
+  WorkHandle send(at::Tensor tensor, int dst, int tag) override;
+  WorkHandle recv(at::Tensor tensor, int src, int tag) override;
+  WorkHandle barrier() override;
+
+  std::string broadcast_bytes(std::string bytes, int root) override;
+  std::vector<std::string> gather_bytes(const std::string& bytes, int root) override;
+  std::vector<std::string> all_gather_bytes(const std::string& bytes) override;
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& name,
+                                      double timeout_s) override;
+
+  int device() const { return device_; }
+  double timeout_s() const { return timeout_s_; }
+  /// Ends the group's NCCL operations in flight (after a timeout), so the job can exit.
+  void abort();
+
+ private:
+  /// Queues `launch` on the group's stream after the compute stream's work so far, and
+  /// returns the Work that completes with it; `tensors` stay alive until then.
+  WorkHandle enqueue(CommKind kind, int64_t bytes, std::vector<at::Tensor> tensors,
+                     const std::function<ncclResult_t(cudaStream_t)>& launch);
+
+  std::unique_ptr<Communicator> bootstrap_;
+  int device_;
+  double timeout_s_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* scratch_ = nullptr;  // one float on the device, for barrier()
+};
+
+}  // namespace trident
