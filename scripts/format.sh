@@ -3,7 +3,7 @@
 # the files that differ and exits non-zero when there are any (scripts/test.sh runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.cu' 2>/dev/null || find src tests bench -name '*.cpp' -o -name '*.h')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.h' '*.cu' 2>/dev/null || find src tests bench -name '*.cpp' -o -name '*.h')
 if ! command -v clang-format >/dev/null; then
   echo "format: clang-format is missing (apt-get install clang-format)" >&2
   exit 1

@@ -184,18 +184,17 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> bootstrap, int 
   int devices = 0;
   const cudaError_t found = cudaGetDeviceCount(&devices);
   if (found != cudaSuccess || devices == 0)
-    throw std::runtime_error(
-        "train.device = \"cuda\": no GPU is visible to rank " + std::to_string(world_rank()) +
-        " (" + cudaGetErrorString(found) +
-        "); run on a GPU node, or set train.device = \"cpu\"");
+    throw std::runtime_error("train.device = \"cuda\": no GPU is visible to rank " +
+                             std::to_string(world_rank()) + " (" + cudaGetErrorString(found) +
+                             "); run on a GPU node, or set train.device = \"cpu\"");
   TORCH_CHECK(device >= 0 && device < devices, "communicator: cuda:", device,
               " does not exist (this node has ", devices, " GPUs)");
   DeviceGuard guard(device_);
   // Rank 0 draws the id; the group learns it over the bootstrap communicator.
   ncclUniqueId id{};
   if (bootstrap_->rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  const std::string shared = bootstrap_->broadcast_bytes(
-      std::string(reinterpret_cast<const char*>(&id), sizeof id), 0);
+  const std::string shared =
+      bootstrap_->broadcast_bytes(std::string(reinterpret_cast<const char*>(&id), sizeof id), 0);
   std::copy(shared.begin(), shared.end(), reinterpret_cast<char*>(&id));
   check_nccl(ncclCommInitRank(&comm_, bootstrap_->size(), id, bootstrap_->rank()),
              "ncclCommInitRank");
@@ -235,8 +234,7 @@ WorkHandle NcclCommunicator::enqueue(CommKind kind, int64_t bytes, std::vector<a
   counter.calls += 1;
   counter.bytes += bytes;
   counter.wait_seconds += std::chrono::duration<double>(Clock::now() - from).count();
-  return std::make_shared<NcclWork>(*this, counter, kind, bytes, done, compute,
-                                    std::move(tensors));
+  return std::make_shared<NcclWork>(*this, counter, kind, bytes, done, compute, std::move(tensors));
 }
 
 WorkHandle NcclCommunicator::all_reduce(at::Tensor tensor, ReduceOp op) {
@@ -281,8 +279,8 @@ WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
   check_tensor(tensor, device_, "send");
   TORCH_CHECK(tag >= 0, "send: tags are non-negative");
   return enqueue(CommKind::kSend, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
-    return ncclSend(tensor.data_ptr(), tensor.numel(), nccl_type(tensor.scalar_type()), dst,
-                    comm_, s);
+    return ncclSend(tensor.data_ptr(), tensor.numel(), nccl_type(tensor.scalar_type()), dst, comm_,
+                    s);
   });
 }
 
@@ -290,8 +288,8 @@ WorkHandle NcclCommunicator::recv(at::Tensor tensor, int src, int tag) {
   check_tensor(tensor, device_, "recv");
   TORCH_CHECK(tag >= 0, "recv: tags are non-negative");
   return enqueue(CommKind::kRecv, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
-    return ncclRecv(tensor.data_ptr(), tensor.numel(), nccl_type(tensor.scalar_type()), src,
-                    comm_, s);
+    return ncclRecv(tensor.data_ptr(), tensor.numel(), nccl_type(tensor.scalar_type()), src, comm_,
+                    s);
   });
 }
 

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Emulated nodes on one machine, for running trident across "nodes" for real: one Linux
+# network namespace per node, each with a veth link to a bridge (addresses 10.77.0.x/24
+# exist only inside these namespaces), the links optionally shaped with tc's tbf, and an
+# Open MPI launch agent that starts each node's daemon inside its namespace. Ranks on one
+# node talk over shared memory, ranks on different nodes over TCP: Open MPI's real
+# multi-node path. Needs root (CAP_NET_ADMIN).
+#
+#   scripts/cluster.sh up --nodes N [--slots S] [--link-rate RATE] [--name NAME]
+#   scripts/cluster.sh run [--name NAME] -np P [mpirun options] PROGRAM [ARGS...]
+#   scripts/cluster.sh bytes [--name NAME]    # bytes each node has sent and received
+#   scripts/cluster.sh down [--name NAME]     # removes everything `up` made; idempotent
+#
+# NAME (default "trident") prefixes every namespace, link and file, so that two clusters
+# can coexist; RATE is tc's notation (2gbit, 500mbit). `run` launches mpirun on node 0
+# with the cluster's hostfile (S slots per node, filled in order: ranks 0..S-1 on node 0),
+# so with Megatron's rank order tp groups stay inside a node, then pp, then dp.
+set -euo pipefail
+
+cmd=${1:-}
+[ -n "$cmd" ] && shift
+name=trident nodes=0 slots=4 rate=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes=$2; shift 2 ;;
+    --slots) slots=$2; shift 2 ;;
+    --link-rate) rate=$2; shift 2 ;;
+    --name) name=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+state=/tmp/$name-cluster
+node_ns() { echo "$name-node$1"; }
+
+die() { echo "cluster.sh: $*" >&2; exit 2; }
+
+down() {
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$name-node" || true); do
+    ip netns del "$ns" 2>/dev/null || true  # takes its end of the veth, and so the pair
+  done
+  ip link del "${name}br" 2>/dev/null || true
+  rm -rf "$state"
+}
+
+up() {
+  [ "$nodes" -ge 1 ] 2>/dev/null || die "up needs --nodes N (N >= 1)"
+  [ ${#name} -le 10 ] || die "--name is at most 10 characters (link names are short)"
+  [ ! -d "$state" ] || die "a cluster '$name' is up already (scripts/cluster.sh down --name $name)"
+  trap 'down' ERR
+  mkdir -p "$state"
+  ip link add "${name}br" type bridge
+  ip link set "${name}br" up
+  : >"$state/hosts"
+  for ((i = 0; i < nodes; i++)); do
+    ns=$(node_ns $i)
+    ip netns add "$ns"
+    ip link add "${name}v$i" type veth peer name eth0 netns "$ns"
+    ip link set "${name}v$i" master "${name}br" up
+    ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    if [ -n "$rate" ]; then
+      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms
+    fi
+    echo "node$i slots=$slots" >>"$state/hosts"
+  done
+  # The launch agent: Open MPI calls it as `agent HOST COMMAND...`, like ssh.
+  cat >"$state/agent" <<AGENT
+#!/bin/sh
+host=\$1; shift
+exec ip netns exec "$name-\$host" unshare --uts /bin/sh -c "hostname \$host; \$*"
+AGENT
+  chmod +x "$state/agent"
+  echo "$nodes" >"$state/nodes"
+  trap - ERR
+  echo "cluster '$name': $nodes nodes x $slots slots, link ${rate:-unshaped}, hostfile $state/hosts"
+}
+
+run() {
+  [ -d "$state" ] || die "no cluster '$name' is up (scripts/cluster.sh up --nodes N)"
+  local args="" a
+  for a in "$@"; do args+=" $(printf '%q' "$a")"; done
+  # The ranks get the caller's environment of the run (mpirun forwards what -x names).
+  local forward="-x PATH" v
+  for v in LD_LIBRARY_PATH OMP_NUM_THREADS OMPI_MCA_mpi_yield_when_idle OMPI_ALLOW_RUN_AS_ROOT \
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM; do
+    [ -n "${!v:-}" ] && forward+=" -x $v"
+  done
+  ip netns exec "$(node_ns 0)" unshare --uts /bin/sh -c "hostname head; exec mpirun \
+    --hostfile $state/hosts --map-by slot --bind-to none --oversubscribe \
+    --mca plm_rsh_agent $state/agent --mca oob_tcp_if_include eth0 \
+    --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 \
+    $forward $args"
+}
+
+bytes() {
+  [ -d "$state" ] || die "no cluster '$name' is up"
+  local n i
+  n=$(cat "$state/nodes")
+  for ((i = 0; i < n; i++)); do
+    echo "node$i $(ip netns exec "$(node_ns $i)" cat /sys/class/net/eth0/statistics/tx_bytes) \
+$(ip netns exec "$(node_ns $i)" cat /sys/class/net/eth0/statistics/rx_bytes)"
+  done
+}
+
+case "$cmd" in
+  up) up ;;
+  run) run "$@" ;;
+  bytes) bytes ;;
+  down) down ;;
+  *) die "usage: scripts/cluster.sh up|run|bytes|down [options] (see the header of this file)" ;;
+esac
