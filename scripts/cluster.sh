@@ -81,13 +81,15 @@ run() {
   local args="" a
   for a in "$@"; do args+=" $(printf '%q' "$a")"; done
   # The ranks get the caller's environment of the run (mpirun forwards what -x names).
+  local map="--map-by slot"  # unless the caller maps ranks otherwise
+  for a in "$@"; do [ "$a" = "--map-by" ] && map=""; done
   local forward="-x PATH" v
   for v in LD_LIBRARY_PATH OMP_NUM_THREADS OMPI_MCA_mpi_yield_when_idle OMPI_ALLOW_RUN_AS_ROOT \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM; do
     [ -n "${!v:-}" ] && forward+=" -x $v"
   done
   ip netns exec "$(node_ns 0)" unshare --uts /bin/sh -c "hostname head; exec mpirun \
-    --hostfile $state/hosts --map-by slot --bind-to none --oversubscribe \
+    --hostfile $state/hosts $map --bind-to none --oversubscribe \
     --mca plm_rsh_agent $state/agent --mca oob_tcp_if_include eth0 \
     --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 \
     $forward $args"

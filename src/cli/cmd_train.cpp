@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
+#include "parallel/placement.h"  // placement_of, node_names
 #include "parallel/world.h"
 #include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
 #include "train/metrics_log.h"
@@ -62,6 +63,7 @@ int cmd_train(const Args& args) {
   const auto& p = config.parallel;
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
                       p.timeout_s);
+  const Placement placement = placement_of(ctx.grid(), node_names(ctx.world()));
   std::unique_ptr<Trainer> trainer;
   std::unique_ptr<MetricsLog> metrics;
   run_agreed(*job, [&] {
@@ -74,6 +76,11 @@ int cmd_train(const Args& args) {
   const auto floor = trainer->loss_floor();
   if (rank == 0) {
     print_header(config, *trainer, params, world);
+    std::cout << "placement: " << placement.describe() << "\n";
+    if (placement.tp_across)
+      std::cout << "warning: tp groups span nodes, so every layer's all-reduces cross the "
+                   "slowest link; place consecutive ranks on one node (mpirun --map-by slot, "
+                   "srun --distribution=block)\n";
     write_run_info(config, params, floor);
     if (!config.checkpoint.load.empty())
       std::cout << "resumed from " << config.checkpoint.load << " after step "

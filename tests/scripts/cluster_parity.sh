@@ -2,7 +2,8 @@
 # Two emulated nodes (scripts/cluster.sh: network namespaces, a shaped veth link, Open MPI's
 # TCP path between them): the dp2 x pp2 x tp2 ZeRO-2 parity layout with 4 ranks per node
 # (tp and dp inside a node, pp across) reproduces the single-process run to 1e-10 in fp64,
-# traffic crosses the link, and `down` leaves no namespace or link behind. Exits 77
+# traffic crosses the link, the training header reports the placement (and flags tp across
+# nodes), and `down` leaves no namespace or link behind. Exits 77
 # (counted as skipped by ctest) where network namespaces cannot be made.
 set -u
 trident=$1 root=$2
@@ -28,6 +29,24 @@ $out"
 $out"
 echo "$out" | grep -a "final weights differ" | head -1
 bytes=$("$root/scripts/cluster.sh" bytes --name "$name")
+
+# The training header reports the placement it got; filling nodes by slot keeps tp inside
+# a node, and mapping ranks round robin over the nodes puts tp across them, flagged.
+tmp=$(mktemp -d)
+train() {
+  "$root/scripts/cluster.sh" run --name "$name" -np 8 "$@" "$trident" train \
+    "$root/configs/tiny.toml" --set parallel.dp=2 --set parallel.pp=2 --set parallel.tp=2 \
+    --set train.steps=2 --set train.log_every=1 --set logging.run_dir="$tmp/run$#" 2>&1
+}
+out=$(train) || fail "train across two nodes failed: $out"
+echo "$out" | grep -q "^placement: 2 nodes x 4 ranks: tp inside nodes, dp inside nodes, pp across nodes$" ||
+  fail "no placement line for the by-slot mapping: $out"
+echo "$out" | grep -q "^warning: tp groups span nodes" && fail "by-slot mapping flagged: $out"
+out=$(train --map-by node) || fail "train with ranks round robin over nodes failed: $out"
+echo "$out" | grep -q "^placement: 2 nodes x 4 ranks: tp across nodes" ||
+  fail "no tp-across placement line: $out"
+echo "$out" | grep -q "^warning: tp groups span nodes" || fail "tp across nodes not flagged: $out"
+rm -rf "$tmp"
 echo "bytes sent / received per node: $(echo "$bytes" | tr '\n' ';')"
 # Each node sent the other the pp activations and gradients of 5 steps: well over 100 KB.
 echo "$bytes" | awk '{ if ($2 < 100000 || $3 < 100000) bad = 1 } END { exit bad }' ||
