@@ -35,10 +35,9 @@ LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptio
                        int64_t index, const RopeTables& rope)
     : o_(o), rope_(rope) {
   const int t = tp.size();
-  TORCH_CHECK(o.heads % t == 0 && o.heads % o.kv_heads == 0 &&
-                  (o.kv_heads % t == 0 || t % o.kv_heads == 0),
-              "llama: heads = ", o.heads, ", kv_heads = ", o.kv_heads, " do not split over tp = ",
-              t);
+  TORCH_CHECK(
+      o.heads % t == 0 && o.heads % o.kv_heads == 0 && (o.kv_heads % t == 0 || t % o.kv_heads == 0),
+      "llama: heads = ", o.heads, ", kv_heads = ", o.kv_heads, " do not split over tp = ", t);
   const int replicas = o.kv_replicas(t);
   local_heads_ = o.heads / t;
   local_kv_heads_ = o.kv_heads * replicas / t;
@@ -51,21 +50,22 @@ LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptio
                                 params, tp, p + "attn.k", no_bias(c, o.kv_heads * hd, replicas)));
   v_ = register_module("v", std::make_shared<ColumnParallelLinear>(
                                 params, tp, p + "attn.v", no_bias(c, o.kv_heads * hd, replicas)));
-  o_proj_ = register_module("o", std::make_shared<RowParallelLinear>(params, tp, p + "attn.o",
-                                                                     no_bias(o.heads * hd, c)));
+  o_proj_ = register_module(
+      "o", std::make_shared<RowParallelLinear>(params, tp, p + "attn.o", no_bias(o.heads * hd, c)));
   norm_2_weight_ = register_parameter("norm_2_weight", norm_param(params, p + "norm_2.weight", c));
-  gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(
-                                      params, tp, p + "mlp.gate", no_bias(c, o.ffn_hidden)));
+  gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.gate",
+                                                                         no_bias(c, o.ffn_hidden)));
   up_ = register_module("up", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.up",
                                                                      no_bias(c, o.ffn_hidden)));
-  down_ = register_module("down", std::make_shared<RowParallelLinear>(
-                                      params, tp, p + "mlp.down", no_bias(o.ffn_hidden, c)));
+  down_ = register_module("down", std::make_shared<RowParallelLinear>(params, tp, p + "mlp.down",
+                                                                      no_bias(o.ffn_hidden, c)));
 }
 
 at::Tensor LlamaBlock::attention(const at::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), hd = o_.head_dim();
   at::Tensor q = q_->forward(x).view({B, T, local_heads_, hd}).transpose(1, 2);  // (B, H/tp, T, hd)
-  at::Tensor k = k_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);  // (B, KVl, T, hd)
+  at::Tensor k =
+      k_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);  // (B, KVl, T, hd)
   at::Tensor v = v_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);
   q = apply_rope(q, rope_);
   k = apply_rope(k, rope_);
@@ -112,7 +112,8 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
     h->register_module(std::to_string(i), blocks_.back());
   }
   if (!is_last()) return;
-  norm_f_weight_ = register_parameter("norm_f_weight", norm_param(params_, "norm_f.weight", o.hidden));
+  norm_f_weight_ =
+      register_parameter("norm_f_weight", norm_param(params_, "norm_f.weight", o.hidden));
   if (o.tie_embeddings) {
     if (!is_first())
       embed_ = register_module("embed", std::make_shared<VocabParallelEmbedding>(
@@ -120,12 +121,12 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
                                             o.hidden, /*tied_copy=*/true));
   } else {
     lm_head_ = register_parameter("lm_head", params_.create({"lm_head.weight",
-                                                            {o.padded_vocab, o.hidden},
-                                                            ShardSpec{0, 1},
-                                                            InitKind::kNormal,
-                                                            kInitStd,
-                                                            o.vocab,
-                                                            /*weight_decay=*/true}));
+                                                             {o.padded_vocab, o.hidden},
+                                                             ShardSpec{0, 1},
+                                                             InitKind::kNormal,
+                                                             kInitStd,
+                                                             o.vocab,
+                                                             /*weight_decay=*/true}));
     head_vocab_start_ = tp.rank() * (o.padded_vocab / tp.size());
   }
 }

@@ -70,7 +70,7 @@ class LlamaStage : public ModelStage {
 
  private:
   LlamaOptions o_;
-  RopeTables rope_;  // (seq_len, head_dim) each, shared by the blocks
+  RopeTables rope_;                                // (seq_len, head_dim) each, shared by the blocks
   std::shared_ptr<VocabParallelEmbedding> embed_;  // first stage; the last when tied
   std::vector<std::shared_ptr<LlamaBlock>> blocks_;
   at::Tensor norm_f_weight_;

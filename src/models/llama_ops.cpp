@@ -18,7 +18,7 @@ RopeTables rope_tables(int64_t positions, int64_t head_dim, double theta, at::Sc
   const at::Tensor inv_freq =
       at::pow(theta, at::arange(0, head_dim, 2, f64) / static_cast<double>(head_dim)).reciprocal();
   const at::Tensor angles = at::outer(at::arange(positions, f64), inv_freq);  // (P, d/2)
-  const at::Tensor emb = at::cat({angles, angles}, -1);                        // (P, d)
+  const at::Tensor emb = at::cat({angles, angles}, -1);                       // (P, d)
   return {emb.cos().to(dtype), emb.sin().to(dtype)};
 }
 
