@@ -107,7 +107,7 @@ std::vector<KeySpec> build_schema() {
        "attention heads; divisible by parallel.tp"},
       {"model", "vocab", field(kModel, &M::vocab), at_least(1), "tokenizer vocabulary size"},
       {"model", "seq_len", field(kModel, &M::seq_len), at_least(1),
-       "tokens per sequence (and number of learned positions)"},
+       "tokens per sequence (gpt2: also the number of learned positions)"},
       {"model", "vocab_multiple", field(kModel, &M::vocab_multiple), at_least(1),
        "embedding rows are padded to a multiple of lcm(vocab_multiple, tp)"},
       {"model", "kv_heads", field(kModel, &M::kv_heads), at_least(0),
