@@ -10,6 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libtomlplusplus-dev libgtest-dev nlohmann-json3-dev
   python3 python3-matplotlib   # scripts/plot.py
+  python3-numpy           # tests/reference/llama_forward.py, the independent Llama reference
   clang-format            # scripts/format.sh --check, run by scripts/test.sh
 )
 

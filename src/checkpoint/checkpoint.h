@@ -10,14 +10,14 @@
 
 namespace trident {
 class ParallelContext;
-class GptStage;
+class ModelStage;
 class ZeroOptimizer;
 struct TrainConfig;
 
 /// The parts of one rank's training that a checkpoint saves and restores: the rank's model
 /// stage and optimizer shard, the config the run was built from, and the completed steps.
 struct TrainingState {
-  GptStage& model;
+  ModelStage& model;
   ZeroOptimizer& optimizer;
   const TrainConfig& config;
   int64_t step = 0;
@@ -52,7 +52,7 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
 /// Loads only the model weights of `path` (as load_checkpoint resolves it) into `model`,
 /// built from `config` in `ctx`'s layout. Collective over ctx's world; throws before
 /// changing anything, on every rank alike.
-void load_model_weights(GptStage& model, ParallelContext& ctx, const TrainConfig& config,
+void load_model_weights(ModelStage& model, ParallelContext& ctx, const TrainConfig& config,
                         const std::string& path, const std::string& checkpoint_dir);
 
 /// The config a checkpoint's model was trained with (the stored config of a trident

@@ -1,4 +1,4 @@
-// convert_checkpoint: per target rank, the model's parameter specs (one GptStage per
+// convert_checkpoint: per target rank, the model's parameter specs (one ModelStage per
 // pipeline stage, built over a tp group that only knows its shape), the ZeRO ranges that
 // rank owns, and a read of exactly those boxes from the source.
 #include "checkpoint/convert.h"
@@ -19,8 +19,8 @@
 #include "checkpoint/safetensors.h"  // dtype_from_name, fsync_directory
 #include "checkpoint/writer.h"       // write_pieces, add_records, slice_file_name
 #include "config/config.h"           // TrainConfig, to_toml
-#include "models/gpt.h"              // GptOptions, GptStage
-#include "models/model_config.h"     // gpt_options
+#include "models/model_config.h"     // make_model_stage
+#include "models/model_stage.h"      // ModelStage
 #include "parallel/agreement.h"      // run_agreed
 #include "parallel/communicator.h"   // Communicator
 #include "parallel/process_grid.h"   // ProcessGrid
@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A tp group that has a rank and a size and nothing else: building a GptStage over it
+/// A tp group that has a rank and a size and nothing else: building a ModelStage over it
 /// gives the parameters' specs and shard shapes of any layout in one process.
 class ShapeOnlyGroup : public Communicator {
  public:
@@ -84,7 +84,7 @@ std::vector<StoredPiece> plan_rank(SliceReader& reader, const CheckpointIndex& s
            flat_range_boxes(local_shape(spec, tp), ranges[i].start, ranges[i].length)) {
         for (const ShardPiece& sp : shard_pieces(spec, c.tp, tp, fp.box)) {
           at::Tensor data = at::empty(sp.global.shape, options);
-          reader.add(name, sp.global, data, /*zero_outside=*/spec.name == "wte.weight");
+          reader.add(name, sp.global, data, /*zero_outside=*/spec.valid_rows >= 0);
           pieces.push_back({name, data, sp.global, spec.global_shape});
         }
       }
@@ -119,13 +119,12 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
 
   nlohmann::json records = nlohmann::json::array();
   run_agreed(comm, [&] {
-    std::map<int, std::unique_ptr<GptStage>> stages;  // pipeline stage -> its specs
-    const GptOptions options = gpt_options(target);
+    std::map<int, std::unique_ptr<ModelStage>> stages;  // pipeline stage -> its specs
     ShapeOnlyGroup group(0, grid.tp());
     for (int r = me; r < grid.world_size(); r += procs) {
       const GridCoord c = grid.coord_of(r);
       auto& stage = stages[c.pp];
-      if (!stage) stage = std::make_unique<GptStage>(options, group, c.pp, grid.pp());
+      if (!stage) stage = make_model_stage(target, group, c.pp, grid.pp());
       SliceReader reader(source);
       const std::vector<StoredPiece> pieces =
           plan_rank(reader, source, stage->params().params(), c, target);

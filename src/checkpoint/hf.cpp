@@ -1,4 +1,5 @@
-// Hugging Face GPT-2 import (a directory read as an index) and export.
+// Hugging Face GPT-2 import (a directory read as an index) and export; Llama directories
+// are handed to hf_llama.cpp, by config.json's model type or the checkpoint's arch.
 #include "checkpoint/hf.h"
 
 #include <ATen/ATen.h>  // Tensor ops
@@ -10,6 +11,7 @@
 #include <random>      // std::random_device
 
 #include "checkpoint/checkpoint.h"   // CheckpointError
+#include "checkpoint/hf_llama.h"     // the Llama family's files
 #include "checkpoint/reader.h"       // read_global_tensor
 #include "checkpoint/safetensors.h"  // SafetensorsFile, write_safetensors
 #include "config/config.h"           // TrainConfig
@@ -97,15 +99,22 @@ std::optional<HfName> from_hf_name(const std::string& hf) {
 }
 
 bool is_hf_directory(const std::string& dir) {
-  return fs::exists(dir + "/" + kHfWeights) && fs::exists(dir + "/" + kHfConfig);
+  return (fs::exists(dir + "/" + kHfWeights) ||
+          fs::exists(dir + "/model.safetensors.index.json")) &&
+         fs::exists(dir + "/" + kHfConfig);
 }
 
 CheckpointIndex read_hf_index(const std::string& dir) {
   const std::string config_path = dir + "/" + kHfConfig;
+  const nlohmann::json hf_config = read_json(config_path);
+  if (is_llama_hf_config(hf_config)) return read_llama_hf_index(dir, hf_config);
+  if (!fs::exists(dir + "/" + kHfWeights))
+    throw CheckpointError(dir + ": a sharded GPT-2 directory is not supported; save it as one " +
+                          kHfWeights);
   CheckpointIndex index;
   index.dir = dir;
   index.hugging_face = true;
-  index.hf_config = read_json(config_path);
+  index.hf_config = hf_config;
   const nlohmann::json& c = index.hf_config;
   const int64_t vocab = config_int(c, "vocab_size", config_path);
   const int64_t positions = c.contains("n_positions") ? config_int(c, "n_positions", config_path)
@@ -141,9 +150,13 @@ CheckpointIndex read_hf_index(const std::string& dir) {
 }
 
 void check_hf_config(const CheckpointIndex& index, const TrainConfig& config) {
+  if (index.model.value("arch", "gpt2") == "llama") return check_llama_hf_config(index, config);
   const std::string path = index.dir + "/" + kHfConfig;
   const nlohmann::json& c = index.hf_config;
   const auto& m = config.model;
+  if (m.arch != ModelArch::kGpt2)
+    throw CheckpointError("Hugging Face config " + path + ": a GPT-2 but model.arch = \"" +
+                          name_of(m.arch) + "\"; set model.arch = \"gpt2\"");
   auto expect = [&](const char* hf_key, int64_t theirs, const char* our_key, int64_t ours) {
     if (theirs != ours)
       throw CheckpointError("Hugging Face config " + path + ": " + hf_key + " = " +
@@ -182,6 +195,20 @@ void export_hf(const CheckpointIndex& index, const std::string& out_dir) {
     throw CheckpointError("export: " + out_dir +
                           " exists and is not empty; choose a new "
                           "directory (nothing is overwritten)");
+  if (index.model.value("arch", "gpt2") == "llama") {
+    // Written beside the target and renamed into place: a failed export leaves nothing.
+    const std::string tmp = out_dir + ".tmp_" + std::to_string(std::random_device{}());
+    fs::create_directories(tmp);
+    try {
+      write_llama_hf(index, tmp);
+    } catch (...) {
+      fs::remove_all(tmp);
+      throw;
+    }
+    if (fs::exists(out_dir)) fs::remove(out_dir);
+    fs::rename(tmp, out_dir);
+    return;
+  }
   const int64_t vocab = index.model.at("vocab").get<int64_t>();
   const int64_t layers = index.model.at("layers").get<int64_t>();
   std::vector<std::pair<std::string, at::Tensor>> tensors;

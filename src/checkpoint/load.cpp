@@ -11,7 +11,7 @@
 #include "checkpoint/index.h"           // open_checkpoint, CheckpointIndex
 #include "checkpoint/reader.h"          // SliceReader
 #include "config/config.h"              // TrainConfig, parse_config
-#include "models/gpt.h"                 // GptStage
+#include "models/model_stage.h"         // ModelStage
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext::world
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
@@ -38,18 +38,40 @@ void checkpoint::check_model(const CheckpointIndex& index, const TrainConfig& co
     return;
   }
   const auto& m = config.model;
-  const std::pair<const char*, int64_t> keys[] = {{"layers", m.layers},
-                                                  {"hidden", m.hidden},
-                                                  {"heads", m.heads},
-                                                  {"vocab", m.vocab},
-                                                  {"seq_len", m.seq_len}};
+  // Written by a version that knew only GPT-2 when the arch is missing.
+  const std::string arch = index.model.value("arch", "gpt2");
+  if (arch != name_of(m.arch))
+    throw CheckpointError("checkpoint " + index.dir + " was written for model.arch = \"" + arch +
+                          "\" but the config has model.arch = \"" + name_of(m.arch) +
+                          "\"; set model.arch = \"" + arch + "\" to load it");
+  auto mismatch = [&](const std::string& key, const std::string& theirs, const std::string& ours) {
+    throw CheckpointError("checkpoint " + index.dir + " was written for model." + key + " = " +
+                          theirs + " but the config has model." + key + " = " + ours +
+                          "; set model." + key + " = " + theirs + " to load it");
+  };
+  std::vector<std::pair<const char*, int64_t>> keys = {{"layers", m.layers},
+                                                       {"hidden", m.hidden},
+                                                       {"heads", m.heads},
+                                                       {"vocab", m.vocab},
+                                                       {"seq_len", m.seq_len}};
+  if (m.arch == ModelArch::kLlama) {
+    keys.emplace_back("kv_heads", m.kv_head_count());
+    keys.emplace_back("ffn_hidden", m.ffn_hidden);
+  }
   for (const auto& [key, ours] : keys) {
     const int64_t theirs = index.model.at(key).get<int64_t>();
-    if (theirs != ours)
-      throw CheckpointError("checkpoint " + index.dir + " was written for model." + key + " = " +
-                            std::to_string(theirs) + " but the config has model." + key + " = " +
-                            std::to_string(ours) + "; set model." + key + " = " +
-                            std::to_string(theirs) + " to load it");
+    if (theirs != ours) mismatch(key, std::to_string(theirs), std::to_string(ours));
+  }
+  if (m.arch != ModelArch::kLlama) return;
+  const bool tied = index.model.at("tie_embeddings").get<bool>();
+  if (tied != m.tie_embeddings)
+    mismatch("tie_embeddings", tied ? "true" : "false", m.tie_embeddings ? "true" : "false");
+  // RoPE's base and the norm's epsilon change the function, not the tensors: a mismatch
+  // would load silently and compute another model.
+  for (const auto& [key, ours] : {std::pair<const char*, double>{"rope_theta", m.rope_theta},
+                                  std::pair<const char*, double>{"norm_eps", m.norm_eps}}) {
+    const double theirs = index.model.at(key).get<double>();
+    if (theirs != ours) mismatch(key, nlohmann::json(theirs).dump(), nlohmann::json(ours).dump());
   }
 }
 
@@ -75,7 +97,7 @@ void checkpoint::check_shape(const CheckpointIndex& index, const ParamSpec& spec
   const std::vector<int64_t>& wanted = spec.global_shape;
   if (stored == wanted) return;
   const bool matrices = stored.size() == 2 && wanted.size() == 2 && stored[1] == wanted[1];
-  if (matrices && spec.name == "wte.weight" && stored[0] >= vocab && wanted[0] >= vocab) return;
+  if (matrices && spec.valid_rows >= 0 && stored[0] >= vocab && wanted[0] >= vocab) return;
   if (matrices && index.hugging_face && spec.name == "wpe.weight" && stored[0] >= wanted[0]) return;
   throw CheckpointError("checkpoint " + index.dir + ": tensor " + spec.name + " has shape " +
                         shape_text(stored) + " but the config's model has " + shape_text(wanted) +
@@ -88,7 +110,7 @@ bool checkpoint::weights_only(const CheckpointIndex& index) {
 
 namespace {
 
-void plan_weights(SliceReader& reader, GptStage& model, const ParallelContext& ctx,
+void plan_weights(SliceReader& reader, ModelStage& model, const ParallelContext& ctx,
                   const CheckpointIndex& index, int64_t vocab) {
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
   const bool full_precision = !is_16_bit(model.params().dtype());
@@ -99,7 +121,7 @@ void plan_weights(SliceReader& reader, GptStage& model, const ParallelContext& c
     const std::string& source =
         full_precision && index.tensors.count(master) ? master : p.spec.name;
     for (auto& [view, box] : shard_views(p.spec, tp_rank, tp, p.tensor.detach()))
-      reader.add(source, box, view, /*zero_outside=*/p.spec.name == "wte.weight");
+      reader.add(source, box, view, /*zero_outside=*/p.spec.valid_rows >= 0);
   }
 }
 
@@ -113,13 +135,13 @@ void plan_optimizer(SliceReader& reader, const TrainingState& state, const Paral
     const ParamSpec& spec = params[i].spec;
     const ParamStateView v = opt.param_state(i);
     if (v.length == 0) continue;
-    const bool wte = spec.name == "wte.weight";
+    const bool vocab_rows = spec.valid_rows >= 0;  // padding rows read as zero
     auto add = [&](const std::string& source, const at::Tensor& flat) {
       if (index.tensors.count(source) == 0)
         throw CheckpointError("checkpoint " + index.dir + " has no tensor " + source +
                               " (the optimizer state of " + spec.name + ")");
       for (auto& [view, box] : flat_range_pieces(spec, tp_rank, tp, flat, v.start))
-        reader.add(source, box, view, wte);
+        reader.add(source, box, view, vocab_rows);
     };
     add(exp_avg_name(spec.name), v.exp_avg);
     add(exp_avg_sq_name(spec.name), v.exp_avg_sq);
@@ -164,7 +186,7 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
   return weights_only(index) ? 0 : index.step;
 }
 
-void load_model_weights(GptStage& model, ParallelContext& ctx, const TrainConfig& config,
+void load_model_weights(ModelStage& model, ParallelContext& ctx, const TrainConfig& config,
                         const std::string& path, const std::string& checkpoint_dir) {
   Communicator& comm = ctx.world();
   CheckpointIndex index;
@@ -189,6 +211,17 @@ TrainConfig checkpoint_config(const std::string& path, const std::string& checkp
     toml = "[model]\nlayers = " + m.at("layers").dump() + "\nhidden = " + m.at("hidden").dump() +
            "\nheads = " + m.at("heads").dump() + "\nvocab = " + m.at("vocab").dump() +
            "\nseq_len = " + m.at("seq_len").dump() + "\n";
+    if (m.value("arch", "gpt2") == "llama") {
+      // JSON writes these as TOML reads them (integers, shortest round-trip floats, booleans).
+      toml += "arch = \"llama\"\n";
+      for (const char* key :
+           {"kv_heads", "ffn_hidden", "rope_theta", "norm_eps", "tie_embeddings"}) {
+        std::string value = m.at(key).dump();
+        if (m.at(key).is_number_float() && value.find_first_of(".e") == std::string::npos)
+          value += ".0";
+        toml += std::string(key) + " = " + value + "\n";
+      }
+    }
   }
   return parse_config(toml, "<checkpoint " + index.dir + ">", overrides, world_size);
 }

@@ -7,7 +7,7 @@ namespace trident::checkpoint {
 
 bool stores_param(const ParamSpec& spec, int tp_rank, int dp_rank, int zero_stage) {
   if (spec.tied_copy) return false;
-  if (spec.shard.replicated() && tp_rank != 0) return false;
+  if (!is_primary_copy(spec.shard, tp_rank)) return false;
   if (zero_stage == 0 && dp_rank != 0) return false;
   return true;
 }

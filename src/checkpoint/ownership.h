@@ -1,7 +1,6 @@
-// Who stores what: every element of every tensor is written by exactly one rank. A rank
-// stores the ZeRO range it owns of each parameter (and of its optimizer states); with
-// ZeRO stage 0 only dp rank 0 does, tp-replicated parameters only on tp rank 0, and the
-// last stage's tied copy of the embedding never (the first stage stores it).
+// Who stores what: every element of every tensor is written by exactly one rank: its ZeRO
+// range of each parameter (and optimizer state); with ZeRO stage 0 only dp rank 0, a tensor
+// several tp ranks hold only on the first of them, the last stage's tied embedding never.
 #pragma once
 #include <cstdint>  // int64_t
 #include <vector>   // std::vector

@@ -18,7 +18,7 @@
 #include "checkpoint/safetensors.h"     // write_safetensors, fsync_directory
 #include "checkpoint/writer.h"          // write_pieces, add_records, slice_file_name
 #include "config/config.h"              // to_toml
-#include "models/gpt.h"                 // GptStage
+#include "models/model_stage.h"         // ModelStage
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext::world
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
@@ -51,7 +51,7 @@ void maybe_crash(const char* point, int64_t step) {
 /// The tensors this rank stores: its owned range of each parameter and optimizer state,
 /// cut into boxes of the global tensors.
 std::vector<StoredPiece> pieces_of(const TrainingState& state, const ParallelContext& ctx) {
-  GptStage& model = state.model;
+  ModelStage& model = state.model;
   ZeroOptimizer& opt = state.optimizer;
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp(), dp_rank = ctx.coord().dp;
   const bool separate_master = opt.state_dtype() != model.params().dtype();

@@ -71,10 +71,18 @@ void add_records(CheckpointIndex& index, const std::vector<std::string>& records
 }
 
 nlohmann::json model_json(const TrainConfig& c) {
-  return {{"arch", name_of(c.model.arch)}, {"layers", c.model.layers},
-          {"hidden", c.model.hidden},      {"heads", c.model.heads},
-          {"vocab", c.model.vocab},        {"padded_vocab", c.padded_vocab()},
-          {"seq_len", c.model.seq_len},    {"dtype", name_of(c.train.precision)}};
+  nlohmann::json m = {{"arch", name_of(c.model.arch)}, {"layers", c.model.layers},
+                      {"hidden", c.model.hidden},      {"heads", c.model.heads},
+                      {"vocab", c.model.vocab},        {"padded_vocab", c.padded_vocab()},
+                      {"seq_len", c.model.seq_len},    {"dtype", name_of(c.train.precision)}};
+  if (c.model.arch == ModelArch::kLlama) {
+    m["kv_heads"] = c.model.kv_head_count();
+    m["ffn_hidden"] = c.model.ffn_hidden;
+    m["rope_theta"] = c.model.rope_theta;
+    m["norm_eps"] = c.model.norm_eps;
+    m["tie_embeddings"] = c.model.tie_embeddings;
+  }
+  return m;
 }
 
 nlohmann::json layout_json(const TrainConfig& c) {

@@ -9,8 +9,8 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "models/gpt.h"                 // GptStage
-#include "models/model_config.h"        // gpt_options
+#include "models/model_config.h"        // make_model_stage
+#include "models/model_stage.h"         // ModelStage
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "parallel/world.h"             // world_communicator
@@ -45,10 +45,9 @@ int cmd_eval(const Args& args) {
   const auto& p = config.parallel;
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
                       p.timeout_s);
-  std::unique_ptr<GptStage> model;
+  std::unique_ptr<ModelStage> model;
   run_agreed(*job, [&] {
-    model = std::make_unique<GptStage>(gpt_options(config), ctx.tp(), ctx.coord().pp,
-                                       static_cast<int>(p.pp));
+    model = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp));
   });
   load_model_weights(*model, ctx, config, path, "");
   const EvalResult r = evaluate_token_file(*model, ctx, args.get("data"), K, T, B);

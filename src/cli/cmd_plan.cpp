@@ -66,6 +66,10 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.schedule = name_of(c.parallel.schedule);
   m.grad_reduce_dtype = name_of(c.parallel.grad_reduce_dtype);
   m.bucket_size = c.parallel.bucket_size;
+  m.llama = c.model.arch == ModelArch::kLlama;
+  m.kv_heads = c.model.kv_head_count();
+  m.ffn_hidden = m.llama ? c.model.ffn_hidden : 4 * c.model.hidden;
+  m.tied = !m.llama || c.model.tie_embeddings;
   return m;
 }
 

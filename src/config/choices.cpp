@@ -7,7 +7,8 @@ namespace trident {
 
 template <>
 const std::vector<ChoiceName<ModelArch>>& choice_names() {
-  static const std::vector<ChoiceName<ModelArch>> names = {{ModelArch::kGpt2, "gpt2"}};
+  static const std::vector<ChoiceName<ModelArch>> names = {{ModelArch::kGpt2, "gpt2"},
+                                                           {ModelArch::kLlama, "llama"}};
   return names;
 }
 

@@ -9,7 +9,7 @@
 namespace trident {
 
 /// model.arch
-enum class ModelArch { kGpt2 };
+enum class ModelArch { kGpt2, kLlama };
 /// train.precision: the dtype of parameters and activations.
 enum class Precision { kFp64, kFp32, kBf16 };
 /// parallel.schedule

@@ -22,6 +22,15 @@ struct ModelConfig {
   int64_t vocab = 256;
   int64_t seq_len = 32;
   int64_t vocab_multiple = 1;  ///< pad the embedding's rows to a multiple of this
+  // Llama only (RMSNorm, RoPE, SwiGLU, grouped-query attention):
+  int64_t kv_heads = 0;         ///< key/value heads; 0 means model.heads (multi-head)
+  int64_t ffn_hidden = 0;       ///< SwiGLU intermediate size; required for llama
+  double rope_theta = 10000;    ///< RoPE base
+  double norm_eps = 1e-5;       ///< RMSNorm epsilon
+  bool tie_embeddings = false;  ///< the output head shares the token embedding
+
+  /// The key/value heads the model has (kv_heads, or heads when it is 0).
+  int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
 };
 
 /// [parallel]: the layout and how the parallel machinery behaves.

@@ -32,6 +32,8 @@ constexpr ValueType value_type_of() {
     return ValueType::kInt;
   else if constexpr (std::is_same_v<T, double>)
     return ValueType::kFloat;
+  else if constexpr (std::is_same_v<T, bool>)
+    return ValueType::kBool;
   else
     return ValueType::kString;
 }
@@ -96,7 +98,8 @@ std::vector<KeySpec> build_schema() {
   const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}};
   return {
       {"model", "arch", choice_field(kModel, &M::arch), choices_of<ModelArch>(),
-       "model family; GPT-2 style for now"},
+       "model family: GPT-2 (LayerNorm, learned positions, GELU) or Llama (RMSNorm, RoPE, "
+       "SwiGLU, grouped-query attention)"},
       {"model", "layers", field(kModel, &M::layers), at_least(1), "transformer blocks"},
       {"model", "hidden", field(kModel, &M::hidden), at_least(1),
        "hidden size; divisible by heads"},
@@ -104,9 +107,19 @@ std::vector<KeySpec> build_schema() {
        "attention heads; divisible by parallel.tp"},
       {"model", "vocab", field(kModel, &M::vocab), at_least(1), "tokenizer vocabulary size"},
       {"model", "seq_len", field(kModel, &M::seq_len), at_least(1),
-       "tokens per sequence (and number of learned positions)"},
+       "tokens per sequence (gpt2: also the number of learned positions)"},
       {"model", "vocab_multiple", field(kModel, &M::vocab_multiple), at_least(1),
        "embedding rows are padded to a multiple of lcm(vocab_multiple, tp)"},
+      {"model", "kv_heads", field(kModel, &M::kv_heads), at_least(0),
+       "llama: key/value heads (grouped-query attention), dividing heads; 0 means heads, 1 is "
+       "multi-query"},
+      {"model", "ffn_hidden", field(kModel, &M::ffn_hidden), at_least(0),
+       "llama: the SwiGLU MLP's intermediate size (required); gpt2 leaves it 0 (4 * hidden)"},
+      {"model", "rope_theta", field(kModel, &M::rope_theta), above(0),
+       "llama: RoPE base, inv_freq = rope_theta^(-2i/head_dim)"},
+      {"model", "norm_eps", field(kModel, &M::norm_eps), above(0), "llama: RMSNorm epsilon"},
+      {"model", "tie_embeddings", field(kModel, &M::tie_embeddings), any(),
+       "llama: the output head shares the token embedding (gpt2 always ties it)"},
 
       {"parallel", "dp", field(kParallel, &P::dp), at_least(0),
        "data-parallel ranks; 0 derives it as world size / (pp * tp)"},
@@ -208,13 +221,15 @@ const char* type_name(ValueType type) {
       return "float";
     case ValueType::kString:
       return "string";
+    case ValueType::kBool:
+      return "boolean";
   }
   return "?";
 }
 
 bool Allowed::accepts(const ConfigValue& v) const {
   if (!choices.empty()) return std::find(choices.begin(), choices.end(), v) != choices.end();
-  if (std::holds_alternative<std::string>(v)) return true;
+  if (std::holds_alternative<std::string>(v) || std::holds_alternative<bool>(v)) return true;
   const double x = std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v))
                                                       : std::get<double>(v);
   if (!std::isfinite(x)) return false;
@@ -263,6 +278,7 @@ const KeySpec* find_key(const std::string& section, const std::string& key) {
 
 std::string format_value(const ConfigValue& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (const auto* x = std::get_if<double>(&v)) {
     char buf[64];
     const auto end = std::to_chars(buf, buf + sizeof(buf), *x).ptr;

@@ -34,6 +34,47 @@ void check_model_shape(TrainConfig& c, const Origins& origins, int, Errors& erro
   check_divisible(origins, errors, "model.layers", c.model.layers, "parallel.pp", c.parallel.pp);
 }
 
+/// Llama's grouped-query attention: query heads share kv heads, and tp splits both; a kv
+/// head is replicated on the tp ranks whose query heads read it when tp > kv_heads.
+void check_llama_shape(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ModelConfig& m = c.model;
+  if (m.arch != ModelArch::kLlama) {
+    if (m.kv_heads != 0 && m.kv_heads != m.heads)
+      errors.push_back(origins.where("model.kv_heads") +
+                       ": model.kv_heads = " + std::to_string(m.kv_heads) +
+                       " applies to model.arch = \"llama\" only; gpt2 has heads key/value heads; "
+                       "remove it or set model.arch = \"llama\"");
+    if (m.ffn_hidden != 0 && m.ffn_hidden != 4 * m.hidden)
+      errors.push_back(origins.where("model.ffn_hidden") +
+                       ": model.ffn_hidden = " + std::to_string(m.ffn_hidden) +
+                       " but gpt2's MLP is 4 * hidden = " + std::to_string(4 * m.hidden) +
+                       "; remove it or set model.arch = \"llama\"");
+    return;
+  }
+  const int64_t kv = m.kv_head_count(), tp = c.parallel.tp;
+  check_divisible(origins, errors, "model.heads", m.heads, "model.kv_heads", kv);
+  if ((m.hidden / m.heads) % 2 != 0)
+    errors.push_back(
+        origins.where("model.hidden") +
+        ": the head size model.hidden / model.heads = " + std::to_string(m.hidden / m.heads) +
+        " is odd; RoPE rotates pairs of features, so it must be even");
+  if (m.ffn_hidden == 0)
+    errors.push_back(origins.where("model.ffn_hidden") +
+                     ": model.arch = \"llama\" needs model.ffn_hidden, the SwiGLU intermediate "
+                     "size (e.g. 1536 for SmolLM-135M)");
+  else
+    check_divisible(origins, errors, "model.ffn_hidden", m.ffn_hidden, "parallel.tp", tp);
+  if (tp <= kv) {
+    check_divisible(origins, errors, "model.kv_heads", kv, "parallel.tp", tp);
+  } else if (tp % kv != 0) {
+    errors.push_back(origins.where("parallel.tp") + ": parallel.tp = " + std::to_string(tp) +
+                     " exceeds model.kv_heads = " + std::to_string(kv) +
+                     ", so each kv head is replicated on tp / kv_heads ranks, and that needs tp "
+                     "to be a multiple of kv_heads; use tp in " +
+                     divisors_of(kv) + " or a multiple of " + std::to_string(kv));
+  }
+}
+
 void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Errors& errors) {
   ParallelConfig& p = c.parallel;
   const int64_t model_parallel = p.pp * p.tp;
@@ -97,8 +138,8 @@ void check_schedule_lengths(TrainConfig& c, const Origins& origins, int, Errors&
 
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
-constexpr CrossCheck kCrossChecks[] = {check_model_shape, check_world_size, check_batch,
-                                       check_schedule_lengths};
+constexpr CrossCheck kCrossChecks[] = {check_model_shape, check_llama_shape, check_world_size,
+                                       check_batch, check_schedule_lengths};
 
 }  // namespace
 

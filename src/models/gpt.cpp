@@ -72,11 +72,8 @@ at::Tensor GptBlock::forward(const at::Tensor& x) {
 }
 
 GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
-    : o_(o),
-      tp_(tp),
-      stage_(stage),
-      stages_(stages),
-      params_(o.seed, tp.rank(), tp.size(), o.dtype) {
+    : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype}, o.seed, tp, stage, stages),
+      o_(o) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
               " is not divisible by parallel.pp = ", stages);
   TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,
@@ -112,10 +109,6 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
                                         /*tied_copy=*/true));
     }
   }
-}
-
-std::vector<int64_t> GptStage::activation_shape(int64_t micro_batch_size) const {
-  return {micro_batch_size, o_.seq_len, o_.hidden};
 }
 
 at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/model_stage.h"  // ModelStage
 #include "tensor_parallel/layers.h"
 #include "tensor_parallel/parameter.h"
 
@@ -43,31 +44,17 @@ class GptBlock : public torch::nn::Module {
 
 /// One pipeline stage of the GPT: stage `stage` of `stages` holds blocks
 /// [stage*L/stages, (stage+1)*L/stages).
-class GptStage : public torch::nn::Module {
+class GptStage : public ModelStage {
  public:
   GptStage(const GptOptions& o, Communicator& tp, int stage, int stages);
 
-  bool is_first() const { return stage_ == 0; }
-  bool is_last() const { return stage_ == stages_ - 1; }
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
+                     double loss_scale) override;
 
-  /// First stage: `input` is token ids (B, T) int64; otherwise the previous stage's
-  /// activations (B, T, C). Returns the activations (B, T, C) for the next stage, or, on
-  /// the last stage, the scalar sum of the per-token losses times `loss_scale` (one over
-  /// the global batch's token count, so that summing over micro-batches and dp ranks
-  /// gives the global mean).
-  at::Tensor forward(const at::Tensor& input, const at::Tensor& targets, double loss_scale);
-
-  /// The shape of the activations this stage receives or sends for a micro-batch.
-  std::vector<int64_t> activation_shape(int64_t micro_batch_size) const;
-
-  ParamRegistry& params() { return params_; }
   const GptOptions& options() const { return o_; }
 
  private:
   GptOptions o_;
-  Communicator& tp_;
-  int stage_, stages_;
-  ParamRegistry params_;
   std::shared_ptr<VocabParallelEmbedding> wte_;  // first stage, and the last (tied head)
   at::Tensor wpe_;
   std::vector<std::shared_ptr<GptBlock>> blocks_;

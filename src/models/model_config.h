@@ -1,10 +1,14 @@
 // The mapping from a TrainConfig to the model it describes: the one place where the
-// trainer, evaluation, conversion and the tools learn which GPT to build and in what dtype.
+// trainer, evaluation, conversion and the tools learn which model to build and in what dtype.
 #pragma once
 #include <c10/core/ScalarType.h>  // at::ScalarType
 
-#include "config/config.h"  // TrainConfig, Precision
-#include "models/gpt.h"     // GptOptions
+#include <memory>  // std::unique_ptr
+
+#include "config/config.h"       // TrainConfig, Precision
+#include "models/gpt.h"          // GptOptions
+#include "models/llama.h"        // LlamaOptions
+#include "models/model_stage.h"  // ModelStage
 
 namespace trident {
 
@@ -17,5 +21,13 @@ GptOptions gpt_options(const TrainConfig& config);
 /// Checks that this build and node can run on `device` (train.device), throwing an
 /// InputError that names what is missing and the fix when not.
 void check_device(Device device);
+
+/// The Llama a config describes (model.arch = "llama").
+LlamaOptions llama_options(const TrainConfig& config);
+
+/// Pipeline stage `stage` of `stages` of the model family model.arch names, sharded over
+/// the tp group `tp`.
+std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
+                                             int stages);
 
 }  // namespace trident

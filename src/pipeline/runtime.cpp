@@ -10,7 +10,7 @@
 #include <chrono>
 
 #include "common/memory_tracker.h"
-#include "models/gpt.h"
+#include "models/model_stage.h"
 #include "parallel/parallel_context.h"
 
 namespace trident {
@@ -32,7 +32,7 @@ void free_data(at::Tensor& t) {
 
 }  // namespace
 
-PipelineRuntime::PipelineRuntime(GptStage& stage, ParallelContext& ctx,
+PipelineRuntime::PipelineRuntime(ModelStage& stage, ParallelContext& ctx,
                                  const RuntimeOptions& options)
     : stage_(stage), ctx_(ctx), options_(options) {}
 

@@ -14,7 +14,7 @@
 #include "pipeline/schedule.h"
 
 namespace trident {
-class GptStage;
+class ModelStage;
 class ParallelContext;
 
 /// What a micro-batch gives the stage: token ids on the first stage, targets on the last.
@@ -59,7 +59,7 @@ struct StepResult {
 
 class PipelineRuntime {
  public:
-  PipelineRuntime(GptStage& stage, ParallelContext& ctx, const RuntimeOptions& options);
+  PipelineRuntime(ModelStage& stage, ParallelContext& ctx, const RuntimeOptions& options);
 
   /// Runs `schedule`; `micro_batch(k)` supplies micro-batch k's data; the last stage's
   /// loss is scaled by `loss_scale` (one over the global batch's token count).
@@ -81,7 +81,7 @@ class PipelineRuntime {
   int64_t bytes_in_transit();
   void wait_for_sends();
 
-  GptStage& stage_;
+  ModelStage& stage_;
   ParallelContext& ctx_;
   RuntimeOptions options_;
   struct PendingSend {

@@ -44,7 +44,36 @@ int64_t padded_vocab(const PlanModel& m, int tp) {
   return (m.vocab + multiple - 1) / multiple * multiple;
 }
 
+int64_t PlanModel::layer_matrix_params() const {
+  if (!llama) return 12 * hidden * hidden;
+  const int64_t kv = kv_heads > 0 ? kv_heads : heads;
+  const int64_t ffn = ffn_hidden > 0 ? ffn_hidden : 4 * hidden;
+  return 2 * hidden * hidden + 2 * hidden * kv * (hidden / heads) + 3 * hidden * ffn;
+}
+
+namespace {
+
+/// A Llama stage: k and v are split over min(tp, kv_heads) (replicated beyond), the
+/// other matrices over tp; the two RMSNorm weights are whole; no biases, no positions.
+int64_t llama_stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
+  const int64_t h = m.hidden, kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  const int64_t kv_params = 2 * h * kv * (h / m.heads);
+  const int64_t per_layer =
+      (m.layer_matrix_params() - kv_params) / tp + kv_params / std::min<int64_t>(tp, kv) + 2 * h;
+  int64_t n = m.layers / pp * per_layer;
+  const int64_t embedding = padded_vocab(m, tp) / tp * h;
+  if (stage == 0) n += embedding;
+  if (stage == pp - 1) {
+    n += h;                                 // final norm
+    if (!m.tied || pp > 1) n += embedding;  // the head, or the tied head's copy
+  }
+  return n;
+}
+
+}  // namespace
+
 int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
+  if (m.llama) return llama_stage_parameters(m, pp, tp, stage);
   const int64_t h = m.hidden;
   // Sharded over tp: qkv (3h^2 + 3h), attn.proj weight h^2, fc (4h^2 + 4h), mlp.proj
   // weight 4h^2. Whole on every tp rank: two norms (4h) and the row-parallel biases (2h).
@@ -59,11 +88,14 @@ int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
   return n;
 }
 
-int64_t total_parameters(const PlanModel& m) { return stage_parameters(m, 1, 1, 0); }
+int64_t total_parameters(const PlanModel& m) {
+  // One stage holds everything; a Llama's untied head is then counted beside the embedding.
+  return stage_parameters(m, 1, 1, 0);
+}
 
 double layer_forward_flops_per_token(const PlanModel& m) {
   const double h = static_cast<double>(m.hidden), s = static_cast<double>(m.seq_len);
-  return 2.0 * 12.0 * h * h + 2.0 * 2.0 * s * h;
+  return 2.0 * static_cast<double>(m.layer_matrix_params()) + 2.0 * 2.0 * s * h;
 }
 
 double head_forward_flops_per_token(const PlanModel& m, int tp) {

@@ -21,6 +21,16 @@ struct PlanModel {
   std::string schedule = "1f1b";           ///< "1f1b" or "gpipe"
   std::string grad_reduce_dtype = "fp32";  ///< payload of bf16 gradient reductions
   int64_t bucket_size = 1 << 20;           ///< elements per gradient bucket
+  // The Llama family: SwiGLU's three matrices, grouped-query attention's smaller k and v,
+  // RMSNorm without biases, RoPE instead of a position table, the head tied or not.
+  bool llama = false;
+  int64_t kv_heads = 0;    ///< 0: heads
+  int64_t ffn_hidden = 0;  ///< 0: 4 * hidden (GPT-2)
+  bool tied = true;        ///< GPT-2 always ties the head to the token embedding
+
+  /// Weights of the matrices of one layer, whole: GPT-2 12 h^2; Llama 2 h^2 (q, o) +
+  /// 2 h * kv_heads * head_dim (k, v) + 3 h * ffn_hidden (gate, up, down).
+  int64_t layer_matrix_params() const;
 };
 
 /// One way to run the job: the process grid, ZeRO stage, micro-batch size and
@@ -72,8 +82,8 @@ int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage);
 int64_t total_parameters(const PlanModel& m);
 
 /// Forward FLOPs of one token through one transformer layer, whole (not divided by tp):
-/// 2 per multiply-add of the 12 h^2 weights, and 2 * 2 * s * h for attention's two
-/// (s x s) products (trident computes the full square, masked).
+/// 2 per multiply-add of the layer's matrix weights (12 h^2 for GPT-2), and 2 * 2 * s * h
+/// for attention's two (s x s) products (trident computes the full square, masked).
 double layer_forward_flops_per_token(const PlanModel& m);
 
 /// Forward FLOPs of one token through the output head: 2 * padded_vocab * hidden.

@@ -17,6 +17,9 @@ std::string layout_problem(const PlanModel& m, const Layout& l, int devices, int
     why << "dp*pp*tp = " << l.world() << " is not the " << devices << " devices";
   } else if (m.heads % l.tp != 0) {
     why << "tp " << l.tp << " does not divide the " << m.heads << " heads";
+  } else if (m.llama && m.kv_heads > 0 && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0) {
+    why << "tp " << l.tp << " neither divides the " << m.kv_heads
+        << " kv heads nor is a multiple of them";
   } else if (l.tp > devices_per_node) {
     why << "tp " << l.tp << " is more than the " << devices_per_node << " devices of a node";
   } else if (m.layers % l.pp != 0) {

@@ -11,8 +11,8 @@ namespace trident {
 
 ColumnParallelLinear::ColumnParallelLinear(ParamRegistry& params, Communicator& tp,
                                            const std::string& name, const LinearOptions& o)
-    : tp_(tp) {
-  const ShardSpec split{0, o.fused_chunks};
+    : tp_(tp), replicas_(o.replicas) {
+  const ShardSpec split{0, o.fused_chunks, o.replicas};
   weight_ = register_parameter("weight", params.create({name + ".weight",
                                                         {o.out, o.in},
                                                         split,
@@ -20,12 +20,14 @@ ColumnParallelLinear::ColumnParallelLinear(ParamRegistry& params, Communicator& 
                                                         o.init_std,
                                                         -1,
                                                         /*weight_decay=*/true}));
-  bias_ =
-      register_parameter("bias", params.create({name + ".bias", {o.out}, split, InitKind::kZeros}));
+  if (o.bias)
+    bias_ = register_parameter("bias",
+                               params.create({name + ".bias", {o.out}, split, InitKind::kZeros}));
 }
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
-  return at::linear(copy_to_tp_region(x, tp_), weight_, bias_);
+  return at::linear(copy_to_tp_region(x, tp_), reduce_grad_over_replicas(weight_, tp_, replicas_),
+                    bias_);
 }
 
 RowParallelLinear::RowParallelLinear(ParamRegistry& params, Communicator& tp,
@@ -38,15 +40,17 @@ RowParallelLinear::RowParallelLinear(ParamRegistry& params, Communicator& tp,
                                                         o.init_std,
                                                         -1,
                                                         /*weight_decay=*/true}));
-  bias_ = register_parameter(
-      "bias", params.create({name + ".bias", {o.out}, ShardSpec{}, InitKind::kZeros}));
+  if (o.bias)
+    bias_ = register_parameter(
+        "bias", params.create({name + ".bias", {o.out}, ShardSpec{}, InitKind::kZeros}));
 }
 
 at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   // The bias is added once, after the partial products are summed over tp; without tp
   // the matmul adds it itself.
   if (tp_.size() == 1) return at::linear(x, weight_, bias_);
-  return reduce_from_tp_region(at::linear(x, weight_), tp_) + bias_;
+  at::Tensor y = reduce_from_tp_region(at::linear(x, weight_), tp_);
+  return bias_.defined() ? y + bias_ : y;
 }
 
 VocabParallelEmbedding::VocabParallelEmbedding(ParamRegistry& params, Communicator& tp,

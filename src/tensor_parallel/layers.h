@@ -16,25 +16,30 @@ struct LinearOptions {
   int64_t out = 0;
   double init_std = 0.02;  // of the weight; biases start at zero
   int fused_chunks = 1;    // column-parallel only: QKV is 3 blocks split separately
+  bool bias = true;        // Llama's projections have none
+  int replicas = 1;        // column-parallel only: tp ranks sharing a shard (kv heads)
 };
 
 /// y = x W^T + b with W's output dimension split over tp: each rank computes out/tp
-/// features of the full input. Weight (out/tp, in), bias (out/tp).
+/// features of the full input. Weight (out/tp, in), bias (out/tp). With `replicas` > 1,
+/// groups of that many ranks compute the same out*replicas/tp features, and the weight's
+/// gradient is summed over each group.
 class ColumnParallelLinear : public torch::nn::Module {
  public:
   ColumnParallelLinear(ParamRegistry& params, Communicator& tp, const std::string& name,
                        const LinearOptions& options);
-  /// x (..., in) replicated over tp -> (..., out/tp).
+  /// x (..., in) replicated over tp -> (..., out * replicas / tp).
   at::Tensor forward(const at::Tensor& x);
 
  private:
   Communicator& tp_;
-  at::Tensor weight_, bias_;
+  int replicas_;
+  at::Tensor weight_, bias_;  // bias_ undefined without a bias
 };
 
 /// y = x W^T + b with W's input dimension split over tp: each rank holds in/tp inputs and
 /// its partial outputs are summed over tp. Weight (out, in/tp); the bias (out) is
-/// replicated and added once after the sum.
+/// replicated and added once after the sum (none with `bias` false).
 class RowParallelLinear : public torch::nn::Module {
  public:
   RowParallelLinear(ParamRegistry& params, Communicator& tp, const std::string& name,

@@ -80,7 +80,34 @@ struct ScatterToTp : torch::autograd::Function<ScatterToTp> {
   }
 };
 
+struct ReduceGradOverReplicas : torch::autograd::Function<ReduceGradOverReplicas> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& w, int64_t comm,
+                            int64_t replicas) {
+    ctx->saved_data["comm"] = comm;
+    ctx->saved_data["replicas"] = replicas;
+    return w.view_as(w);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    Communicator& tp = unstash(ctx);
+    const int64_t replicas = ctx->saved_data["replicas"].toInt();
+    // One slot per group of replicas: a rank writes its part into its group's slot, and
+    // one all-reduce over tp sums every group at once (no sub-communicators needed).
+    const int64_t group = tp.rank() / replicas;
+    std::vector<int64_t> shape = grad[0].sizes().vec();
+    shape.insert(shape.begin(), tp.size() / replicas);
+    at::Tensor slots = at::zeros(shape, grad[0].options());  // (tp/replicas, ...)
+    slots[group].copy_(grad[0]);
+    tp.all_reduce(slots)->wait();
+    return {slots[group].clone(), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor reduce_grad_over_replicas(const at::Tensor& w, Communicator& tp, int replicas) {
+  if (replicas <= 1) return w;
+  return ReduceGradOverReplicas::apply(w, stash(tp), static_cast<int64_t>(replicas));
+}
 
 at::Tensor copy_to_tp_region(const at::Tensor& x, Communicator& tp) {
   return tp.size() == 1 ? x : CopyToTp::apply(x, stash(tp));

@@ -18,9 +18,20 @@ int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
 
 }  // namespace
 
+int copies_over_tp(const ShardSpec& shard, int tp_size) {
+  return shard.replicated() ? tp_size : shard.replicas;
+}
+
+bool is_primary_copy(const ShardSpec& shard, int tp_rank) {
+  return shard.replicated() ? tp_rank == 0 : tp_rank % shard.replicas == 0;
+}
+
 std::vector<int64_t> local_shape(const ParamSpec& spec, int tp_size) {
   std::vector<int64_t> shape = spec.global_shape;
   if (spec.shard.replicated()) return shape;
+  TORCH_CHECK(spec.shard.replicas >= 1 && tp_size % spec.shard.replicas == 0, "parameter ",
+              spec.name, ": ", spec.shard.replicas, " replicas do not divide tp = ", tp_size);
+  tp_size /= spec.shard.replicas;  // the number of distinct shards
   const int64_t n = shape.at(spec.shard.dim);
   TORCH_CHECK(n % (spec.shard.fused_chunks * tp_size) == 0, "parameter ", spec.name, ": dimension ",
               spec.shard.dim, " of size ", n, " does not split into ", spec.shard.fused_chunks,
@@ -34,6 +45,9 @@ std::vector<ShardSlice> shard_slices(const ParamSpec& spec, int tp_rank, int tp_
     const int64_t n = spec.global_shape.empty() ? 1 : spec.global_shape[0];
     return {{0, 0, n}};
   }
+  // Ranks of one group of replicas hold the same shard: split over the groups.
+  tp_rank /= spec.shard.replicas;
+  tp_size /= spec.shard.replicas;
   const int64_t global = spec.global_shape.at(spec.shard.dim);
   const int chunks = spec.shard.fused_chunks;
   const int64_t per_chunk = global / chunks;

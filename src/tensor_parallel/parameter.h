@@ -14,11 +14,20 @@ enum class InitKind { kNormal, kZeros, kOnes };
 
 /// How tp splits a parameter: `dim` < 0 means replicated on every tp rank. A fused
 /// parameter (QKV) is `fused_chunks` blocks along `dim`, each split over tp separately.
+/// With `replicas` > 1, groups of that many consecutive tp ranks hold the same shard
+/// (Llama's kv heads when tp > kv_heads): the split is over tp / replicas parts.
 struct ShardSpec {
   int dim = -1;
   int fused_chunks = 1;
+  int replicas = 1;
   bool replicated() const { return dim < 0; }
 };
+
+/// How many tp ranks hold each element of a parameter split as `shard`.
+int copies_over_tp(const ShardSpec& shard, int tp_size);
+/// Whether tp rank `tp_rank` holds the copy that checkpoints store and the gradient norm
+/// counts: the first rank of its group of copies.
+bool is_primary_copy(const ShardSpec& shard, int tp_rank);
 
 struct ParamSpec {
   std::string name;                   // layout-free, e.g. "h.3.attn.qkv.weight"

@@ -15,8 +15,9 @@
 
 namespace trident {
 
-EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std::string& data_path,
-                               int64_t sequences, int64_t seq_len, int64_t micro_batch) {
+EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
+                               const std::string& data_path, int64_t sequences, int64_t seq_len,
+                               int64_t micro_batch) {
   const int64_t K = sequences, T = seq_len;
   const int dp = ctx.grid().dp(), dp_rank = ctx.coord().dp;
   // This pipeline's windows, in micro-batches; read on the first and the last stage only.
@@ -25,9 +26,9 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
   std::vector<int32_t> tokens;
   run_agreed(ctx.world(), [&] {
     if (K < 1) throw InputError("eval: --sequences must be at least 1");
-    if (T < 1 || T > model.options().seq_len)
+    if (T < 1 || T > model.dims().seq_len)
       throw InputError("eval: --seq-len " + std::to_string(T) + " must be in [1, model.seq_len = " +
-                       std::to_string(model.options().seq_len) + "]");
+                       std::to_string(model.dims().seq_len) + "]");
     const data::TokenFile file = data::TokenFile::open(data_path);
     if (file.size() < K * T + 1)
       throw data::DataError("eval: data file " + data_path + " has " + std::to_string(file.size()) +
@@ -39,11 +40,11 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
       int32_t* out = tokens.data() + w * (T + 1);
       file.read(mine[w] * T, T + 1, out);
       for (int64_t t = 0; t <= T; ++t)
-        if (out[t] < 0 || out[t] >= model.options().vocab)
+        if (out[t] < 0 || out[t] >= model.dims().vocab)
           throw data::DataError(
               "eval: data file " + data_path + " has token " + std::to_string(out[t]) +
               " at position " + std::to_string(mine[w] * T + t) +
-              ", outside the model's vocabulary of " + std::to_string(model.options().vocab));
+              ", outside the model's vocabulary of " + std::to_string(model.dims().vocab));
     }
   });
 
@@ -64,8 +65,7 @@ EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std:
     if (model.is_first()) {
       input = ids;
     } else {
-      input = at::empty({B, T, model.options().hidden},
-                        at::TensorOptions().dtype(model.options().dtype));
+      input = at::empty({B, T, model.dims().hidden}, at::TensorOptions().dtype(model.dims().dtype));
       pp.recv(input, stage - 1, static_cast<int>(tag))->wait();
     }
     at::Tensor out = model.forward(input, targets, 1.0);

@@ -4,7 +4,7 @@
 #include <cstdint>  // int64_t
 #include <string>   // std::string
 
-#include "models/gpt.h"  // GptOptions, GptStage
+#include "models/model_stage.h"  // ModelStage
 
 namespace trident {
 class ParallelContext;
@@ -22,7 +22,8 @@ struct EvalResult {
 /// micro-batches of up to `micro_batch` windows. Collective over ctx's world; every rank
 /// returns the same result. Throws (on every rank alike) when the file is too short or
 /// holds a token outside the vocabulary.
-EvalResult evaluate_token_file(GptStage& model, ParallelContext& ctx, const std::string& data_path,
-                               int64_t sequences, int64_t seq_len, int64_t micro_batch = 4);
+EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
+                               const std::string& data_path, int64_t sequences, int64_t seq_len,
+                               int64_t micro_batch = 4);
 
 }  // namespace trident

@@ -49,7 +49,7 @@ int64_t count_parameters(Trainer& trainer, ParallelContext& ctx) {
   for (const auto& p : trainer.model().params().params()) {
     if (p.spec.tied_copy) continue;
     const double n = static_cast<double>(p.tensor.numel());
-    local += p.spec.shard.replicated() ? n / ctx.grid().tp() : n;
+    local += n / copies_over_tp(p.spec.shard, ctx.grid().tp());
   }
   at::Tensor t = at::full({1}, local, at::kDouble);
   ctx.model_parallel().all_reduce(t)->wait();

@@ -8,8 +8,8 @@
 #include <chrono>
 
 #include "data/token_source.h"
-#include "models/gpt.h"
 #include "models/model_config.h"
+#include "models/model_stage.h"
 #include "parallel/parallel_context.h"
 #include "pipeline/schedule_checker.h"
 #include "train/lr_schedule.h"
@@ -30,8 +30,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   source.markov_successors = config.data.markov_successors;
   source_ = data::open_source(source);
 
-  model_ = std::make_unique<GptStage>(gpt_options(config), ctx.tp(), ctx.coord().pp,
-                                      static_cast<int>(p.pp));
+  model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp));
   ZeroOptions zero;
   zero.stage = static_cast<int>(p.zero_stage);
   zero.bucket_size = p.bucket_size;
@@ -69,9 +68,15 @@ double Trainer::flops_per_step() const {
   const double h = static_cast<double>(m.hidden), L = static_cast<double>(m.layers);
   const double T = static_cast<double>(m.seq_len), V = static_cast<double>(config_.padded_vocab());
   const double tokens = static_cast<double>(config_.train.global_batch_size) * T;
-  // Matmul weights (12 h^2 per layer and the head) and attention's two T x T products:
-  // 2 FLOPs per multiply-add forward, twice that backward.
-  const double per_token = 6.0 * (12.0 * L * h * h + V * h) + 6.0 * 2.0 * L * T * h;
+  // Matmul weights per layer (GPT-2: 12 h^2; Llama: q and o h^2 each, k and v
+  // h * kv_heads * head_dim each, SwiGLU's three h * ffn_hidden) and the head, and
+  // attention's two T x T products: 2 FLOPs per multiply-add forward, twice that backward.
+  double matrices = 12.0 * h * h;
+  if (m.arch == ModelArch::kLlama) {
+    const double kv_dim = static_cast<double>(m.kv_head_count() * (m.hidden / m.heads));
+    matrices = 2.0 * h * h + 2.0 * h * kv_dim + 3.0 * h * static_cast<double>(m.ffn_hidden);
+  }
+  const double per_token = 6.0 * (matrices * L + V * h) + 6.0 * 2.0 * L * T * h;
   return per_token * tokens;
 }
 

@@ -13,7 +13,7 @@
 #include "pipeline/schedule.h"
 
 namespace trident {
-class GptStage;
+class ModelStage;
 class ParallelContext;
 class ZeroOptimizer;
 namespace data {
@@ -50,7 +50,7 @@ class Trainer {
   /// step, so the step is all of the trainer's own state (the optimizer keeps its own).
   void set_completed_steps(int64_t steps) { completed_ = steps; }
 
-  GptStage& model() { return *model_; }
+  ModelStage& model() { return *model_; }
   ZeroOptimizer& optimizer() { return *optimizer_; }
   const TrainConfig& config() const { return config_; }
   std::optional<double> loss_floor() const;
@@ -66,7 +66,7 @@ class Trainer {
   TrainConfig config_;
   ParallelContext& ctx_;
   std::unique_ptr<data::TokenSource> source_;
-  std::unique_ptr<GptStage> model_;
+  std::unique_ptr<ModelStage> model_;
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<PipelineRuntime> runtime_;
   pipeline::Schedule schedule_;

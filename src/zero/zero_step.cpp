@@ -50,7 +50,7 @@ double sum_of_squares(const at::Tensor& x) {
 double ZeroOptimizer::grad_norm() {
   wait_pending();
   const int dp_rank = ctx_.dp().rank();
-  const bool first_tp_rank = ctx_.tp().rank() == 0;
+  const int tp_rank = ctx_.tp().rank();
   double local = 0.0;
   for (const Group& g : groups_) {
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
@@ -58,8 +58,8 @@ double ZeroOptimizer::grad_norm() {
       const Range mine = g.layout.shard(b, dp_rank);
       for (size_t k : g.layout.buckets()[b].params) {
         const ParamSpec& spec = params_[g.params[k]].spec;
-        if (spec.tied_copy) continue;                             // counted on the first stage
-        if (spec.shard.replicated() && !first_tp_rank) continue;  // counted on tp rank 0
+        if (spec.tied_copy) continue;                         // counted on the first stage
+        if (!is_primary_copy(spec.shard, tp_rank)) continue;  // counted on one tp rank
         const Range part = g.layout.param_part(k, mine);
         if (part.size() == 0) continue;
         at::Tensor grad =

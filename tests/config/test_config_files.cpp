@@ -69,7 +69,8 @@ TEST_P(ExampleConfigs, parses_for_its_world_size_and_round_trips) {
 INSTANTIATE_TEST_SUITE_P(Configs, ExampleConfigs,
                          ::testing::Values(ExampleConfig{"tiny.toml", 1},
                                            ExampleConfig{"default.toml", 8},
-                                           ExampleConfig{"gpt2-124m.toml", 1}),
+                                           ExampleConfig{"gpt2-124m.toml", 1},
+                                           ExampleConfig{"smollm-135m.toml", 2}),
                          [](const auto& info) {
                            std::string name = info.param.file;
                            for (char& ch : name)

@@ -20,10 +20,16 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 }  // namespace
 
-std::string parity_config_toml(int global_batch_size, int steps) {
-  return "[model]\nlayers = 4\nhidden = 32\nheads = 4\nvocab = 64\nseq_len = 16\n"
-         "[train]\nglobal_batch_size = " +
-         std::to_string(global_batch_size) + "\nsteps = " + std::to_string(steps) +
+std::string parity_config_toml(int global_batch_size, int steps, const std::string& model) {
+  std::string llama;
+  if (model != "gpt2")
+    llama =
+        "arch = \"llama\"\nkv_heads = 2\nffn_hidden = 48\nrope_theta = 500.0\n"
+        "norm_eps = 1e-6\ntie_embeddings = " +
+        std::string(model == "llama_tied" ? "true" : "false") + "\n";
+  return "[model]\nlayers = 4\nhidden = 32\nheads = 4\nvocab = 64\nseq_len = 16\n" + llama +
+         "[train]\nglobal_batch_size = " + std::to_string(global_batch_size) +
+         "\nsteps = " + std::to_string(steps) +
          "\nseed = 7\nlog_every = 1\n"
          "[optimizer]\nlr = 0.01\nmin_lr = 0.001\nwarmup_steps = 2\nweight_decay = 0.1\n"
          "grad_clip = 1.0\n"
@@ -44,8 +50,8 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
       "train.precision=" + l.precision,
       "parallel.bucket_size=" + std::to_string(l.bucket_size),
   };
-  return parse_config(parity_config_toml(global_batch_size, steps), "<parity " + l.name + ">", sets,
-                      l.world());
+  return parse_config(parity_config_toml(global_batch_size, steps, l.model),
+                      "<parity " + l.name + ">", sets, l.world());
 }
 
 RunTrace train_steps(Trainer& trainer, int steps) {

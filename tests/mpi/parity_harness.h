@@ -15,8 +15,9 @@
 
 namespace trident::testing {
 
-/// The tiny model every parity test trains (4 layers so that pp 4 divides it).
-std::string parity_config_toml(int global_batch_size, int steps);
+/// The tiny model every parity test trains (4 layers so that pp 4 divides it): GPT-2, or
+/// with `model` "llama"/"llama_tied" a Llama with 4 heads over 2 kv heads and a SwiGLU of 48.
+std::string parity_config_toml(int global_batch_size, int steps, const std::string& model = "gpt2");
 
 struct RunTrace {
   std::vector<double> losses;

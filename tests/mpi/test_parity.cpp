@@ -9,6 +9,8 @@
 
 #include <algorithm>  // std::transform
 #include <iterator>   // std::begin, std::end, std::back_inserter
+#include <string>
+#include <vector>
 
 #include "mpi_cases.h"  // register_mpi_cases
 #include "parity_harness.h"
@@ -52,6 +54,37 @@ const Layout kLayouts[] = {
     {"dp2_pp2_tp2_1f1b_ckpt_zero2_fp32", 2, 2, 2, 2, "1f1b", true, 1, "fp32"},
 };
 
+/// A row for the Llama: 4 heads over 2 kv heads, so tp 4 replicates each kv head on two
+/// ranks; `model` "llama" leaves the head untied, "llama_tied" ties it to the embedding.
+Layout llama(Layout l, const std::string& model = "llama") {
+  l.name = model + "_" + l.name;
+  l.model = model;
+  return l;
+}
+
+const Layout kLlamaLayouts[] = {
+    llama({"tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}),
+    llama({"tp4_m4", 1, 1, 4, 0, "1f1b", false, 2}),
+    llama({"tp4_m4_fp32", 1, 1, 4, 0, "1f1b", false, 2, "fp32"}),
+    llama({"pp2_1f1b_ckpt", 1, 2, 1, 0, "1f1b", true, 2}),
+    llama({"pp4_1f1b", 1, 4, 1, 0, "1f1b", false, 1}),
+    llama({"pp4_1f1b_ckpt", 1, 4, 1, 0, "1f1b", true, 1}),
+    llama({"dp2_zero1", 2, 1, 1, 1, "1f1b", false, 2}),
+    llama({"dp2_zero2", 2, 1, 1, 2, "1f1b", false, 2}),
+    llama({"pp2_tp4_1f1b_ckpt", 1, 2, 4, 0, "1f1b", true, 2}),
+    llama({"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}),
+    llama({"tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, "llama_tied"),
+    llama({"pp2_1f1b_ckpt", 1, 2, 1, 0, "1f1b", true, 2}, "llama_tied"),
+    llama({"dp2_pp2_tp2_1f1b_ckpt_zero1", 2, 2, 2, 1, "1f1b", true, 1}, "llama_tied"),
+};
+
+/// Every row of both tables.
+std::vector<Layout> all_layouts() {
+  std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
+  all.insert(all.end(), std::begin(kLlamaLayouts), std::end(kLlamaLayouts));
+  return all;
+}
+
 class Parity : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(Parity, matches_the_single_process_run) {
@@ -64,6 +97,7 @@ TEST_P(Parity, matches_the_single_process_run) {
   const RunTrace got = train_steps(trainer, kSteps);
 
   Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, layout.precision};
+  single.model = layout.model;
   ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 120.0);
   Trainer reference(layout_config(single, kSteps), solo);
   const RunTrace want = train_steps(reference, kSteps);
@@ -84,16 +118,16 @@ TEST_P(Parity, matches_the_single_process_run) {
               fp64 ? "max element" : "tensor norm");
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, Parity, ::testing::ValuesIn(kLayouts),
+INSTANTIATE_TEST_SUITE_P(Layouts, Parity, ::testing::ValuesIn(all_layouts()),
                          [](const auto& info) { return info.param.name; });
 
 std::vector<MpiCase> parity_cases() {
   std::vector<MpiCase> cases;
-  std::transform(std::begin(kLayouts), std::end(kLayouts), std::back_inserter(cases),
-                 [](const Layout& l) {
-                   return MpiCase{"parity_" + l.name, l.world(),
-                                  "Layouts/Parity.matches_the_single_process_run/" + l.name};
-                 });
+  const std::vector<Layout> layouts = all_layouts();
+  std::transform(layouts.begin(), layouts.end(), std::back_inserter(cases), [](const Layout& l) {
+    return MpiCase{"parity_" + l.name, l.world(),
+                   "Layouts/Parity.matches_the_single_process_run/" + l.name};
+  });
   return cases;
 }
 const bool kRegistered = register_mpi_cases(parity_cases());

@@ -1,0 +1,151 @@
+// Llama forward pass over tensor-parallel layers.
+#include "models/llama.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
+#include <cmath>
+#include <limits>
+
+#include "parallel/communicator.h"
+#include "tensor_parallel/cross_entropy.h"
+#include "tensor_parallel/mappings.h"
+
+namespace trident {
+
+namespace {
+
+// Hugging Face's LlamaPreTrainedModel initialises every matrix with N(0, 0.02).
+constexpr double kInitStd = 0.02;
+
+at::Tensor norm_param(ParamRegistry& params, const std::string& name, int64_t hidden) {
+  return params.create({name, {hidden}, ShardSpec{}, InitKind::kOnes});
+}
+
+LinearOptions no_bias(int64_t in, int64_t out, int replicas = 1) {
+  LinearOptions o{in, out, kInitStd};
+  o.bias = false;
+  o.replicas = replicas;
+  return o;
+}
+
+}  // namespace
+
+LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptions& o,
+                       int64_t index, const RopeTables& rope)
+    : o_(o), rope_(rope) {
+  const int t = tp.size();
+  TORCH_CHECK(
+      o.heads % t == 0 && o.heads % o.kv_heads == 0 && (o.kv_heads % t == 0 || t % o.kv_heads == 0),
+      "llama: heads = ", o.heads, ", kv_heads = ", o.kv_heads, " do not split over tp = ", t);
+  const int replicas = o.kv_replicas(t);
+  local_heads_ = o.heads / t;
+  local_kv_heads_ = o.kv_heads * replicas / t;
+  const std::string p = "h." + std::to_string(index) + ".";
+  const int64_t c = o.hidden, hd = o.head_dim();
+  norm_1_weight_ = register_parameter("norm_1_weight", norm_param(params, p + "norm_1.weight", c));
+  q_ = register_module("q", std::make_shared<ColumnParallelLinear>(params, tp, p + "attn.q",
+                                                                   no_bias(c, o.heads * hd)));
+  k_ = register_module("k", std::make_shared<ColumnParallelLinear>(
+                                params, tp, p + "attn.k", no_bias(c, o.kv_heads * hd, replicas)));
+  v_ = register_module("v", std::make_shared<ColumnParallelLinear>(
+                                params, tp, p + "attn.v", no_bias(c, o.kv_heads * hd, replicas)));
+  o_proj_ = register_module(
+      "o", std::make_shared<RowParallelLinear>(params, tp, p + "attn.o", no_bias(o.heads * hd, c)));
+  norm_2_weight_ = register_parameter("norm_2_weight", norm_param(params, p + "norm_2.weight", c));
+  gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.gate",
+                                                                         no_bias(c, o.ffn_hidden)));
+  up_ = register_module("up", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.up",
+                                                                     no_bias(c, o.ffn_hidden)));
+  down_ = register_module("down", std::make_shared<RowParallelLinear>(params, tp, p + "mlp.down",
+                                                                      no_bias(o.ffn_hidden, c)));
+}
+
+at::Tensor LlamaBlock::attention(const at::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), hd = o_.head_dim();
+  at::Tensor q = q_->forward(x).view({B, T, local_heads_, hd}).transpose(1, 2);  // (B, H/tp, T, hd)
+  at::Tensor k =
+      k_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);  // (B, KVl, T, hd)
+  at::Tensor v = v_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);
+  q = apply_rope(q, rope_);
+  k = apply_rope(k, rope_);
+  // This rank's query heads are consecutive and so are its kv heads: local query head i
+  // reads local kv head i / group, as global head j reads kv head j / (heads / kv_heads).
+  const int64_t group = local_heads_ / local_kv_heads_;
+  if (group > 1) {
+    k = k.repeat_interleave(group, 1);  // (B, H/tp, T, hd)
+    v = v.repeat_interleave(group, 1);
+  }
+  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  at::Tensor future = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+  att = at::softmax(att, -1);                                // (B, H/tp, T, T)
+  at::Tensor y = at::matmul(att, v);                         // (B, H/tp, T, hd)
+  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
+  return o_proj_->forward(y);
+}
+
+at::Tensor LlamaBlock::forward(const at::Tensor& x) {
+  at::Tensor h = x + attention(rms_norm(x, norm_1_weight_, o_.norm_eps));
+  at::Tensor m = rms_norm(h, norm_2_weight_, o_.norm_eps);
+  return h + down_->forward(at::silu(gate_->forward(m)) * up_->forward(m));  // (B, T, C)
+}
+
+LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages)
+    : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype}, o.seed, tp, stage, stages),
+      o_(o),
+      rope_(rope_tables(o.seq_len, o.head_dim(), o.rope_theta, o.dtype)) {
+  TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
+              " is not divisible by parallel.pp = ", stages);
+  TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,
+              " is not divisible by tp = ", tp.size());
+  // "wte" is the name ZeRO and checkpoints know as the embedding the head shares.
+  const std::string embed_name = o.tie_embeddings ? "wte" : "embed";
+  if (is_first())
+    embed_ = register_module("embed", std::make_shared<VocabParallelEmbedding>(
+                                          params_, tp, embed_name, o.vocab, o.padded_vocab,
+                                          o.hidden, /*tied_copy=*/false));
+  const int64_t per_stage = o.layers / stages;
+  auto h = register_module("h", std::make_shared<torch::nn::Module>());
+  for (int64_t i = stage * per_stage; i < (stage + 1) * per_stage; ++i) {
+    blocks_.push_back(std::make_shared<LlamaBlock>(params_, tp, o, i, rope_));
+    h->register_module(std::to_string(i), blocks_.back());
+  }
+  if (!is_last()) return;
+  norm_f_weight_ =
+      register_parameter("norm_f_weight", norm_param(params_, "norm_f.weight", o.hidden));
+  if (o.tie_embeddings) {
+    if (!is_first())
+      embed_ = register_module("embed", std::make_shared<VocabParallelEmbedding>(
+                                            params_, tp, embed_name, o.vocab, o.padded_vocab,
+                                            o.hidden, /*tied_copy=*/true));
+  } else {
+    lm_head_ = register_parameter("lm_head", params_.create({"lm_head.weight",
+                                                             {o.padded_vocab, o.hidden},
+                                                             ShardSpec{0, 1},
+                                                             InitKind::kNormal,
+                                                             kInitStd,
+                                                             o.vocab,
+                                                             /*weight_decay=*/true}));
+    head_vocab_start_ = tp.rank() * (o.padded_vocab / tp.size());
+  }
+}
+
+at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& targets,
+                               double loss_scale) {
+  at::Tensor x = is_first() ? embed_->forward(input) : input;  // (B, T, C)
+  for (auto& block : blocks_) x = block->forward(x);
+  if (!is_last()) return x;
+
+  const int64_t B = x.size(0), T = x.size(1);
+  x = rms_norm(x, norm_f_weight_, o_.norm_eps);
+  const at::Tensor& head = o_.tie_embeddings ? embed_->weight() : lm_head_;  // (V/tp, C)
+  const int64_t vocab_start = o_.tie_embeddings ? embed_->vocab_start() : head_vocab_start_;
+  at::Tensor logits =
+      at::matmul(copy_to_tp_region(x, tp_).reshape({B * T, o_.hidden}), head.t());  // (B*T, V/tp)
+  at::Tensor losses =
+      vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_, vocab_start, o_.vocab);
+  return losses.sum() * loss_scale;
+}
+
+}  // namespace trident

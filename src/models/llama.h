@@ -1,0 +1,81 @@
+// Llama (as Hugging Face's LlamaForCausalLM computes it: RMSNorm, RoPE, SwiGLU MLP,
+// grouped-query attention, no biases) built from tensor-parallel layers and cut into
+// pipeline stages like the GPT.
+#pragma once
+#include <torch/nn/module.h>  // torch::nn::Module
+
+#include <memory>
+#include <vector>
+
+#include "models/llama_ops.h"    // RopeTables
+#include "models/model_stage.h"  // ModelStage
+#include "tensor_parallel/layers.h"
+#include "tensor_parallel/parameter.h"
+
+namespace trident {
+class Communicator;
+
+struct LlamaOptions {
+  int64_t layers = 2;
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;  // query head j reads kv head j / (heads / kv_heads)
+  int64_t ffn_hidden = 128;
+  int64_t vocab = 256;
+  int64_t padded_vocab = 256;  // a multiple of tp; the padding takes no probability
+  int64_t seq_len = 32;
+  double rope_theta = 10000;
+  double norm_eps = 1e-5;
+  bool tie_embeddings = false;
+  uint64_t seed = 1234;
+  at::ScalarType dtype = at::kFloat;
+
+  int64_t head_dim() const { return hidden / heads; }
+  /// tp ranks that hold the same kv heads: tp / kv_heads when tp exceeds kv_heads.
+  int kv_replicas(int tp) const { return tp > kv_heads ? static_cast<int>(tp / kv_heads) : 1; }
+};
+
+/// Pre-norm block: h = x + o(attn(rope(q), rope(k), v)(norm_1(x))), then
+/// h + down(silu(gate(m)) * up(m)) with m = norm_2(h). q, k, v, gate and up are
+/// column-parallel (separate matrices, as Hugging Face stores them), o and down row-parallel.
+class LlamaBlock : public torch::nn::Module {
+ public:
+  LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptions& o, int64_t index,
+             const RopeTables& rope);
+  /// x (B, T, C) replicated over tp -> (B, T, C).
+  at::Tensor forward(const at::Tensor& x);
+
+ private:
+  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  LlamaOptions o_;
+  const RopeTables& rope_;
+  int64_t local_heads_, local_kv_heads_;
+  at::Tensor norm_1_weight_, norm_2_weight_;
+  std::shared_ptr<ColumnParallelLinear> q_, k_, v_, gate_, up_;
+  std::shared_ptr<RowParallelLinear> o_proj_, down_;
+};
+
+/// One pipeline stage of the Llama: blocks [stage*L/stages, (stage+1)*L/stages), the token
+/// embedding on the first stage, the final norm, head and loss on the last. Tied: the head
+/// is the embedding ("wte.weight", copied to the last stage as the GPT does); untied: the
+/// embedding is "embed.weight" and the head "lm_head.weight", each on its own stage.
+class LlamaStage : public ModelStage {
+ public:
+  LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages);
+
+  at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
+                     double loss_scale) override;
+
+  const LlamaOptions& options() const { return o_; }
+
+ private:
+  LlamaOptions o_;
+  RopeTables rope_;                                // (seq_len, head_dim) each, shared by the blocks
+  std::shared_ptr<VocabParallelEmbedding> embed_;  // first stage; the last when tied
+  std::vector<std::shared_ptr<LlamaBlock>> blocks_;
+  at::Tensor norm_f_weight_;
+  at::Tensor lm_head_;  // untied head (V/tp, C), last stage
+  int64_t head_vocab_start_ = 0;
+};
+
+}  // namespace trident

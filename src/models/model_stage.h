@@ -1,0 +1,60 @@
+// What the pipeline runtime, ZeRO, evaluation and checkpoints need of a model family: one
+// pipeline stage of the model, its layout-free parameters, and the shape of what it
+// passes between stages. GptStage and LlamaStage implement it.
+#pragma once
+#include <ATen/core/Tensor.h>  // at::Tensor
+#include <torch/nn/module.h>   // torch::nn::Module
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor_parallel/parameter.h"  // ParamRegistry
+
+namespace trident {
+class Communicator;
+
+/// The sizes every model family shares, as users outside the model read them.
+struct StageDims {
+  int64_t hidden = 0;   // the activations' last dimension
+  int64_t vocab = 0;    // valid token ids are [0, vocab)
+  int64_t seq_len = 0;  // the longest sequence the model takes
+  at::ScalarType dtype = at::kFloat;
+};
+
+/// One pipeline stage of a model: stage `stage` of `stages` holds its share of the blocks,
+/// plus the embedding on the first stage and the final norm, head and loss on the last.
+class ModelStage : public torch::nn::Module {
+ public:
+  ModelStage(const StageDims& dims, uint64_t seed, Communicator& tp, int stage, int stages);
+  ~ModelStage() override = default;
+
+  bool is_first() const { return stage_ == 0; }
+  bool is_last() const { return stage_ == stages_ - 1; }
+
+  /// First stage: `input` is token ids (B, T) int64; otherwise the previous stage's
+  /// activations (B, T, C). Returns the activations (B, T, C) for the next stage, or, on
+  /// the last stage, the scalar sum of the per-token losses times `loss_scale` (one over
+  /// the global batch's token count, so that summing over micro-batches and dp ranks
+  /// gives the global mean).
+  virtual at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
+                             double loss_scale) = 0;
+
+  /// The shape of the activations this stage receives or sends for a micro-batch.
+  std::vector<int64_t> activation_shape(int64_t micro_batch_size) const {
+    return {micro_batch_size, dims_.seq_len, dims_.hidden};
+  }
+
+  /// This stage's parameters (its tp shard), in construction order.
+  ParamRegistry& params() { return params_; }
+  const StageDims& dims() const { return dims_; }
+
+ protected:
+  Communicator& tp_;
+  int stage_, stages_;
+  ParamRegistry params_;
+
+ private:
+  StageDims dims_;
+};
+
+}  // namespace trident

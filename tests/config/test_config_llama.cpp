@@ -1,0 +1,78 @@
+// The Llama keys: parsing (a boolean key among them) and the shape checks that name what
+// does not fit, with the file and line.
+#include <gmock/gmock.h>  // EXPECT_THAT, HasSubstr
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "config_test_util.h"
+
+namespace trident {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_config::error_of;
+
+const std::string kLlama =
+    "[model]\narch = \"llama\"\nlayers = 2\nhidden = 64\nheads = 8\nkv_heads = 2\n"
+    "ffn_hidden = 96\n";
+
+TEST(ConfigLlama, parses_the_llama_keys) {
+  const TrainConfig c = parse_config(kLlama +
+                                         "rope_theta = 500000.0\nnorm_eps = 1e-6\n"
+                                         "tie_embeddings = true\n",
+                                     "configs/x.toml", {}, 0);
+  EXPECT_EQ(c.model.arch, ModelArch::kLlama);
+  EXPECT_EQ(c.model.kv_head_count(), 2);
+  EXPECT_EQ(c.model.ffn_hidden, 96);
+  EXPECT_EQ(c.model.rope_theta, 500000.0);
+  EXPECT_EQ(c.model.norm_eps, 1e-6);
+  EXPECT_TRUE(c.model.tie_embeddings);
+  const TrainConfig back = parse_config(to_toml(c), "<string>", {}, 0);
+  EXPECT_EQ(to_toml(back), to_toml(c));
+  // A boolean through --set, and kv_heads 0 meaning heads.
+  const TrainConfig o =
+      parse_config(kLlama, "configs/x.toml", {"model.tie_embeddings=true", "model.kv_heads=0"}, 0);
+  EXPECT_TRUE(o.model.tie_embeddings);
+  EXPECT_EQ(o.model.kv_head_count(), 8);
+}
+
+TEST(ConfigLlama, boolean_key_refuses_other_types) {
+  EXPECT_THAT(error_of(kLlama + "tie_embeddings = 1\n"),
+              HasSubstr("configs/x.toml:8: model.tie_embeddings must be a boolean, got integer 1"));
+}
+
+TEST(ConfigLlama, heads_must_divide_by_kv_heads) {
+  EXPECT_THAT(error_of(kLlama, {"model.kv_heads=3"}),
+              HasSubstr("model.heads = 8 is not divisible by model.kv_heads = 3"));
+}
+
+TEST(ConfigLlama, ffn_hidden_is_required) {
+  EXPECT_THAT(error_of("[model]\narch = \"llama\"\nhidden = 64\nheads = 8\n"),
+              HasSubstr("model.arch = \"llama\" needs model.ffn_hidden"));
+}
+
+TEST(ConfigLlama, tp_beyond_kv_heads_must_be_a_multiple_of_them) {
+  // tp 4 > 2 kv heads: each kv head on 2 ranks, fine; tp 8 is fine too.
+  EXPECT_EQ(error_of(kLlama, {"parallel.tp=4"}), "");
+  EXPECT_EQ(error_of(kLlama, {"parallel.tp=8"}), "");
+  const std::string six_heads =
+      "[model]\narch = \"llama\"\nhidden = 96\nheads = 12\nkv_heads = 4\nffn_hidden = 96\n";
+  EXPECT_THAT(error_of(six_heads, {"parallel.tp=6"}),
+              HasSubstr("parallel.tp = 6 exceeds model.kv_heads = 4, so each kv head is "
+                        "replicated on tp / kv_heads ranks, and that needs tp to be a multiple "
+                        "of kv_heads; use tp in {1, 2, 4} or a multiple of 4"));
+  EXPECT_THAT(error_of(six_heads, {"model.kv_heads=6", "parallel.tp=4"}),
+              HasSubstr("model.kv_heads = 6 is not divisible by parallel.tp = 4"));
+}
+
+TEST(ConfigLlama, gpt2_refuses_llama_only_keys) {
+  EXPECT_THAT(error_of("[model]\nheads = 4\nkv_heads = 2\n"),
+              HasSubstr("model.kv_heads = 2 applies to model.arch = \"llama\" only"));
+}
+
+TEST(ConfigLlama, odd_head_size_cannot_rotate) {
+  EXPECT_THAT(error_of(kLlama, {"model.hidden=72"}), HasSubstr("is odd; RoPE rotates pairs"));
+}
+
+}  // namespace
+}  // namespace trident

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Hugging Face Llama files against an independent numpy forward written from HF's math
+# (tests/reference/llama_forward.py): `trident eval` at tp 1 and tp 2 of random GQA files,
+# untied and tied, single-file and sharded, equals it to 1e-9 (F64 files, fp64) and 1e-5
+# (F32 and BF16 files, fp32); the reference with Meta's interleaved RoPE does not (the test
+# tells the two orders apart).
+set -u
+trident=$1 root=$2
+py=/usr/bin/python3  # Debian's python3 with python3-numpy
+ref="$root/tests/reference/llama_forward.py"
+fail() { echo "FAIL: $*"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() { local np=$1; shift; mpirun -np "$np" --oversubscribe --bind-to none "$trident" "$@"; }
+loss_of() { $py -c "import json,sys; print(repr(json.loads(sys.stdin.read().strip().splitlines()[-1])['loss']))"; }
+close() {  # $1 $2 within relative $3
+  $py -c "import sys; a,b,t=map(float,sys.argv[1:]); sys.exit(0 if abs(a-b) <= t*abs(b) else 1)" "$1" "$2" "$3"
+}
+$py -c "import numpy" 2>/dev/null || fail "python3-numpy is missing (scripts/setup.sh installs it)"
+$py - "$tmp/tokens.bin" <<'PY'
+import random, struct, sys
+random.seed(5)
+open(sys.argv[1], "wb").write(struct.pack("<400H", *[random.randrange(61) for _ in range(400)]))
+PY
+K=6 T=16
+
+check_files() {  # name, make-args, precision, tolerance
+  local name=$1 args=$2 precision=$3 tol=$4 want got
+  # shellcheck disable=SC2086
+  $py "$ref" make "$tmp/$name" $args || fail "make $name"
+  want=$($py "$ref" loss "$tmp/$name" "$tmp/tokens.bin" --sequences $K --seq-len $T) || fail "reference $name"
+  for tp in 1 2; do
+    got=$(run "$tp" eval --checkpoint "$tmp/$name" --data "$tmp/tokens.bin" --sequences $K --seq-len $T \
+      --set parallel.tp=$tp --set train.precision="$precision" 2>&1) || fail "eval $name tp$tp: $got"
+    got=$(echo "$got" | loss_of)
+    close "$got" "$want" "$tol" || fail "$name at tp $tp: trident $got, reference $want (tolerance $tol)"
+    echo "$name tp$tp: trident $got reference $want"
+  done
+}
+check_files f64_gqa_untied "--dtype F64 --kv-heads 2 --seed 1" fp64 1e-9
+check_files f64_mqa_tied_sharded "--dtype F64 --kv-heads 1 --tied --sharded --seed 2" fp64 1e-9
+check_files f32_gqa_untied "--dtype F32 --kv-heads 2 --seed 3" fp32 1e-5
+check_files bf16_gqa_tied "--dtype BF16 --kv-heads 2 --tied --seed 4" fp32 1e-5
+
+# The comparison is sensitive to RoPE's order: Meta's interleaved pairs give another loss.
+hf=$($py "$ref" loss "$tmp/f64_gqa_untied" "$tmp/tokens.bin" --sequences $K --seq-len $T)
+meta=$($py "$ref" loss "$tmp/f64_gqa_untied" "$tmp/tokens.bin" --sequences $K --seq-len $T --rope interleaved)
+close "$meta" "$hf" 1e-6 && fail "interleaved RoPE gives the same loss ($meta) as HF's ($hf)"
+
+echo "OK"
