@@ -93,7 +93,7 @@ constexpr auto kCkpt = &TrainConfig::checkpoint;
 constexpr auto kLog = &TrainConfig::logging;
 
 std::vector<KeySpec> build_schema() {
-  const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}};
+  const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}};
   return {
       {"model", "arch", choice_field(kModel, &M::arch), choices_of<ModelArch>(),
        "model family; GPT-2 style for now"},
@@ -115,7 +115,8 @@ std::vector<KeySpec> build_schema() {
       {"parallel", "tp", field(kParallel, &P::tp), at_least(1),
        "tensor-parallel ranks; divides model.heads"},
       {"parallel", "zero_stage", field(kParallel, &P::zero_stage), one_of(zero_stages),
-       "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients"},
+       "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients, "
+       "3 also shard parameters (gathered per layer on use)"},
       {"parallel", "schedule", choice_field(kParallel, &P::schedule),
        choices_of<PipelineSchedule>(), "pipeline schedule"},
       {"parallel", "activation_checkpointing",

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/layer_scope.h"
 #include "tensor_parallel/layers.h"
 #include "tensor_parallel/parameter.h"
 
@@ -63,6 +64,13 @@ class GptStage : public torch::nn::Module {
   ParamRegistry& params() { return params_; }
   const GptOptions& options() const { return o_; }
 
+  /// The stage's layers in forward order (the first stage's embeddings, each block, the
+  /// last stage's final norm and head), each as the indices into params().params() of the
+  /// parameters it reads. The tied embedding belongs to both the embeddings and the head.
+  const std::vector<std::vector<size_t>>& layer_units() const { return units_; }
+  /// Reports every layer's forward and backward to `scope` (nullptr: to no one).
+  void set_layer_scope(LayerScope* scope) { scope_ = scope; }
+
  private:
   GptOptions o_;
   Communicator& tp_;
@@ -72,6 +80,8 @@ class GptStage : public torch::nn::Module {
   at::Tensor wpe_;
   std::vector<std::shared_ptr<GptBlock>> blocks_;
   at::Tensor ln_f_weight_, ln_f_bias_;
+  std::vector<std::vector<size_t>> units_;
+  LayerScope* scope_ = nullptr;
 };
 
 }  // namespace trident

@@ -40,7 +40,9 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   adamw.beta2 = config.optimizer.beta2;
   adamw.eps = config.optimizer.eps;
   adamw.weight_decay = config.optimizer.weight_decay;
-  optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw);
+  optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw,
+                                               model_->layer_units());
+  model_->set_layer_scope(optimizer_->layer_scope());
 
   RuntimeOptions runtime;
   runtime.checkpointing = p.activation_checkpointing == ActivationCheckpointing::kFull;

@@ -10,6 +10,7 @@
 
 #include "models/gpt.h"
 #include "tensor_parallel/parameter.h"
+#include "zero/zero_optimizer.h"  // gather_params
 
 namespace trident::testing {
 
@@ -65,6 +66,7 @@ double max_weight_difference(Trainer& layout, const ParallelContext& ctx, Traine
     full[p.spec.name] = p.tensor.detach().to(at::kDouble);
   double worst = 0;
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
+  layout.optimizer().gather_params();  // ZeRO stage 3: whole parameters, on purpose
   for (const auto& p : layout.model().params().params()) {
     at::Tensor expected = cut_shard(p.spec, tp_rank, tp, full.at(p.spec.name));
     at::Tensor got = p.tensor.detach().to(at::kDouble);
@@ -83,6 +85,7 @@ double max_weight_difference(Trainer& layout, const ParallelContext& ctx, Traine
     if (expected.abs().max().item<double>() > 0) worst = std::max(worst, d);
     if (std::getenv("TRIDENT_PARITY_DEBUG")) std::printf("  %s %.3g\n", p.spec.name.c_str(), d);
   }
+  layout.optimizer().release_params();
   return worst;
 }
 

@@ -50,6 +50,15 @@ const Layout kLayouts[] = {
     {"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1},
     {"dp2_zero2_fp32", 2, 1, 1, 2, "1f1b", false, 2, "fp32"},
     {"dp2_pp2_tp2_1f1b_ckpt_zero2_fp32", 2, 2, 2, 2, "1f1b", true, 1, "fp32"},
+    // ZeRO stage 3: parameters gathered per layer, with tp, pp, checkpointing, and several
+    // micro-batches per dp rank.
+    {"dp2_zero3", 2, 1, 1, 3, "1f1b", false, 4},
+    {"dp4_zero3", 4, 1, 1, 3, "1f1b", false, 2},
+    {"dp2_zero3_m4", 2, 1, 1, 3, "1f1b", false, 1},
+    {"dp2_tp2_zero3", 2, 1, 2, 3, "1f1b", false, 2},
+    {"dp2_pp2_1f1b_ckpt_zero3", 2, 2, 1, 3, "1f1b", true, 1},
+    {"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1},
+    {"dp2_pp2_1f1b_zero3", 2, 2, 1, 3, "1f1b", false, 1},
 };
 
 class Parity : public ::testing::TestWithParam<Layout> {};
