@@ -18,6 +18,8 @@ enum class PipelineSchedule { kGpipe, kOneFOneB };
 enum class ActivationCheckpointing { kNone, kFull };
 /// parallel.grad_reduce_dtype: the dtype gradients travel in between dp ranks.
 enum class ReduceDtype { kFp32, kBf16 };
+/// A feature switched on or off (parallel.zero3_prefetch, ...).
+enum class Toggle { kOn, kOff };
 
 /// One value of a choice and its name in config files ("1f1b").
 template <typename E>
@@ -52,5 +54,6 @@ std::ostream& operator<<(std::ostream& out, Precision value);
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value);
 std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value);
 std::ostream& operator<<(std::ostream& out, ReduceDtype value);
+std::ostream& operator<<(std::ostream& out, Toggle value);
 
 }  // namespace trident

@@ -128,6 +128,18 @@ std::vector<KeySpec> build_schema() {
        "seconds a collective may take before the job aborts with a message"},
       {"parallel", "grad_reduce_dtype", choice_field(kParallel, &P::grad_reduce_dtype),
        choices_of<ReduceDtype>(), "dtype gradients are reduced in"},
+      {"parallel", "zero3_prefetch", choice_field(kParallel, &P::zero3_prefetch),
+       choices_of<Toggle>(),
+       "ZeRO 3: all-gather the next layer's parameters while the current layer computes"},
+      {"parallel", "zero3_max_live_layers", field(kParallel, &P::zero3_max_live_layers),
+       at_least(1),
+       "ZeRO 3: layers whose parameters are gathered at once, the prefetched one included"},
+      {"parallel", "zero3_persist_below", field(kParallel, &P::zero3_persist_below), at_least(0),
+       "ZeRO 3: parameters of fewer elements (norms, biases) stay gathered on every rank"},
+      {"parallel", "zero3_reshard_after_forward",
+       choice_field(kParallel, &P::zero3_reshard_after_forward), choices_of<Toggle>(),
+       "ZeRO 3: release a layer after its forward and gather it again for its backward (on), "
+       "or keep every layer gathered from its first forward to the step's end (off)"},
 
       {"train", "micro_batch_size", field(kTrain, &T::micro_batch_size), at_least(1),
        "sequences per micro-batch"},

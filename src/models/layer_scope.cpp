@@ -14,20 +14,24 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // A pointer travels through the context as an integer: saved_data holds IValues only.
-int64_t to_int(LayerScope* scope) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(scope)); }
+int64_t to_int(LayerScope* scope) {
+  return static_cast<int64_t>(reinterpret_cast<intptr_t>(scope));
+}
 LayerScope* to_scope(const c10::IValue& v) {
   return reinterpret_cast<LayerScope*>(static_cast<intptr_t>(v.toInt()));
 }
 
 /// Identity on a layer's output; its backward runs first among the layer's nodes.
 struct BeforeLayerBackward : torch::autograd::Function<BeforeLayerBackward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& y, int64_t scope, int64_t unit) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& y, int64_t scope,
+                            int64_t unit) {
     ctx->saved_data["scope"] = scope;
     ctx->saved_data["unit"] = unit;
     return y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    to_scope(ctx->saved_data["scope"])->begin_backward(static_cast<int>(ctx->saved_data["unit"].toInt()));
+    to_scope(ctx->saved_data["scope"])
+        ->begin_backward(static_cast<int>(ctx->saved_data["unit"].toInt()));
     return {grads[0], at::Tensor(), at::Tensor()};
   }
 };
@@ -36,13 +40,15 @@ struct BeforeLayerBackward : torch::autograd::Function<BeforeLayerBackward> {
 /// the input's gradient has run (which, in a layer whose every op depends on its input, is
 /// every node that reads the layer's parameters).
 struct AfterLayerBackward : torch::autograd::Function<AfterLayerBackward> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t scope, int64_t unit) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t scope,
+                            int64_t unit) {
     ctx->saved_data["scope"] = scope;
     ctx->saved_data["unit"] = unit;
     return x;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    to_scope(ctx->saved_data["scope"])->end_backward(static_cast<int>(ctx->saved_data["unit"].toInt()));
+    to_scope(ctx->saved_data["scope"])
+        ->end_backward(static_cast<int>(ctx->saved_data["unit"].toInt()));
     return {grads[0], at::Tensor(), at::Tensor()};
   }
 };

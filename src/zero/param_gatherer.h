@@ -1,10 +1,12 @@
 // ZeRO stage 3's parameter gathering: each parameter lives as this rank's dp shard of its
-// bucket; a layer's buckets are all-gathered into fresh buffers before the layer runs and
-// dropped after, counted so that a bucket two layers share is gathered once.
+// bucket; a layer's buckets are all-gathered into fresh buffers before the layer runs (the
+// next layer's prefetched meanwhile) and dropped after, counted so that a bucket two
+// layers share is gathered once.
 #pragma once
 #include <ATen/core/Tensor.h>  // at::Tensor
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/layer_scope.h"         // LayerScope
@@ -13,6 +15,13 @@
 #include "zero/bucket_layout.h"         // BucketLayout
 
 namespace trident {
+
+/// How stage 3 gathers (parallel.zero3_* in the config).
+struct GatherOptions {
+  bool prefetch = true;               // post the next layer's gather when one begins
+  int max_live_layers = 2;            // layers held at once, the prefetched one included
+  bool reshard_after_forward = true;  // false: a layer stays gathered until the step ends
+};
 
 /// One flat buffer as the gatherer sees it: its layout, the rank's shard space (the
 /// parameters' values this rank owns, bucket after bucket) and its parameters.
@@ -29,17 +38,21 @@ struct ShardedBuffer {
 /// read at backward time, which is why the layer's backward gathers it again.
 class ParamGatherer : public LayerScope {
  public:
-  /// `units`: per layer, the indices of the parameters it reads (GptStage::layer_units()).
-  /// Parameters in no unit are gathered for good (nothing would gather them otherwise).
+  /// `units`: per layer, the indices of the parameters it reads (GptStage::layer_units());
+  /// parameters in none of `buffers` (kept whole elsewhere) are skipped.
   ParamGatherer(std::vector<Parameter>& params, std::vector<ShardedBuffer> buffers,
-                Communicator& dp, const std::vector<std::vector<size_t>>& units);
+                Communicator& dp, const std::vector<std::vector<size_t>>& units,
+                const GatherOptions& options);
 
-  void begin_forward(int unit) override { acquire_unit(unit); }
-  void end_forward(int unit) override { release_unit(unit); }
-  void begin_backward(int unit) override { acquire_unit(unit); }
-  void end_backward(int unit) override { release_unit(unit); }
+  void begin_forward(int unit) override { acquire_unit(unit, +1); }
+  void end_forward(int unit) override;
+  void begin_backward(int unit) override { acquire_unit(unit, -1); }
+  void end_backward(int unit) override;
 
-  /// Drops every gathered bucket (after a backward; before the shards change).
+  /// After a micro-batch's backward: drops what the backward left gathered (the first
+  /// stage's embeddings), unless layers stay gathered until the step ends.
+  void end_micro_batch();
+  /// Drops every gathered bucket (before the shards change).
   void release_all();
   /// Gathers every parameter, on purpose (export, tests); release_all() undoes it.
   void gather_all();
@@ -49,6 +62,11 @@ class ParamGatherer : public LayerScope {
   int64_t gathered_bytes() const { return gathered_bytes_; }
   int64_t peak_gathered_bytes() const { return peak_bytes_; }
   void reset_peak() { peak_bytes_ = gathered_bytes_; }
+  /// The bytes of unit `unit`'s buckets, gathered.
+  int64_t unit_bytes(int unit) const;
+  int num_units() const { return static_cast<int>(units_.size()); }
+  /// Gathers (all-gather calls of a layer) since construction.
+  int64_t unit_gathers() const { return unit_gathers_; }
 
  private:
   struct BucketRef {
@@ -56,23 +74,32 @@ class ParamGatherer : public LayerScope {
   };
   struct BucketState {
     int refs = 0;
-    int pinned = 0;   // references that release_all() keeps (parameters of no layer)
+    int pinned = 0;   // references release_all() keeps (parameters of no layer)
     at::Tensor data;  // (bucket.numel) param dtype, while gathered
+    WorkHandle work;  // the all-gather filling `data`, until it is waited on
   };
-  void acquire_unit(int unit);
+  void acquire_unit(int unit, int direction);
+  void hold_unit(int unit);
   void release_unit(int unit);
+  void check_order(int unit);
   void acquire(const BucketRef& r);
+  void make_ready(const BucketRef& r);
   void release(const BucketRef& r);
   void detach_params(const BucketRef& r);
   BucketState& state(const BucketRef& r) { return states_[r.buffer][r.bucket]; }
+  int live_units() const;
 
   std::vector<Parameter>& params_;
   std::vector<ShardedBuffer> buffers_;
   Communicator& dp_;
+  GatherOptions options_;
   std::vector<std::vector<int64_t>> shapes_;   // per parameter, its (tp-shard) shape
   std::vector<std::vector<BucketRef>> units_;  // per unit, the buckets it reads
+  std::vector<std::string> unit_names_;        // per unit, its first parameter's name
+  std::vector<int> holds_;                     // per unit: acquisitions not yet released
+  std::vector<bool> prefetched_;               // per unit: held by a prefetch, not yet used
   std::vector<std::vector<BucketState>> states_;
-  int64_t gathered_bytes_ = 0, peak_bytes_ = 0;
+  int64_t gathered_bytes_ = 0, peak_bytes_ = 0, unit_gathers_ = 0;
 };
 
 }  // namespace trident

@@ -11,17 +11,11 @@
 #include <algorithm>  // std::fill
 
 #include "parallel/parallel_context.h"  // ParallelContext
+#include "zero/buffer_assignment.h"     // assign_buffers, kPersistentBuffer
 
 namespace trident {
 
 namespace {
-
-/// The token embedding, tied to the output head; it gets a flat buffer of its own.
-constexpr const char* kTokenEmbedding = "wte.weight";
-
-bool is_tied_embedding(const ParamSpec& spec) {
-  return spec.tied_copy || spec.name == kTokenEmbedding;
-}
 
 bool is_16_bit(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
 
@@ -69,13 +63,16 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   transport_dtype_ = is_16_bit(param_dtype_) ? zero.reduce_dtype : param_dtype_;
 
   // Group 0: the tied embedding, alone, so its dp partition is the same on the first and
-  // the last stage. Group 1: everything else.
-  groups_.resize(2);
+  // the last stage. Group 1: everything else, but in stage 3 the small parameters, which
+  // group 2 keeps whole (see zero/buffer_assignment.h).
+  std::vector<int64_t> numels;
+  for (const Parameter& p : params) numels.push_back(p.tensor.numel());
+  const auto assigned = assign_buffers(params, numels, zero.stage, zero.persist_below);
+  groups_.resize(assigned.size());
   where_.resize(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const size_t gi = is_tied_embedding(params[i].spec) ? 0 : 1;
-    where_[i] = {gi, groups_[gi].params.size()};
-    groups_[gi].params.push_back(i);
+  for (size_t gi = 0; gi < assigned.size(); ++gi) {
+    groups_[gi].params = assigned[gi];
+    for (size_t k = 0; k < assigned[gi].size(); ++k) where_[assigned[gi][k]] = {gi, k};
   }
   for (Group& g : groups_) build_group(g, zero);
 
@@ -113,7 +110,9 @@ void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) 
   // Each rank keeps its shard of every bucket; the whole buffer it was cut from goes.
   const int dp_rank = ctx_.dp().rank();
   std::vector<ShardedBuffer> buffers;
-  for (Group& g : groups_) {
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    if (gi == kPersistentBuffer) continue;  // whole on every rank, as in stage 2
     g.param_shard = at::empty({g.layout.shard_space_numel()}, g.data.options());
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       const Range mine = g.layout.shard(b, dp_rank);
@@ -123,7 +122,8 @@ void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) 
     g.data = at::Tensor();
     buffers.push_back({&g.layout, g.param_shard, g.params});
   }
-  gatherer_ = std::make_unique<ParamGatherer>(params_, std::move(buffers), ctx_.dp(), units);
+  gatherer_ =
+      std::make_unique<ParamGatherer>(params_, std::move(buffers), ctx_.dp(), units, zero_.gather);
 }
 
 void ZeroOptimizer::gather_params() {
@@ -225,7 +225,7 @@ void ZeroOptimizer::end_backward() {
   in_backward_ = false;
   // Layers whose backward ends at the stage's input (the first stage's embeddings) are
   // released here; nothing stays gathered between micro-batches.
-  if (gatherer_) gatherer_->release_all();
+  if (gatherer_) gatherer_->end_micro_batch();
   poll();
 }
 
@@ -352,6 +352,7 @@ void ZeroOptimizer::reduce_gradients() {
     }
   }
   in_backward_ = false;
+  if (gatherer_) gatherer_->release_all();  // layers kept gathered through the step
   wait_pending();
   reduce_tied_embedding();
 }

@@ -27,7 +27,9 @@ class ParallelContext;
 struct ZeroOptions {
   int stage = 0;                             // 0, 1, 2 or 3
   int64_t bucket_size = 1 << 20;             // elements per reduction, at least
-  at::ScalarType reduce_dtype = at::kFloat;  // stage 2 payload for bf16 params: fp32 or bf16
+  at::ScalarType reduce_dtype = at::kFloat;  // stage 2/3 payload for bf16 params: fp32 or bf16
+  GatherOptions gather;                      // stage 3
+  int64_t persist_below = 100000;            // stage 3: smaller parameters stay whole
 };
 
 /// AdamW's hyper-parameters; the learning rate comes with each step.

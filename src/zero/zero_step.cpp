@@ -119,9 +119,9 @@ void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_sca
 
 void ZeroOptimizer::all_gather_params() {
   Communicator& dp = ctx_.dp();
-  // Stage 3 gathers on use instead.
-  if (zero_.stage == 0 || zero_.stage == 3 || dp.size() == 1) return;
+  if (zero_.stage == 0 || dp.size() == 1) return;
   for (Group& g : groups_) {
+    if (g.param_shard.defined()) continue;  // stage 3 gathers on use instead
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       const Bucket& bucket = g.layout.buckets()[b];
       const Range mine = g.layout.shard(b, dp.rank());

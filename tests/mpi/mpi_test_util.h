@@ -20,6 +20,7 @@ struct Layout {
   int micro_batch_size = 2;
   std::string precision = "fp64";
   int64_t bucket_size = 2000;  // elements; small, so that gradients are reduced in several buckets
+  std::vector<std::string> sets = {};  // further config overrides, "section.key=value"
   int world() const { return dp * pp * tp; }
 };
 
