@@ -89,7 +89,8 @@ bool checkpoint::weights_only(const CheckpointIndex& index) {
 namespace {
 
 /// `sharded`: the optimizer of a ZeRO stage 3 run, whose parameters are not whole between
-/// layers' uses: the rank's range of each is read into its shard instead.
+/// layers' uses (released, empty): the rank's range of each is read into its shard
+/// instead. Stage 3's persistent parameters are whole and read whole.
 void plan_weights(SliceReader& reader, GptStage& model, const ParallelContext& ctx,
                   const CheckpointIndex& index, int64_t vocab, ZeroOptimizer* sharded = nullptr) {
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
@@ -101,7 +102,7 @@ void plan_weights(SliceReader& reader, GptStage& model, const ParallelContext& c
     const std::string& source =
         full_precision && index.tensors.count(master) ? master : p.spec.name;
     const bool wte = p.spec.name == "wte.weight";
-    if (sharded != nullptr) {
+    if (sharded != nullptr && p.tensor.numel() == 0) {
       const ParamStateView v = sharded->param_state(&p - model.params().params().data());
       for (auto& [view, box] : flat_range_pieces(p.spec, tp_rank, tp, v.param, v.start))
         reader.add(source, box, view, wte);
@@ -151,6 +152,7 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
     check_files_exist(index);
     reader = std::make_unique<SliceReader>(index);
     ZeroOptimizer& opt = state.optimizer;
+    opt.release_params();  // stage 3: the shards are what gets loaded
     plan_weights(*reader, state.model, ctx, index, state.config.model.vocab,
                  opt.options().stage == 3 ? &opt : nullptr);
     if (!weights_only(index)) plan_optimizer(*reader, state, ctx, index);

@@ -114,13 +114,13 @@ TEST(Zero3Memory, dp4_bytes_match_the_formula_for_bf16_and_fp32) {
     ZeroOptimizer opt2(model2.params().params(), ctx, ZeroOptions{2, kOneBucket}, AdamWOptions{});
     EXPECT_LT(got.parameters, opt2.bytes().parameters) << what;
     if (ctx.rank() == 0)
-      std::printf("[zero3 memory] dp4 %-8s psi %lld (sharded %lld, whole %lld): params %lld  "
-                  "grads %lld  optimizer %lld bytes (stage 2 params %lld)\n",
-                  what.c_str(), static_cast<long long>(embedding + rest + kept),
-                  static_cast<long long>(S), static_cast<long long>(R),
-                  static_cast<long long>(got.parameters), static_cast<long long>(got.gradients),
-                  static_cast<long long>(got.optimizer_states),
-                  static_cast<long long>(opt2.bytes().parameters));
+      std::printf(
+          "[zero3 memory] dp4 %-8s psi %lld (sharded %lld, whole %lld): params %lld  "
+          "grads %lld  optimizer %lld bytes (stage 2 params %lld)\n",
+          what.c_str(), static_cast<long long>(embedding + rest + kept), static_cast<long long>(S),
+          static_cast<long long>(R), static_cast<long long>(got.parameters),
+          static_cast<long long>(got.gradients), static_cast<long long>(got.optimizer_states),
+          static_cast<long long>(opt2.bytes().parameters));
   }
 }
 
@@ -151,10 +151,11 @@ TEST(Zero3Memory, dp4_gathered_peak_stays_within_the_live_bound) {
     EXPECT_LT(bound, all) << "the bound must be below the whole stage";
     EXPECT_EQ(g.gathered_bytes(), 0) << "nothing stays gathered after the step";
     if (ctx.rank() == 0)
-      std::printf("[zero3 live] dp4 max_live_layers %d: peak gathered %lld bytes, bound %lld, "
-                  "largest layer %lld, whole stage %lld\n",
-                  live, static_cast<long long>(peaks[live]), static_cast<long long>(bound),
-                  static_cast<long long>(largest), static_cast<long long>(all));
+      std::printf(
+          "[zero3 live] dp4 max_live_layers %d: peak gathered %lld bytes, bound %lld, "
+          "largest layer %lld, whole stage %lld\n",
+          live, static_cast<long long>(peaks[live]), static_cast<long long>(bound),
+          static_cast<long long>(largest), static_cast<long long>(all));
   }
   EXPECT_GT(peaks[2], peaks[1]) << "prefetch holds a second layer";
 }
@@ -170,8 +171,8 @@ struct CommCase {
 /// buffer once after the update, plus the 8-byte order check per layer gather.
 TEST(Zero3Comm, dp4_one_step_moves_the_analytic_bytes) {
   ParallelContext ctx(MPI_COMM_WORLD, kDp, 1, 1, 120.0);
-  for (const CommCase cc : {CommCase{at::kDouble, true}, CommCase{at::kDouble, false},
-                            CommCase{at::kBFloat16, true}}) {
+  for (const CommCase cc :
+       {CommCase{at::kDouble, true}, CommCase{at::kDouble, false}, CommCase{at::kBFloat16, true}}) {
     GptStage model(tiny_model(cc.dtype, 2), ctx.tp(), 0, 1);
     ZeroOptimizer opt(model.params().params(), ctx, stage3(1, cc.reshard), AdamWOptions{},
                       model.layer_units());
@@ -220,10 +221,11 @@ TEST(Zero3Comm, dp4_one_step_moves_the_analytic_bytes) {
     EXPECT_EQ(dp.counter(CommKind::kAllGather).calls, ag_calls) << what;
     EXPECT_EQ(dp.counter(CommKind::kAllReduce).bytes, 0) << what;
     if (ctx.rank() == 0)
-      std::printf("[zero3 comm] dp4 m=%d %-28s reduce_scatter %lld  all_gather %lld bytes "
-                  "(P k = %lld)\n",
-                  kMicroBatches, what.c_str(), static_cast<long long>(rs),
-                  static_cast<long long>(ag), static_cast<long long>(P * k));
+      std::printf(
+          "[zero3 comm] dp4 m=%d %-28s reduce_scatter %lld  all_gather %lld bytes "
+          "(P k = %lld)\n",
+          kMicroBatches, what.c_str(), static_cast<long long>(rs), static_cast<long long>(ag),
+          static_cast<long long>(P * k));
   }
 }
 
