@@ -66,6 +66,9 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.schedule = name_of(c.parallel.schedule);
   m.grad_reduce_dtype = name_of(c.parallel.grad_reduce_dtype);
   m.bucket_size = c.parallel.bucket_size;
+  m.zero3_max_live_layers = c.parallel.zero3_max_live_layers;
+  m.zero3_persist_below = c.parallel.zero3_persist_below;
+  m.zero3_reshard_after_forward = c.parallel.zero3_reshard_after_forward == Toggle::kOn;
   return m;
 }
 

@@ -129,9 +129,10 @@ TEST(CheckpointZero3, resumes_in_other_layouts) {
       const double weights = max_difference_from(trainer, ctx, final_state);
       EXPECT_LE(weights, 1e-10) << target.name;
       if (ctx.rank() == 0)
-        std::printf("%s: steps 4..6 losses within %.3g, final weights within %.3g of the "
-                    "uninterrupted dp2_pp2_tp2 stage 3 run\n",
-                    target.name.c_str(), worst, weights);
+        std::printf(
+            "%s: steps 4..6 losses within %.3g, final weights within %.3g of the "
+            "uninterrupted dp2_pp2_tp2 stage 3 run\n",
+            target.name.c_str(), worst, weights);
     }
     if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) MPI_Comm_free(&comm);
     MPI_Barrier(MPI_COMM_WORLD);
