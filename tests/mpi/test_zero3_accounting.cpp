@@ -23,7 +23,7 @@ namespace trident {
 namespace {
 
 const bool kRegistered = testing::register_mpi_cases(
-    {{"zero3_dp4_memory_and_communication", 4, "Zero3Memory.*:Zero3Comm.*"}});
+    {{"zero3_dp4_memory_and_communication", 4, "Zero3Memory.*:Zero3Comm.*:Zero3Order.*"}});
 
 constexpr int kDp = 4;
 constexpr int kMicroBatches = 2;
@@ -158,6 +158,27 @@ TEST(Zero3Memory, dp4_gathered_peak_stays_within_the_live_bound) {
           static_cast<long long>(largest), static_cast<long long>(all));
   }
   EXPECT_GT(peaks[2], peaks[1]) << "prefetch holds a second layer";
+}
+
+/// A rank that runs its layers in another order than its peers stops, with every peer,
+/// with a message naming the ranks and the layers, instead of pairing wrong buffers.
+TEST(Zero3Order, dp4_rank_gathering_another_layer_fails_with_a_message) {
+  ParallelContext ctx(MPI_COMM_WORLD, kDp, 1, 1, 120.0);
+  GptStage model(tiny_model(at::kDouble, 2), ctx.tp(), 0, 1);
+  ZeroOptimizer opt(model.params().params(), ctx, stage3(1, true), AdamWOptions{},
+                    model.layer_units());
+  const int unit = ctx.dp().rank() == 2 ? 1 : 0;  // dp rank 2 starts with the first block
+  try {
+    opt.layer_scope()->begin_forward(unit);
+    ADD_FAILURE() << "gathering layer " << unit << " did not fail";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ZeRO stage 3: dp rank"), std::string::npos) << what;
+    EXPECT_NE(what.find(unit == 1 ? "gathers layer 1 (h.0." : "dp rank 2 gathers layer 1 (h.0."),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_EQ(opt.layer_scope()->gathered_bytes(), 0);
 }
 
 struct CommCase {
