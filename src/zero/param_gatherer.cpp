@@ -37,6 +37,7 @@ ParamGatherer::ParamGatherer(std::vector<Parameter>& params, std::vector<Sharded
     unit_names_.push_back(unit.empty() ? "(empty)" : params.at(unit.front()).spec.name);
   }
   holds_.assign(units_.size(), 0);
+  checks_.resize(units_.size());
   prefetched_.assign(units_.size(), false);
   // Everything starts released; parameters no layer claims stay gathered for good.
   for (size_t bi = 0; bi < buffers_.size(); ++bi)
@@ -56,15 +57,16 @@ void ParamGatherer::acquire_unit(int unit, int direction) {
   if (prefetched_[unit]) {
     prefetched_[unit] = false;  // the prefetch's hold becomes this use's
   } else {
-    hold_unit(unit);
+    hold_unit(unit, /*verified=*/true);
   }
+  verify_order(unit);  // before any of the unit's gathered values is used
   for (const BucketRef& r : units_[unit]) make_ready(r);
   // The next layer in this direction is known (the model's order): start its gather now,
   // so that it runs while this layer computes, if the live bound allows.
   const int next = unit + direction;
   if (options_.prefetch && options_.reshard_after_forward && next >= 0 && next < num_units() &&
       holds_[next] == 0 && live_units() < options_.max_live_layers) {
-    hold_unit(next);
+    hold_unit(next, /*verified=*/false);
     prefetched_[next] = true;
   }
 }
@@ -81,8 +83,9 @@ void ParamGatherer::end_micro_batch() {
   if (options_.reshard_after_forward) release_all();
 }
 
-void ParamGatherer::hold_unit(int unit) {
-  check_order(unit);
+void ParamGatherer::hold_unit(int unit, bool verified) {
+  post_order_check(unit);
+  if (verified) verify_order(unit);  // no bucket of a mismatched layer is ever posted
   ++holds_[unit];
   ++unit_gathers_;
   for (const BucketRef& r : units_[unit]) acquire(r);
@@ -100,14 +103,25 @@ int ParamGatherer::live_units() const {
   return n;
 }
 
-void ParamGatherer::check_order(int unit) {
+void ParamGatherer::post_order_check(int unit) {
   // Every dp rank must gather the same layer at the same point: otherwise the bucket
   // all-gathers pair up buffers of different layers (or sizes) and the job would hang or
-  // compute garbage. Eight bytes per gather buy a message naming the rank and the layer.
+  // compute garbage. Eight bytes per gather buy a message naming the rank and the layer;
+  // posted without waiting, so that a prefetch stays asynchronous.
   if (dp_.size() == 1) return;
-  at::Tensor mine = at::full({1}, static_cast<int64_t>(unit), at::kLong);
-  at::Tensor all = at::empty({dp_.size()}, at::kLong);
-  dp_.all_gather(all, mine)->wait();
+  OrderCheck& c = checks_[unit];
+  if (c.work) c.work->wait();
+  c.mine = at::full({1}, static_cast<int64_t>(unit), at::kLong);
+  c.all = at::empty({dp_.size()}, at::kLong);
+  c.work = dp_.all_gather(c.all, c.mine);
+}
+
+void ParamGatherer::verify_order(int unit) {
+  OrderCheck& c = checks_[unit];
+  if (!c.work) return;
+  c.work->wait();
+  c.work = nullptr;
+  const at::Tensor all = c.all;
   for (int r = 0; r < dp_.size(); ++r) {
     const int64_t theirs = all[r].item<int64_t>();
     if (theirs == unit) continue;
@@ -178,6 +192,7 @@ void ParamGatherer::release_all() {
       while (states_[bi][b].refs > states_[bi][b].pinned) release({bi, b});
   std::fill(holds_.begin(), holds_.end(), 0);
   std::fill(prefetched_.begin(), prefetched_.end(), false);
+  for (int u = 0; u < num_units(); ++u) verify_order(u);  // none may be left in flight
 }
 
 void ParamGatherer::gather_all() {

@@ -79,9 +79,14 @@ class ParamGatherer : public LayerScope {
     WorkHandle work;  // the all-gather filling `data`, until it is waited on
   };
   void acquire_unit(int unit, int direction);
-  void hold_unit(int unit);
+  /// Holds `unit` and posts its gathers; `verified`: checks the order first (blocking),
+  /// otherwise (a prefetch) the check travels with the gathers and is verified on use.
+  void hold_unit(int unit, bool verified);
   void release_unit(int unit);
-  void check_order(int unit);
+  /// Posts the order check of a gather of `unit` (before its buckets' all-gathers, so it
+  /// completes whatever those pair with); verify_order() waits for it and compares.
+  void post_order_check(int unit);
+  void verify_order(int unit);
   void acquire(const BucketRef& r);
   void make_ready(const BucketRef& r);
   void release(const BucketRef& r);
@@ -98,6 +103,11 @@ class ParamGatherer : public LayerScope {
   std::vector<std::string> unit_names_;        // per unit, its first parameter's name
   std::vector<int> holds_;                     // per unit: acquisitions not yet released
   std::vector<bool> prefetched_;               // per unit: held by a prefetch, not yet used
+  struct OrderCheck {
+    WorkHandle work;
+    at::Tensor mine, all;  // (1), (dp) int64: the unit index of every dp rank
+  };
+  std::vector<OrderCheck> checks_;  // per unit, while its gather's check is in flight
   std::vector<std::vector<BucketState>> states_;
   int64_t gathered_bytes_ = 0, peak_bytes_ = 0, unit_gathers_ = 0;
 };
