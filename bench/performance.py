@@ -174,6 +174,42 @@ class Bench:
             self.add("exposed dp communication, dp 2 ZeRO-%d" % stage, "%.3f" % exposed,
                      "<= 0.10", exposed <= 0.10, "of the step time, inside dp communication")
 
+    def zero3(self):
+        """ZeRO-3 against ZeRO-2 at dp 2, with the next layer's gather prefetched and not
+        (alternated over ROUNDS), and the dp communication each leaves exposed."""
+        m = GPT
+        runs = {
+            "zero2": ["parallel.zero_stage=2"],
+            "zero3": ["parallel.zero_stage=3"],
+            "zero3_no_prefetch": ["parallel.zero_stage=3", "parallel.zero3_prefetch=off"],
+            "zero3_keep_gathered": ["parallel.zero_stage=3",
+                                    "parallel.zero3_reshard_after_forward=off"],
+        }
+        rows = {name: [] for name in runs}
+        for k in range(ROUNDS):
+            for name, sets in runs.items():
+                got, _ = self.trident(f"dp2_{name}.{k}", 2, sets + [
+                    "parallel.dp=2", "train.global_batch_size=%d" % (2 * m["micro"])])
+                rows[name] += got
+        rate = {n: median(r["tokens_per_s"] for r in rs) for n, rs in rows.items()}
+        exposed = {n: median(r["wait_s"]["dp"] / r["step_time_s"] for r in rs)
+                   for n, rs in rows.items()}
+        z = rate["zero3"] / rate["zero2"]
+        self.add("ZeRO-3 / ZeRO-2 at dp 2, prefetch on (tokens/s)", "%.3f" % z, ">= 0.90",
+                 z >= 0.90, "%.0f vs %.0f tokens/s" % (rate["zero3"], rate["zero2"]))
+        off = rate["zero3_no_prefetch"] / rate["zero2"]
+        self.add("ZeRO-3 / ZeRO-2 at dp 2, prefetch off (tokens/s)", "%.3f" % off,
+                 "(what prefetch buys)", None,
+                 "prefetch on / off = %.3f" % (rate["zero3"] / rate["zero3_no_prefetch"]))
+        keep = rate["zero3_keep_gathered"] / rate["zero2"]
+        self.add("ZeRO-3 / ZeRO-2 at dp 2, kept gathered through the step (tokens/s)",
+                 "%.3f" % keep, "(the reshard choice)", None,
+                 "reshard after forward / kept = %.3f" % (rate["zero3"] / rate["zero3_keep_gathered"]))
+        for name in runs:
+            self.add("exposed dp communication, dp 2 %s" % name.replace("_", " "),
+                     "%.3f" % exposed[name], "(measured)", None,
+                     "of the step time, inside dp communication")
+
     def independent_pair(self, m):
         """Summed tokens/s of two 1-rank trainings running at the same time."""
         env = dict(os.environ, **MPI_ENV)
@@ -270,10 +306,17 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--doc", default="")
+    ap.add_argument("--parts", default="",
+                    help="comma-separated subset of: ceiling, one_rank_and_data_parallel, "
+                         "tensor_parallel, pipeline, zero3 (default: all)")
     a = ap.parse_args()
     b = Bench(a.build, a.steps)
     t0 = time.time()
-    for part in (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline):
+    parts = (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline, b.zero3)
+    if a.parts:
+        wanted = a.parts.split(",")
+        parts = tuple(p for p in parts if p.__name__ in wanted)
+    for part in parts:
         print(f"== {part.__name__.replace('_', ' ')}", flush=True)
         part()
     table = b.table()

@@ -67,8 +67,7 @@ std::vector<StoredPiece> plan_rank(SliceReader& reader, const CheckpointIndex& s
                                    const TrainConfig& target) {
   const auto& p = target.parallel;
   const int tp = static_cast<int>(p.tp), zero = static_cast<int>(p.zero_stage);
-  const std::vector<OwnedRange> ranges =
-      zero_owned_ranges(params, zero, static_cast<int>(p.dp), c.dp, p.bucket_size);
+  const std::vector<OwnedRange> ranges = zero_owned_ranges(params, p, c.dp);
   std::vector<StoredPiece> pieces;
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamSpec& spec = params[i].spec;

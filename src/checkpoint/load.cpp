@@ -110,8 +110,11 @@ bool checkpoint::weights_only(const CheckpointIndex& index) {
 
 namespace {
 
+/// `sharded`: the optimizer of a ZeRO stage 3 run, whose parameters are not whole between
+/// layers' uses (released, empty): the rank's range of each is read into its shard
+/// instead. Stage 3's persistent parameters are whole and read whole.
 void plan_weights(SliceReader& reader, ModelStage& model, const ParallelContext& ctx,
-                  const CheckpointIndex& index, int64_t vocab) {
+                  const CheckpointIndex& index, int64_t vocab, ZeroOptimizer* sharded = nullptr) {
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
   const bool full_precision = !is_16_bit(model.params().dtype());
   for (Parameter& p : model.params().params()) {
@@ -120,8 +123,15 @@ void plan_weights(SliceReader& reader, ModelStage& model, const ParallelContext&
     const std::string master = master_name(p.spec.name);
     const std::string& source =
         full_precision && index.tensors.count(master) ? master : p.spec.name;
+    const bool padded = p.spec.valid_rows >= 0;  // padded vocabulary rows read as zeros
+    if (sharded != nullptr && p.tensor.numel() == 0) {
+      const ParamStateView v = sharded->param_state(&p - model.params().params().data());
+      for (auto& [view, box] : flat_range_pieces(p.spec, tp_rank, tp, v.param, v.start))
+        reader.add(source, box, view, padded);
+      continue;
+    }
     for (auto& [view, box] : shard_views(p.spec, tp_rank, tp, p.tensor.detach()))
-      reader.add(source, box, view, /*zero_outside=*/p.spec.valid_rows >= 0);
+      reader.add(source, box, view, /*zero_outside=*/padded);
   }
 }
 
@@ -163,7 +173,10 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
     check_model(index, state.config);
     check_files_exist(index);
     reader = std::make_unique<SliceReader>(index);
-    plan_weights(*reader, state.model, ctx, index, state.config.model.vocab);
+    ZeroOptimizer& opt = state.optimizer;
+    opt.release_params();  // stage 3: the shards are what gets loaded
+    plan_weights(*reader, state.model, ctx, index, state.config.model.vocab,
+                 opt.options().stage == 3 ? &opt : nullptr);
     if (!weights_only(index)) plan_optimizer(*reader, state, ctx, index);
     reader->verify();
   });

@@ -1,7 +1,8 @@
 // The storing rule and the ZeRO ownership arithmetic (mirrors ZeroOptimizer's grouping).
 #include "checkpoint/ownership.h"
 
-#include "zero/bucket_layout.h"  // BucketLayout, Range
+#include "zero/bucket_layout.h"      // BucketLayout, Range
+#include "zero/buffer_assignment.h"  // assign_buffers
 
 namespace trident::checkpoint {
 
@@ -12,20 +13,21 @@ bool stores_param(const ParamSpec& spec, int tp_rank, int dp_rank, int zero_stag
   return true;
 }
 
-std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params, int zero_stage,
-                                          int dp, int dp_rank, int64_t bucket_size) {
-  // Group 0: the tied token embedding alone; group 1: everything else (as ZeroOptimizer).
-  std::vector<size_t> groups[2];
-  for (size_t i = 0; i < params.size(); ++i) {
-    const ParamSpec& s = params[i].spec;
-    groups[s.tied_copy || s.name == "wte.weight" ? 0 : 1].push_back(i);
+std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
+                                          const ParallelConfig& p, int dp_rank) {
+  const int zero_stage = static_cast<int>(p.zero_stage), dp = static_cast<int>(p.dp);
+  std::vector<int64_t> all_numels;
+  for (const Parameter& param : params) {
+    int64_t n = 1;
+    for (int64_t d : local_shape(param.spec, static_cast<int>(p.tp))) n *= d;
+    all_numels.push_back(n);
   }
   std::vector<OwnedRange> out(params.size());
-  for (const auto& group : groups) {
+  for (const auto& group : assign_buffers(params, all_numels, zero_stage, p.zero3_persist_below)) {
     if (group.empty()) continue;
     std::vector<int64_t> numels;
-    for (size_t i : group) numels.push_back(params[i].tensor.numel());
-    const BucketLayout layout(numels, bucket_size, dp);
+    for (size_t i : group) numels.push_back(all_numels[i]);
+    const BucketLayout layout(numels, p.bucket_size, dp);
     for (size_t k = 0; k < group.size(); ++k) {
       const ParamPlace& place = layout.places()[k];
       const Bucket& bucket = layout.buckets()[place.bucket];

@@ -5,6 +5,7 @@
 #include <cstdint>  // int64_t
 #include <vector>   // std::vector
 
+#include "config/config.h"              // ParallelConfig
 #include "tensor_parallel/parameter.h"  // Parameter, ParamSpec
 
 namespace trident::checkpoint {
@@ -19,10 +20,12 @@ struct OwnedRange {
 bool stores_param(const ParamSpec& spec, int tp_rank, int dp_rank, int zero_stage);
 
 /// The ranges ZeroOptimizer::param_state reports, computed without an optimizer, for a
-/// rank at `dp_rank` of `dp` holding `params` (its stage, its tp shard, construction
-/// order): the tied embedding in a flat buffer of its own, the rest in a second one, both
-/// cut into buckets of at least `bucket_size` elements (see zero/bucket_layout.h).
-std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params, int zero_stage,
-                                          int dp, int dp_rank, int64_t bucket_size);
+/// rank at `dp_rank` holding `params` (its stage, its tp shard, construction order) in the
+/// layout `p` (dp, tp, zero_stage, bucket_size, zero3_persist_below): the parameters
+/// assigned to flat buffers as zero/buffer_assignment.h says, each buffer cut into buckets
+/// of at least bucket_size elements (see zero/bucket_layout.h). Sizes come from the specs,
+/// so a stage 3 model whose parameters are released works too.
+std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
+                                          const ParallelConfig& p, int dp_rank);
 
 }  // namespace trident::checkpoint

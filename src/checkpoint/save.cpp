@@ -66,7 +66,7 @@ std::vector<StoredPiece> pieces_of(const TrainingState& state, const ParallelCon
       for (auto& [view, box] : flat_range_pieces(p.spec, tp_rank, tp, flat, v.start))
         out.push_back({tensor, view, box, p.spec.global_shape});
     };
-    add(p.spec.name, p.tensor.detach().reshape({-1}).narrow(0, v.start, v.length));
+    add(p.spec.name, v.param);
     add(exp_avg_name(p.spec.name), v.exp_avg);
     add(exp_avg_sq_name(p.spec.name), v.exp_avg_sq);
     if (separate_master) add(master_name(p.spec.name), v.master);

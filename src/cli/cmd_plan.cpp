@@ -70,6 +70,9 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.kv_heads = c.model.kv_head_count();
   m.ffn_hidden = m.llama ? c.model.ffn_hidden : 4 * c.model.hidden;
   m.tied = !m.llama || c.model.tie_embeddings;
+  m.zero3_max_live_layers = c.parallel.zero3_max_live_layers;
+  m.zero3_persist_below = c.parallel.zero3_persist_below;
+  m.zero3_reshard_after_forward = c.parallel.zero3_reshard_after_forward == Toggle::kOn;
   return m;
 }
 

@@ -47,6 +47,13 @@ const std::vector<ChoiceName<Device>>& choice_names() {
   return names;
 }
 
+template <>
+const std::vector<ChoiceName<Toggle>>& choice_names() {
+  static const std::vector<ChoiceName<Toggle>> names = {{Toggle::kOn, "on"}, {Toggle::kOff, "off"}};
+  return names;
+}
+
+std::ostream& operator<<(std::ostream& out, Toggle value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {

@@ -20,6 +20,8 @@ enum class ActivationCheckpointing { kNone, kFull };
 enum class ReduceDtype { kFp32, kBf16 };
 /// train.device: where tensors live and kernels run.
 enum class Device { kCpu, kCuda };
+/// A feature switched on or off (parallel.zero3_prefetch, ...).
+enum class Toggle { kOn, kOff };
 
 /// One value of a choice and its name in config files ("1f1b").
 template <typename E>
@@ -55,5 +57,6 @@ std::ostream& operator<<(std::ostream& out, PipelineSchedule value);
 std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value);
 std::ostream& operator<<(std::ostream& out, ReduceDtype value);
 std::ostream& operator<<(std::ostream& out, Device value);
+std::ostream& operator<<(std::ostream& out, Toggle value);
 
 }  // namespace trident

@@ -44,6 +44,10 @@ struct ParallelConfig {
   int64_t bucket_size = 1 << 20;  ///< elements per gradient bucket
   double timeout_s = 300;
   ReduceDtype grad_reduce_dtype = ReduceDtype::kFp32;
+  Toggle zero3_prefetch = Toggle::kOn;               ///< gather the next layer while one runs
+  int64_t zero3_max_live_layers = 2;                 ///< layers gathered at once, at most
+  int64_t zero3_persist_below = 100000;              ///< smaller parameters stay gathered
+  Toggle zero3_reshard_after_forward = Toggle::kOn;  ///< release a layer after its forward
 };
 
 /// [train]: batch sizes, length of the run, numerics.

@@ -95,7 +95,7 @@ constexpr auto kCkpt = &TrainConfig::checkpoint;
 constexpr auto kLog = &TrainConfig::logging;
 
 std::vector<KeySpec> build_schema() {
-  const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}};
+  const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}};
   return {
       {"model", "arch", choice_field(kModel, &M::arch), choices_of<ModelArch>(),
        "model family: GPT-2 (LayerNorm, learned positions, GELU) or Llama (RMSNorm, RoPE, "
@@ -128,7 +128,8 @@ std::vector<KeySpec> build_schema() {
       {"parallel", "tp", field(kParallel, &P::tp), at_least(1),
        "tensor-parallel ranks; divides model.heads"},
       {"parallel", "zero_stage", field(kParallel, &P::zero_stage), one_of(zero_stages),
-       "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients"},
+       "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients, "
+       "3 also shard parameters (gathered per layer on use)"},
       {"parallel", "schedule", choice_field(kParallel, &P::schedule),
        choices_of<PipelineSchedule>(), "pipeline schedule"},
       {"parallel", "activation_checkpointing",
@@ -140,6 +141,18 @@ std::vector<KeySpec> build_schema() {
        "seconds a collective may take before the job aborts with a message"},
       {"parallel", "grad_reduce_dtype", choice_field(kParallel, &P::grad_reduce_dtype),
        choices_of<ReduceDtype>(), "dtype gradients are reduced in"},
+      {"parallel", "zero3_prefetch", choice_field(kParallel, &P::zero3_prefetch),
+       choices_of<Toggle>(),
+       "ZeRO 3: all-gather the next layer's parameters while the current layer computes"},
+      {"parallel", "zero3_max_live_layers", field(kParallel, &P::zero3_max_live_layers),
+       at_least(1),
+       "ZeRO 3: layers whose parameters are gathered at once, the prefetched one included"},
+      {"parallel", "zero3_persist_below", field(kParallel, &P::zero3_persist_below), at_least(0),
+       "ZeRO 3: parameters of fewer elements (norms, biases) stay gathered on every rank"},
+      {"parallel", "zero3_reshard_after_forward",
+       choice_field(kParallel, &P::zero3_reshard_after_forward), choices_of<Toggle>(),
+       "ZeRO 3: release a layer after its forward and gather it again for its backward (on), "
+       "or keep every layer gathered from its first forward to the step's end (off)"},
 
       {"train", "micro_batch_size", field(kTrain, &T::micro_batch_size), at_least(1),
        "sequences per micro-batch"},

@@ -78,6 +78,7 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
               " is not divisible by parallel.pp = ", stages);
   TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,
               " is not divisible by tp = ", tp.size());
+  // Each layer's parameters are the registry entries its construction adds (add_unit).
   if (is_first()) {
     wte_ = register_module("wte", std::make_shared<VocabParallelEmbedding>(
                                       params_, tp, "wte", o.vocab, o.padded_vocab, o.hidden,
@@ -89,14 +90,18 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
                                                      0.02,
                                                      -1,
                                                      /*weight_decay=*/true}));
+    add_unit(0);
   }
   const int64_t per_stage = o.layers / stages;
   auto h = register_module("h", std::make_shared<torch::nn::Module>());
   for (int64_t i = stage * per_stage; i < (stage + 1) * per_stage; ++i) {
+    const size_t first = params_.params().size();
     blocks_.push_back(std::make_shared<GptBlock>(params_, tp, o, i));
+    add_unit(first);
     h->register_module(std::to_string(i), blocks_.back());
   }
   if (is_last()) {
+    const size_t first = params_.params().size();
     ln_f_weight_ = register_parameter(
         "ln_f_weight", norm_param(params_, "ln_f.weight", o.hidden, InitKind::kOnes));
     ln_f_bias_ = register_parameter("ln_f_bias",
@@ -108,29 +113,35 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
                                         params_, tp, "wte", o.vocab, o.padded_vocab, o.hidden,
                                         /*tied_copy=*/true));
     }
+    add_unit(first);
+    if (is_first()) units_.back().push_back(0);  // the head reads the embedding itself
   }
 }
 
 at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
                              double loss_scale) {
-  at::Tensor x;
+  int unit = 0;
+  at::Tensor x = input;
   if (is_first()) {
-    const int64_t T = input.size(1);
-    x = wte_->forward(input) + wpe_.narrow(0, 0, T);  // (B, T, C)
-  } else {
-    x = input;
+    x = run_layer(scope_, unit++, input, [this](const at::Tensor& ids) {
+      return wte_->forward(ids) + wpe_.narrow(0, 0, ids.size(1));  // (B, T, C)
+    });
   }
-  for (auto& block : blocks_) x = block->forward(x);
+  for (auto& block : blocks_)
+    x = run_layer(scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); });
   if (!is_last()) return x;
 
-  const int64_t B = x.size(0), T = x.size(1);
-  x = at::layer_norm(x, {o_.hidden}, ln_f_weight_, ln_f_bias_, GptOptions::kLayerNormEps);
-  // Tied head on this rank's vocabulary slice: (B*T, C) x (V/tp, C)^T -> (B*T, V/tp).
-  at::Tensor logits =
-      at::matmul(copy_to_tp_region(x, tp_).reshape({B * T, o_.hidden}), wte_->weight().t());
-  at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
-                                                   wte_->vocab_start(), o_.vocab);
-  return losses.sum() * loss_scale;
+  return run_layer(scope_, unit, x, [&](const at::Tensor& h) {
+    const int64_t B = h.size(0), T = h.size(1);
+    at::Tensor n =
+        at::layer_norm(h, {o_.hidden}, ln_f_weight_, ln_f_bias_, GptOptions::kLayerNormEps);
+    // Tied head on this rank's vocabulary slice: (B*T, C) x (V/tp, C)^T -> (B*T, V/tp).
+    at::Tensor logits =
+        at::matmul(copy_to_tp_region(n, tp_).reshape({B * T, o_.hidden}), wte_->weight().t());
+    at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
+                                                     wte_->vocab_start(), o_.vocab);
+    return losses.sum() * loss_scale;
+  });
 }
 
 }  // namespace trident

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/layer_scope.h"
 #include "models/model_stage.h"  // ModelStage
 #include "tensor_parallel/layers.h"
 #include "tensor_parallel/parameter.h"

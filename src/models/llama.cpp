@@ -101,17 +101,23 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
               " is not divisible by tp = ", tp.size());
   // "wte" is the name ZeRO and checkpoints know as the embedding the head shares.
   const std::string embed_name = o.tie_embeddings ? "wte" : "embed";
-  if (is_first())
+  // Each layer's parameters are the registry entries its construction adds (add_unit).
+  if (is_first()) {
     embed_ = register_module("embed", std::make_shared<VocabParallelEmbedding>(
                                           params_, tp, embed_name, o.vocab, o.padded_vocab,
                                           o.hidden, /*tied_copy=*/false));
+    add_unit(0);
+  }
   const int64_t per_stage = o.layers / stages;
   auto h = register_module("h", std::make_shared<torch::nn::Module>());
   for (int64_t i = stage * per_stage; i < (stage + 1) * per_stage; ++i) {
+    const size_t first = params_.params().size();
     blocks_.push_back(std::make_shared<LlamaBlock>(params_, tp, o, i, rope_));
     h->register_module(std::to_string(i), blocks_.back());
+    add_unit(first);
   }
   if (!is_last()) return;
+  const size_t head_first = params_.params().size();
   norm_f_weight_ =
       register_parameter("norm_f_weight", norm_param(params_, "norm_f.weight", o.hidden));
   if (o.tie_embeddings) {
@@ -129,23 +135,34 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
                                                              /*weight_decay=*/true}));
     head_vocab_start_ = tp.rank() * (o.padded_vocab / tp.size());
   }
+  add_unit(head_first);
+  if (o.tie_embeddings && is_first()) units_.back().push_back(0);  // the head reads it too
 }
 
 at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& targets,
                                double loss_scale) {
-  at::Tensor x = is_first() ? embed_->forward(input) : input;  // (B, T, C)
-  for (auto& block : blocks_) x = block->forward(x);
+  // Each layer runs inside the layer scope (ZeRO stage 3 gathers its parameters around it).
+  int unit = 0;
+  at::Tensor x = input;
+  if (is_first())
+    x = run_layer(scope_, unit++, input, [this](const at::Tensor& ids) {
+      return embed_->forward(ids);  // (B, T, C)
+    });
+  for (auto& block : blocks_)
+    x = run_layer(scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); });
   if (!is_last()) return x;
 
-  const int64_t B = x.size(0), T = x.size(1);
-  x = rms_norm(x, norm_f_weight_, o_.norm_eps);
-  const at::Tensor& head = o_.tie_embeddings ? embed_->weight() : lm_head_;  // (V/tp, C)
-  const int64_t vocab_start = o_.tie_embeddings ? embed_->vocab_start() : head_vocab_start_;
-  at::Tensor logits =
-      at::matmul(copy_to_tp_region(x, tp_).reshape({B * T, o_.hidden}), head.t());  // (B*T, V/tp)
-  at::Tensor losses =
-      vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_, vocab_start, o_.vocab);
-  return losses.sum() * loss_scale;
+  return run_layer(scope_, unit, x, [&](const at::Tensor& h) {
+    const int64_t B = h.size(0), T = h.size(1);
+    const at::Tensor normed = rms_norm(h, norm_f_weight_, o_.norm_eps);
+    const at::Tensor& head = o_.tie_embeddings ? embed_->weight() : lm_head_;  // (V/tp, C)
+    const int64_t vocab_start = o_.tie_embeddings ? embed_->vocab_start() : head_vocab_start_;
+    at::Tensor logits = at::matmul(copy_to_tp_region(normed, tp_).reshape({B * T, o_.hidden}),
+                                   head.t());  // (B*T, V/tp)
+    at::Tensor losses =
+        vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_, vocab_start, o_.vocab);
+    return losses.sum() * loss_scale;
+  });
 }
 
 }  // namespace trident

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/layer_scope.h"         // LayerScope
 #include "tensor_parallel/parameter.h"  // ParamRegistry
 
 namespace trident {
@@ -48,10 +49,26 @@ class ModelStage : public torch::nn::Module {
   ParamRegistry& params() { return params_; }
   const StageDims& dims() const { return dims_; }
 
+  /// The stage's layers in forward order (the first stage's embedding, each block, the last
+  /// stage's final norm and head), each as the indices into params().params() of the
+  /// parameters it reads: the units ZeRO stage 3 gathers and releases.
+  const std::vector<std::vector<size_t>>& layer_units() const { return units_; }
+  /// Reports every layer's forward and backward to `scope` (nullptr: to no one).
+  void set_layer_scope(LayerScope* scope) { scope_ = scope; }
+
  protected:
+  /// Closes a layer: its parameters are the registry entries from `first` on.
+  void add_unit(size_t first) {
+    std::vector<size_t> unit;
+    for (size_t i = first; i < params_.params().size(); ++i) unit.push_back(i);
+    units_.push_back(unit);
+  }
+
   Communicator& tp_;
   int stage_, stages_;
   ParamRegistry params_;
+  std::vector<std::vector<size_t>> units_;
+  LayerScope* scope_ = nullptr;
 
  private:
   StageDims dims_;

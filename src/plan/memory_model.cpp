@@ -88,6 +88,42 @@ double pipeline_buffers(const PlanModel& m, const Layout& l) {
 
 }  // namespace
 
+Stage3Split stage3_split(const PlanModel& m, const Layout& l, int stage) {
+  const int64_t h = m.hidden, t = l.tp;
+  Stage3Split out;
+  auto add = [&](int64_t n, int64_t& gathered) {
+    if (n < m.zero3_persist_below) {
+      out.persistent += n;
+    } else {
+      gathered += n;
+    }
+  };
+  // One block, as in stage_parameters: per tp rank, in construction order.
+  int64_t block = 0, persistent_block = 0;
+  {
+    const int64_t before = out.persistent;
+    for (int64_t n : {h, h, 3 * h * h / t, 3 * h / t, h * h / t, h, h, h, 4 * h * h / t, 4 * h / t,
+                      4 * h * h / t, h})
+      add(n, block);
+    persistent_block = out.persistent - before;
+  }
+  out.persistent = persistent_block * (m.layers / l.pp);
+  out.largest_layer = block;
+  const int64_t embedding = padded_vocab(m, t) / t * h;  // sharded whatever its size (tied)
+  if (stage == 0) {
+    int64_t layer = embedding;
+    add(m.seq_len * h, layer);
+    out.largest_layer = std::max(out.largest_layer, layer);
+  }
+  if (stage == l.pp - 1) {
+    int64_t layer = embedding;
+    add(h, layer);
+    add(h, layer);
+    out.largest_layer = std::max(out.largest_layer, layer);
+  }
+  return out;
+}
+
 MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const int64_t psi = stage_parameters(m, l.pp, l.tp, stage);
@@ -100,7 +136,18 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   out.optimizer_states = states.optimizer_states;
   out.activations = stage_activations(m, l, stage);
   out.bucket_buffers = bucket_buffers(m, l, psi);
-  out.communication = out.bucket_buffers + pipeline_buffers(m, l);
+  if (l.zero == 3) {
+    const Stage3Split split = stage3_split(m, l, stage);
+    const double sharded = static_cast<double>(psi - split.persistent);
+    out.parameters =
+        b.param * (sharded / std::max(l.dp, 1) + static_cast<double>(split.persistent));
+    out.gather_buffers = b.param * (m.zero3_reshard_after_forward
+                                        ? static_cast<double>(std::min<int64_t>(
+                                              m.zero3_max_live_layers, m.layers / l.pp + 2)) *
+                                              static_cast<double>(split.largest_layer)
+                                        : sharded);
+  }
+  out.communication = out.bucket_buffers + out.gather_buffers + pipeline_buffers(m, l);
   return out;
 }
 

@@ -56,6 +56,7 @@ struct MemoryBreakdown {
   double activations = 0;
   double communication = 0;   ///< ZeRO-2 bucket buffers, pipeline receive buffers
   double bucket_buffers = 0;  ///< the ZeRO-2 part of `communication`
+  double gather_buffers = 0;  ///< ZeRO-3's gathered layers, also part of `communication`
   int stage = 0;              ///< the pipeline stage these figures are for
   int64_t params_held = 0;    ///< Ψ of that stage's device
   double total() const {
@@ -63,7 +64,19 @@ struct MemoryBreakdown {
   }
 };
 
-/// The memory of the device at pipeline stage `stage` (tp rank 0).
+/// ZeRO stage 3's split of a stage's parameters (elements of one device): those kept whole
+/// (below zero3_persist_below, never the tied embedding), and the most elements of one
+/// layer that a gather brings in (the largest block, embeddings or head).
+struct Stage3Split {
+  int64_t persistent = 0;
+  int64_t largest_layer = 0;
+};
+Stage3Split stage3_split(const PlanModel& m, const Layout& layout, int stage);
+
+/// The memory of the device at pipeline stage `stage` (tp rank 0). In stage 3 the
+/// parameters are the shard of the sharded ones plus the persistent ones whole, and the
+/// gather buffers hold zero3_max_live_layers of the largest layer (all of the stage's
+/// sharded parameters when layers stay gathered through the step).
 MemoryBreakdown stage_memory(const PlanModel& m, const Layout& layout, int stage);
 
 /// The stage whose device needs the most memory, and its figures.

@@ -16,11 +16,14 @@ struct PlanModel {
   int64_t vocab = 256;
   int64_t vocab_multiple = 1;  ///< the embedding's rows are padded to lcm(this, tp)
   int64_t seq_len = 32;
-  int64_t global_batch = 8;                ///< sequences per optimizer step
-  std::string precision = "fp32";          ///< "fp32", "fp64" or "bf16"
-  std::string schedule = "1f1b";           ///< "1f1b" or "gpipe"
-  std::string grad_reduce_dtype = "fp32";  ///< payload of bf16 gradient reductions
-  int64_t bucket_size = 1 << 20;           ///< elements per gradient bucket
+  int64_t global_batch = 8;                 ///< sequences per optimizer step
+  std::string precision = "fp32";           ///< "fp32", "fp64" or "bf16"
+  std::string schedule = "1f1b";            ///< "1f1b" or "gpipe"
+  std::string grad_reduce_dtype = "fp32";   ///< payload of bf16 gradient reductions
+  int64_t bucket_size = 1 << 20;            ///< elements per gradient bucket
+  int64_t zero3_max_live_layers = 2;        ///< ZeRO 3: layers gathered at once
+  int64_t zero3_persist_below = 100000;     ///< ZeRO 3: smaller parameters stay whole
+  bool zero3_reshard_after_forward = true;  ///< ZeRO 3: false keeps layers gathered all step
   // The Llama family: SwiGLU's three matrices, grouped-query attention's smaller k and v,
   // RMSNorm without biases, RoPE instead of a position table, the head tied or not.
   bool llama = false;

@@ -161,6 +161,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
             {"activations", b.activations},
             {"communication", b.communication},
             {"bucket_buffers", b.bucket_buffers},
+            {"gather_buffers", b.gather_buffers},
             {"total", b.total()},
             {"stage", b.stage},
             {"parameters_held", b.params_held}}},

@@ -13,7 +13,7 @@ namespace trident::plan {
 
 /// What the enumeration varies.
 struct SearchSpace {
-  std::vector<int> zero_stages = {0, 1, 2};  ///< trident runs stages 0-2
+  std::vector<int> zero_stages = {0, 1, 2, 3};  ///< trident runs stages 0-3
   std::vector<bool> checkpointing = {false, true};
 };
 

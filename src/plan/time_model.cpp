@@ -228,12 +228,14 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
                              reduce_scatter_s(bucket, l.dp, link), slow.backward, c.dp_overlap);
       if (l.zero == 2) out.dp += all_gather_s(params, l.dp, link);
       if (l.zero == 3) {
-        // Parameters gathered before each micro-batch's forward and backward, prefetched
-        // behind the previous layer's compute as far as dp_overlap allows.
+        // Parameters gathered before each micro-batch's forward, its recomputation and its
+        // backward (once per step when layers stay gathered), prefetched behind the
+        // previous layer's compute as far as dp_overlap allows.
         const double gather = all_gather_s(params, l.dp, link);
-        out.dp +=
-            2.0 * mbs *
-            exposed(gather, all_gather_s(bucket, l.dp, link), slow.backward / 2.0, c.dp_overlap);
+        const double gathers =
+            m.zero3_reshard_after_forward ? mbs * (l.checkpointing ? 3.0 : 2.0) : 1.0;
+        out.dp += gathers * exposed(gather, all_gather_s(bucket, l.dp, link), slow.backward / 2.0,
+                                    c.dp_overlap);
       }
     }
   }

@@ -35,12 +35,18 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   zero.stage = static_cast<int>(p.zero_stage);
   zero.bucket_size = p.bucket_size;
   zero.reduce_dtype = p.grad_reduce_dtype == ReduceDtype::kBf16 ? at::kBFloat16 : at::kFloat;
+  zero.persist_below = p.zero3_persist_below;
+  zero.gather.prefetch = p.zero3_prefetch == Toggle::kOn;
+  zero.gather.max_live_layers = static_cast<int>(p.zero3_max_live_layers);
+  zero.gather.reshard_after_forward = p.zero3_reshard_after_forward == Toggle::kOn;
   AdamWOptions adamw;
   adamw.beta1 = config.optimizer.beta1;
   adamw.beta2 = config.optimizer.beta2;
   adamw.eps = config.optimizer.eps;
   adamw.weight_decay = config.optimizer.weight_decay;
-  optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw);
+  optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw,
+                                               model_->layer_units());
+  model_->set_layer_scope(optimizer_->layer_scope());
 
   RuntimeOptions runtime;
   runtime.checkpointing = p.activation_checkpointing == ActivationCheckpointing::kFull;

@@ -11,17 +11,11 @@
 #include <algorithm>  // std::fill
 
 #include "parallel/parallel_context.h"  // ParallelContext
+#include "zero/buffer_assignment.h"     // assign_buffers, kPersistentBuffer
 
 namespace trident {
 
 namespace {
-
-/// The token embedding, tied to the output head; it gets a flat buffer of its own.
-constexpr const char* kTokenEmbedding = "wte.weight";
-
-bool is_tied_embedding(const ParamSpec& spec) {
-  return spec.tied_copy || spec.name == kTokenEmbedding;
-}
 
 bool is_16_bit(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
 
@@ -45,10 +39,11 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 };
 
 ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ctx,
-                             const ZeroOptions& zero, const AdamWOptions& adamw)
+                             const ZeroOptions& zero, const AdamWOptions& adamw,
+                             const std::vector<std::vector<size_t>>& units)
     : params_(params), ctx_(ctx), zero_(zero), adamw_(adamw) {
-  TORCH_CHECK(zero.stage >= 0 && zero.stage <= 2, "zero.stage = ", zero.stage,
-              " is not supported; use 0, 1 or 2");
+  TORCH_CHECK(zero.stage >= 0 && zero.stage <= 3, "zero.stage = ", zero.stage,
+              " is not supported; use 0, 1, 2 or 3");
   TORCH_CHECK(zero.reduce_dtype == at::kFloat || zero.reduce_dtype == at::kBFloat16,
               "zero.reduce_dtype must be float32 or bfloat16, got ", zero.reduce_dtype);
   param_dtype_ = params.empty() ? at::kFloat : params.front().tensor.scalar_type();
@@ -68,17 +63,20 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   transport_dtype_ = is_16_bit(param_dtype_) ? zero.reduce_dtype : param_dtype_;
 
   // Group 0: the tied embedding, alone, so its dp partition is the same on the first and
-  // the last stage. Group 1: everything else.
-  groups_.resize(2);
+  // the last stage. Group 1: everything else, but in stage 3 the small parameters, which
+  // group 2 keeps whole (see zero/buffer_assignment.h).
+  std::vector<int64_t> numels;
+  for (const Parameter& p : params) numels.push_back(p.tensor.numel());
+  const auto assigned = assign_buffers(params, numels, zero.stage, zero.persist_below);
+  groups_.resize(assigned.size());
   where_.resize(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const size_t gi = is_tied_embedding(params[i].spec) ? 0 : 1;
-    where_[i] = {gi, groups_[gi].params.size()};
-    groups_[gi].params.push_back(i);
+  for (size_t gi = 0; gi < assigned.size(); ++gi) {
+    groups_[gi].params = assigned[gi];
+    for (size_t k = 0; k < assigned[gi].size(); ++k) where_[assigned[gi][k]] = {gi, k};
   }
   for (Group& g : groups_) build_group(g, zero);
 
-  if (zero.stage == 2 && ctx.dp().size() > 1) {
+  if (shards_grads() && ctx.dp().size() > 1) {
     // Two bucket buffers for the buckets of several parameters: one being filled while
     // the previous one's reduce-scatter runs. A bucket of one parameter (the embedding,
     // any parameter larger than bucket_size) is sent from its own gradient instead, so
@@ -103,6 +101,37 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
     hook_keys_.push_back(acc->add_post_hook(std::make_unique<GradReadyHook>(this, i)));
     accumulators_.push_back(std::move(acc));
   }
+  // Only now: the accumulators record each parameter's whole shape, which autograd checks
+  // every gradient against, and stage 3 is about to empty the parameters.
+  if (zero.stage == 3) shard_params(units);
+}
+
+void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) {
+  // Each rank keeps its shard of every bucket; the whole buffer it was cut from goes.
+  const int dp_rank = ctx_.dp().rank();
+  std::vector<ShardedBuffer> buffers;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    if (gi == kPersistentBuffer) continue;  // whole on every rank, as in stage 2
+    g.param_shard = at::empty({g.layout.shard_space_numel()}, g.data.options());
+    for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
+      const Range mine = g.layout.shard(b, dp_rank);
+      g.param_shard.narrow(0, g.layout.shard_space_offset(b), mine.size())
+          .copy_(g.data.narrow(0, mine.begin, mine.size()));
+    }
+    g.data = at::Tensor();
+    buffers.push_back({&g.layout, g.param_shard, g.params});
+  }
+  gatherer_ =
+      std::make_unique<ParamGatherer>(params_, std::move(buffers), ctx_.dp(), units, zero_.gather);
+}
+
+void ZeroOptimizer::gather_params() {
+  if (gatherer_) gatherer_->gather_all();
+}
+
+void ZeroOptimizer::release_params() {
+  if (gatherer_) gatherer_->release_all();
 }
 
 ZeroOptimizer::~ZeroOptimizer() {
@@ -125,12 +154,13 @@ void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero) {
     t.set_data(view);  // the same TensorImpl, so every module holding it sees the buffer
   }
   if (zero.stage < 2) g.grad = at::zeros({g.layout.numel()}, opts);
+  // Stage 3 cuts the rank's parameter shard out of g.data once the hooks are in place.
 
   const int64_t domain_numel = zero.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
   const auto state = at::TensorOptions().dtype(state_dtype_).device(device_);
   g.exp_avg = at::zeros({domain_numel}, state);
   g.exp_avg_sq = at::zeros({domain_numel}, state);
-  if (zero.stage == 2) g.grad_shard = at::zeros({domain_numel}, state);
+  if (zero.stage >= 2) g.grad_shard = at::zeros({domain_numel}, state);
   if (is_16_bit(param_dtype_)) g.master = at::zeros({domain_numel}, state);
   g.launched.assign(g.layout.buckets().size(), false);
   g.ready.assign(g.layout.buckets().size(), 0);
@@ -164,11 +194,11 @@ int64_t ZeroOptimizer::state_offset(const Group& g, size_t b) const {
 
 void ZeroOptimizer::begin_backward(bool last) {
   in_backward_ = true;
-  reduce_in_backward_ = zero_.stage == 2 || last;
+  reduce_in_backward_ = shards_grads() || last;
   std::fill(seen_.begin(), seen_.end(), false);
   for (Group& g : groups_) {
     std::fill(g.ready.begin(), g.ready.end(), 0);
-    if (zero_.stage == 2) std::fill(g.launched.begin(), g.launched.end(), false);
+    if (shards_grads()) std::fill(g.launched.begin(), g.launched.end(), false);
     attach_grad_views_of(g);
   }
   poll();
@@ -193,13 +223,16 @@ void ZeroOptimizer::end_backward() {
         if (!groups_[gi].launched[b]) launch(gi, b);
   }
   in_backward_ = false;
+  // Layers whose backward ends at the stage's input (the first stage's embeddings) are
+  // released here; nothing stays gathered between micro-batches.
+  if (gatherer_) gatherer_->end_micro_batch();
   poll();
 }
 
 void ZeroOptimizer::launch(size_t gi, size_t b) {
   Group& g = groups_[gi];
   g.launched[b] = true;
-  if (zero_.stage == 2) {
+  if (shards_grads()) {
     launch_sharded_grads(g, b);
     return;
   }
@@ -306,7 +339,7 @@ void ZeroOptimizer::reduce_gradients() {
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group& g = groups_[gi];
     for (size_t b = 0; b < g.launched.size(); ++b) {
-      if (zero_.stage < 2) {
+      if (!shards_grads()) {
         if (!g.launched[b]) launch(gi, b);
         continue;
       }
@@ -319,6 +352,7 @@ void ZeroOptimizer::reduce_gradients() {
     }
   }
   in_backward_ = false;
+  if (gatherer_) gatherer_->release_all();  // layers kept gathered through the step
   wait_pending();
   reduce_tied_embedding();
 }

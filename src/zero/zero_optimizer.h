@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <deque>       // std::deque
 #include <functional>  // std::function
-#include <memory>      // std::shared_ptr
+#include <memory>      // std::shared_ptr, std::unique_ptr
 #include <utility>     // std::pair
 #include <vector>
 
 #include "parallel/communicator.h"      // Communicator, WorkHandle
 #include "tensor_parallel/parameter.h"  // Parameter, ParamSpec
 #include "zero/bucket_layout.h"         // BucketLayout, Range
+#include "zero/param_gatherer.h"        // ParamGatherer
 
 namespace torch::autograd {
 struct Node;
@@ -24,9 +25,11 @@ class ParallelContext;
 
 /// How gradients and optimizer state are sharded over dp.
 struct ZeroOptions {
-  int stage = 0;                             // 0, 1 or 2
+  int stage = 0;                             // 0, 1, 2 or 3
   int64_t bucket_size = 1 << 20;             // elements per reduction, at least
-  at::ScalarType reduce_dtype = at::kFloat;  // stage 2 payload for bf16 params: fp32 or bf16
+  at::ScalarType reduce_dtype = at::kFloat;  // stage 2/3 payload for bf16 params: fp32 or bf16
+  GatherOptions gather;                      // stage 3
+  int64_t persist_below = 100000;            // stage 3: smaller parameters stay whole
 };
 
 /// AdamW's hyper-parameters; the learning rate comes with each step.
@@ -51,14 +54,17 @@ struct ParamStateView {
   at::Tensor master;      // fp32 for bf16 params; for fp32/fp64 params, the parameter itself
   at::Tensor exp_avg;     // in max(param dtype, fp32)
   at::Tensor exp_avg_sq;  // in max(param dtype, fp32)
+  at::Tensor param;       // the parameter's values in this range, in its own dtype
 };
 
 class ZeroOptimizer {
  public:
   /// `params`: this rank's parameters (its pipeline stage, its tp shard) in construction
-  /// order. Their data and (stages 0/1) their grads become views into flat buffers.
+  /// order. Their data and (stages 0/1) their grads become views into flat buffers. In
+  /// stage 3 `units` lists each layer's parameters (ModelStage::layer_units()): the
+  /// parameters become shards, gathered per layer through layer_scope().
   ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ctx, const ZeroOptions& zero,
-                const AdamWOptions& adamw);
+                const AdamWOptions& adamw, const std::vector<std::vector<size_t>>& units = {});
   ~ZeroOptimizer();
   ZeroOptimizer(const ZeroOptimizer&) = delete;
   ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
@@ -91,6 +97,14 @@ class ZeroOptimizer {
   /// weights without optimizer state); a no-op when the parameters are the master.
   void reload_master_from_params();
 
+  /// Stage 3: what the model reports its layers to (gathers and releases parameters);
+  /// nullptr in stages 0-2, where every parameter is always whole.
+  ParamGatherer* layer_scope() { return gatherer_.get(); }
+  /// Stage 3: makes every parameter whole on this rank, on purpose (export, tests), until
+  /// release_params(); a no-op in stages 0-2. Collective over dp.
+  void gather_params();
+  void release_params();
+
   /// Parameter elements of this rank, without and with the flat buffers' padding.
   int64_t numel() const;
   int64_t padded_numel() const;
@@ -107,7 +121,8 @@ class ZeroOptimizer {
   struct Group {
     std::vector<size_t> params;  // indices into params_, in buffer order
     BucketLayout layout;
-    at::Tensor data;                 // (numel) param dtype
+    at::Tensor data;                 // stages 0-2: (numel) param dtype
+    at::Tensor param_shard;          // stage 3: (shard space) param dtype
     at::Tensor grad;                 // stages 0/1: (numel) param dtype
     at::Tensor grad_shard;           // stage 2: (domain) state dtype
     at::Tensor master;               // bf16 params: (domain) fp32
@@ -143,6 +158,10 @@ class ZeroOptimizer {
   int64_t state_offset(const Group& g, size_t b) const;
   void update_bucket(Group& g, size_t b, double lr, double grad_scale);
   void all_gather_params();
+  void shard_params(const std::vector<std::vector<size_t>>& units);
+  /// The parameters' values in bucket b's domain (stage 3: the rank's shard of them).
+  at::Tensor params_in_domain(Group& g, size_t b) const;
+  bool shards_grads() const { return zero_.stage >= 2; }
 
   std::vector<Parameter>& params_;
   ParallelContext& ctx_;
@@ -162,6 +181,7 @@ class ZeroOptimizer {
   bool in_backward_ = false;
   bool reduce_in_backward_ = false;
   int64_t step_count_ = 0;
+  std::unique_ptr<ParamGatherer> gatherer_;  // stage 3
 };
 
 }  // namespace trident

@@ -63,7 +63,7 @@ double ZeroOptimizer::grad_norm() {
         const Range part = g.layout.param_part(k, mine);
         if (part.size() == 0) continue;
         at::Tensor grad =
-            zero_.stage == 2
+            shards_grads()
                 ? g.grad_shard.narrow(0, state_offset(g, b) + part.begin - mine.begin, part.size())
                 : g.grad.narrow(0, part.begin, part.size());
         local += sum_of_squares(grad);
@@ -77,6 +77,7 @@ double ZeroOptimizer::grad_norm() {
 
 void ZeroOptimizer::step(double lr, double grad_scale) {
   wait_pending();
+  if (gatherer_) gatherer_->release_all();  // gathered copies would go stale
   ++step_count_;
   for (Group& g : groups_)
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) update_bucket(g, b, lr, grad_scale);
@@ -92,9 +93,8 @@ void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_sca
   const Range dom = domain(g, b);
   const int64_t so = state_offset(g, b);
   const int64_t n = dom.size();
-  at::Tensor param = g.data.narrow(0, dom.begin, n);
-  at::Tensor grad =
-      zero_.stage == 2 ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, dom.begin, n);
+  at::Tensor param = params_in_domain(g, b);
+  at::Tensor grad = shards_grads() ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, dom.begin, n);
   at::Tensor master = g.master.defined() ? g.master.narrow(0, so, n) : param;
   at::Tensor exp_avg = g.exp_avg.narrow(0, so, n);
   at::Tensor exp_avg_sq = g.exp_avg_sq.narrow(0, so, n);
@@ -121,6 +121,7 @@ void ZeroOptimizer::all_gather_params() {
   Communicator& dp = ctx_.dp();
   if (zero_.stage == 0 || dp.size() == 1) return;
   for (Group& g : groups_) {
+    if (g.param_shard.defined()) continue;  // stage 3 gathers on use instead
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       const Bucket& bucket = g.layout.buckets()[b];
       const Range mine = g.layout.shard(b, dp.rank());
@@ -136,7 +137,7 @@ void ZeroOptimizer::all_gather_params() {
 ModelStateBytes ZeroOptimizer::bytes() const {
   ModelStateBytes out;
   for (const Group& g : groups_) {
-    out.parameters += nbytes(g.data);
+    out.parameters += nbytes(g.data) + nbytes(g.param_shard);
     out.gradients += nbytes(g.grad) + nbytes(g.grad_shard);
     out.optimizer_states += nbytes(g.master) + nbytes(g.exp_avg) + nbytes(g.exp_avg_sq);
   }
@@ -158,13 +159,15 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
     view.master = at::empty({0}, g.master.defined() ? opts : opts.dtype(param_dtype_));
     view.exp_avg = at::empty({0}, opts);
     view.exp_avg_sq = at::empty({0}, opts);
+    view.param = at::empty({0}, opts.dtype(param_dtype_));
     return view;
   }
   view.start = part.begin - place.offset;
   view.length = part.size();
   const int64_t so = state_offset(g, place.bucket) + part.begin - dom.begin;
-  view.master = g.master.defined() ? g.master.narrow(0, so, view.length)
-                                   : g.data.narrow(0, part.begin, view.length);
+  view.param = g.param_shard.defined() ? g.param_shard.narrow(0, so, view.length)
+                                       : g.data.narrow(0, part.begin, view.length);
+  view.master = g.master.defined() ? g.master.narrow(0, so, view.length) : view.param;
   view.exp_avg = g.exp_avg.narrow(0, so, view.length);
   view.exp_avg_sq = g.exp_avg_sq.narrow(0, so, view.length);
   return view;
@@ -177,10 +180,14 @@ void ZeroOptimizer::reload_master_from_params() {
 void ZeroOptimizer::reload_master_from_params_of(Group& g) {
   if (!g.master.defined()) return;
   for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
-    const Range dom = domain(g, b);
-    g.master.narrow(0, state_offset(g, b), dom.size())
-        .copy_(g.data.narrow(0, dom.begin, dom.size()));
+    g.master.narrow(0, state_offset(g, b), domain(g, b).size()).copy_(params_in_domain(g, b));
   }
+}
+
+at::Tensor ZeroOptimizer::params_in_domain(Group& g, size_t b) const {
+  const Range dom = domain(g, b);
+  if (g.param_shard.defined()) return g.param_shard.narrow(0, state_offset(g, b), dom.size());
+  return g.data.narrow(0, dom.begin, dom.size());
 }
 
 int64_t ZeroOptimizer::numel() const {

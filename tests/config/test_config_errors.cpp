@@ -71,8 +71,11 @@ TEST(ConfigErrors, choice_not_in_list_names_the_choices) {
   EXPECT_THAT(error_of("[parallel]\nschedule = \"interleaved\"\n"),
               HasSubstr("configs/x.toml:2: parallel.schedule = \"interleaved\" is not valid; it "
                         "must be one of \"gpipe\", \"1f1b\""));
-  EXPECT_THAT(error_of("[parallel]\nzero_stage = 3\n"),
-              HasSubstr("parallel.zero_stage = 3 is not valid; it must be one of 0, 1, 2"));
+  EXPECT_THAT(error_of("[parallel]\nzero_stage = 4\n"),
+              HasSubstr("parallel.zero_stage = 4 is not valid; it must be one of 0, 1, 2, 3"));
+  EXPECT_THAT(error_of("[parallel]\nzero3_prefetch = \"yes\"\n"),
+              HasSubstr("parallel.zero3_prefetch = \"yes\" is not valid; it must be one of "
+                        "\"on\", \"off\""));
   EXPECT_THAT(error_of("[train]\nprecision = \"fp16\"\n"),
               HasSubstr("it must be one of \"fp64\", \"fp32\", \"bf16\""));
   EXPECT_THAT(error_of("[parallel]\nactivation_checkpointing = \"some\"\n"),

@@ -20,7 +20,8 @@ struct Layout {
   int micro_batch_size = 2;
   std::string precision = "fp64";
   int64_t bucket_size = 2000;  // elements; small, so that gradients are reduced in several buckets
-  std::string model = "gpt2";  // the parity model: "gpt2", "llama" (untied), "llama_tied"
+  std::vector<std::string> sets = {};  // further config overrides, "section.key=value"
+  std::string model = "gpt2";          // the parity model: "gpt2", "llama" (untied), "llama_tied"
   int world() const { return dp * pp * tp; }
 };
 

@@ -224,14 +224,15 @@ TEST(CheckpointOwnership, zero_ranges_match_the_optimizer) {
       {"dp2_pp2_tp2_zero2", 2, 2, 2, 2, "1f1b", false, 1},
       {"dp4_pp1_tp2_zero0", 4, 1, 2, 0, "1f1b", false, 1},
       {"dp8_zero2", 8, 1, 1, 2, "1f1b", false, 1},
+      {"dp2_pp2_tp2_zero3", 2, 2, 2, 3, "1f1b", false, 1},
+      {"dp8_zero3", 8, 1, 1, 3, "1f1b", false, 1},
   };
   for (const Layout& l : layouts) {
     ParallelContext ctx(MPI_COMM_WORLD, l.dp, l.pp, l.tp, 120.0);
     const TrainConfig config = layout_config(l, kSteps);
     Trainer trainer(config, ctx);
     const auto& params = trainer.model().params().params();
-    const auto ranges = checkpoint::zero_owned_ranges(params, l.zero, l.dp, ctx.coord().dp,
-                                                      config.parallel.bucket_size);
+    const auto ranges = checkpoint::zero_owned_ranges(params, config.parallel, ctx.coord().dp);
     for (size_t i = 0; i < params.size(); ++i) {
       const ParamStateView v = trainer.optimizer().param_state(i);
       EXPECT_EQ(ranges[i].length, v.length) << l.name << " " << params[i].spec.name;

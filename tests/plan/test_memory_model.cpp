@@ -117,5 +117,28 @@ TEST(CommunicationBuffers, zero2_buckets_and_pipeline_receives) {
   EXPECT_DOUBLE_EQ(pp.communication, 2 * (32 * 2 * 64) * 4.0);
 }
 
+// Stage 3 of the default PlanModel (h 64, 2 layers, vocab 256, seq 32, fp32) on dp 4:
+// with persist_below 100 the norms and the 64-element biases stay whole, the 192- and
+// 256-element biases and every matrix are sharded; the largest layer is the embeddings
+// (256 x 64 + 32 x 64 = 18432 elements) against a block's 49152 + 192 + 256 = 49600.
+TEST(Stage3, persistent_parameters_and_gather_buffers) {
+  PlanModel m;
+  m.zero3_persist_below = 100;
+  const Layout l{4, 1, 1, 3, 2, false};
+  const Stage3Split split = stage3_split(m, l, 0);
+  EXPECT_EQ(split.persistent, 2 * (6 * 64) + 2 * 64);  // per block 4 norms + 2 biases; ln_f
+  EXPECT_EQ(split.largest_layer, 12 * 64 * 64 + 3 * 64 + 4 * 64);
+  const int64_t psi = stage_parameters(m, 1, 1, 0);
+  const MemoryBreakdown z3 = stage_memory(m, l, 0);
+  const double sharded = static_cast<double>(psi - split.persistent);
+  EXPECT_DOUBLE_EQ(z3.parameters, 4.0 * (sharded / 4 + static_cast<double>(split.persistent)));
+  EXPECT_DOUBLE_EQ(z3.gradients, 4.0 * static_cast<double>(psi) / 4);
+  EXPECT_DOUBLE_EQ(z3.gather_buffers, 4.0 * 2 * static_cast<double>(split.largest_layer));
+  EXPECT_LT(z3.gather_buffers, 4.0 * sharded);  // two layers are less than the model
+  // Kept gathered through the step: the whole stage's sharded parameters.
+  m.zero3_reshard_after_forward = false;
+  EXPECT_DOUBLE_EQ(stage_memory(m, l, 0).gather_buffers, 4.0 * sharded);
+}
+
 }  // namespace
 }  // namespace trident::plan

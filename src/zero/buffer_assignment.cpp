@@ -1,0 +1,26 @@
+// The assignment of parameters to flat buffers.
+#include "zero/buffer_assignment.h"
+
+namespace trident {
+
+namespace {
+/// The token embedding, tied to the output head; it gets a flat buffer of its own.
+constexpr const char* kTokenEmbedding = "wte.weight";
+}  // namespace
+
+ZeroBuffer buffer_of(const ParamSpec& spec, int64_t numel, int stage, int64_t persist_below) {
+  if (spec.tied_copy || spec.name == kTokenEmbedding) return kEmbeddingBuffer;
+  if (stage == 3 && numel < persist_below) return kPersistentBuffer;
+  return kShardedBuffer;
+}
+
+std::vector<std::vector<size_t>> assign_buffers(const std::vector<Parameter>& params,
+                                                const std::vector<int64_t>& numels, int stage,
+                                                int64_t persist_below) {
+  std::vector<std::vector<size_t>> out(kNumZeroBuffers);
+  for (size_t i = 0; i < params.size(); ++i)
+    out[buffer_of(params[i].spec, numels.at(i), stage, persist_below)].push_back(i);
+  return out;
+}
+
+}  // namespace trident

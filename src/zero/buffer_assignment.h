@@ -1,0 +1,29 @@
+// Which flat buffer each parameter goes to: the optimizer and the checkpoint's ownership
+// arithmetic both ask here, so that they always agree on a rank's ranges.
+#pragma once
+#include <cstddef>  // size_t
+#include <cstdint>  // int64_t
+#include <vector>
+
+#include "tensor_parallel/parameter.h"  // Parameter, ParamSpec
+
+namespace trident {
+
+/// The flat buffers of a rank, by index.
+enum ZeroBuffer : size_t {
+  kEmbeddingBuffer = 0,   ///< the tied token embedding alone (same partition on both stages)
+  kShardedBuffer = 1,     ///< everything else (in stage 3: gathered per layer)
+  kPersistentBuffer = 2,  ///< stage 3: parameters below persist_below, kept whole
+  kNumZeroBuffers = 3,
+};
+
+/// The buffer of a parameter of `numel` elements (its tp shard) under `stage`.
+ZeroBuffer buffer_of(const ParamSpec& spec, int64_t numel, int stage, int64_t persist_below);
+
+/// Each buffer's parameters, as indices into `params`, in construction order; `numels[i]`
+/// is parameter i's element count (its tp shard's).
+std::vector<std::vector<size_t>> assign_buffers(const std::vector<Parameter>& params,
+                                                const std::vector<int64_t>& numels, int stage,
+                                                int64_t persist_below);
+
+}  // namespace trident

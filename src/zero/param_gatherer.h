@@ -1,0 +1,115 @@
+// ZeRO stage 3's parameter gathering: each parameter lives as this rank's dp shard of its
+// bucket; a layer's buckets are all-gathered into fresh buffers before the layer runs (the
+// next layer's prefetched meanwhile) and dropped after, counted so that a bucket two
+// layers share is gathered once.
+#pragma once
+#include <ATen/core/Tensor.h>  // at::Tensor
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/layer_scope.h"         // LayerScope
+#include "parallel/communicator.h"      // Communicator, WorkHandle
+#include "tensor_parallel/parameter.h"  // Parameter
+#include "zero/bucket_layout.h"         // BucketLayout
+
+namespace trident {
+
+/// How stage 3 gathers (parallel.zero3_* in the config).
+struct GatherOptions {
+  bool prefetch = true;               // post the next layer's gather when one begins
+  int max_live_layers = 2;            // layers held at once, the prefetched one included
+  bool reshard_after_forward = true;  // false: a layer stays gathered until the step ends
+};
+
+/// One flat buffer as the gatherer sees it: its layout, the rank's shard space (the
+/// parameters' values this rank owns, bucket after bucket) and its parameters.
+struct ShardedBuffer {
+  const BucketLayout* layout = nullptr;
+  at::Tensor shard;            // (layout.shard_space_numel()) param dtype
+  std::vector<size_t> params;  // indices into the parameter list, in buffer order
+};
+
+/// Gathers and releases layers' parameters for ZeroOptimizer in stage 3. Between a
+/// gather and its release a parameter's data is a view into its bucket's gathered buffer;
+/// otherwise it is an empty tensor. Autograd may keep a gathered buffer alive past its
+/// release through a view it saved for backward; a saved parameter itself (a leaf) is
+/// read at backward time, which is why the layer's backward gathers it again.
+class ParamGatherer : public LayerScope {
+ public:
+  /// `units`: per layer, the indices of the parameters it reads (ModelStage::layer_units());
+  /// parameters in none of `buffers` (kept whole elsewhere) are skipped.
+  ParamGatherer(std::vector<Parameter>& params, std::vector<ShardedBuffer> buffers,
+                Communicator& dp, const std::vector<std::vector<size_t>>& units,
+                const GatherOptions& options);
+
+  void begin_forward(int unit) override { acquire_unit(unit, +1); }
+  void end_forward(int unit) override;
+  void begin_backward(int unit) override { acquire_unit(unit, -1); }
+  void end_backward(int unit) override;
+
+  /// After a micro-batch's backward: drops what the backward left gathered (the first
+  /// stage's embeddings), unless layers stay gathered until the step ends.
+  void end_micro_batch();
+  /// Drops every gathered bucket (before the shards change).
+  void release_all();
+  /// Gathers every parameter, on purpose (export, tests); release_all() undoes it.
+  void gather_all();
+
+  /// Bytes of gathered buffers this rank holds now, and the most it held since the last
+  /// reset_peak(); buffers autograd keeps alive after their release are not counted.
+  int64_t gathered_bytes() const { return gathered_bytes_; }
+  int64_t peak_gathered_bytes() const { return peak_bytes_; }
+  void reset_peak() { peak_bytes_ = gathered_bytes_; }
+  /// The bytes of unit `unit`'s buckets, gathered.
+  int64_t unit_bytes(int unit) const;
+  int num_units() const { return static_cast<int>(units_.size()); }
+  /// Gathers (all-gather calls of a layer) since construction.
+  int64_t unit_gathers() const { return unit_gathers_; }
+
+ private:
+  struct BucketRef {
+    size_t buffer, bucket;
+  };
+  struct BucketState {
+    int refs = 0;
+    int pinned = 0;   // references release_all() keeps (parameters of no layer)
+    at::Tensor data;  // (bucket.numel) param dtype, while gathered
+    WorkHandle work;  // the all-gather filling `data`, until it is waited on
+  };
+  void acquire_unit(int unit, int direction);
+  /// Holds `unit` and posts its gathers; `verified`: checks the order first (blocking),
+  /// otherwise (a prefetch) the check travels with the gathers and is verified on use.
+  void hold_unit(int unit, bool verified);
+  void release_unit(int unit);
+  /// Posts the order check of a gather of `unit` (before its buckets' all-gathers, so it
+  /// completes whatever those pair with); verify_order() waits for it and compares.
+  void post_order_check(int unit);
+  void verify_order(int unit);
+  void acquire(const BucketRef& r);
+  void make_ready(const BucketRef& r);
+  void release(const BucketRef& r);
+  void detach_params(const BucketRef& r);
+  BucketState& state(const BucketRef& r) { return states_[r.buffer][r.bucket]; }
+  int live_units() const;
+
+  std::vector<Parameter>& params_;
+  std::vector<ShardedBuffer> buffers_;
+  Communicator& dp_;
+  GatherOptions options_;
+  std::vector<std::vector<int64_t>> shapes_;   // per parameter, its (tp-shard) shape
+  std::vector<std::vector<BucketRef>> units_;  // per unit, the buckets it reads
+  std::vector<std::string> unit_names_;        // per unit, its first parameter's name
+  std::vector<int> holds_;                     // per unit: acquisitions not yet released
+  std::vector<bool> prefetched_;               // per unit: held by a prefetch, not yet used
+  struct OrderCheck {
+    WorkHandle work;
+    at::Tensor mine, all;  // (1), (dp) int64: the unit index of every dp rank
+  };
+  std::vector<OrderCheck> checks_;  // per unit, while its gather's check is in flight
+  std::vector<std::vector<BucketState>> states_;
+  int64_t gathered_bytes_ = 0, peak_bytes_ = 0, unit_gathers_ = 0;
+};
+
+}  // namespace trident
