@@ -1,15 +1,13 @@
 // `trident train CONFIG`: validates the config on every rank, builds the parallel context
 // and the trainer, resumes from a checkpoint if asked, runs the steps with progress on
 // rank 0, saves checkpoints, and writes the metrics, the trace and a summary.
-#include <ATen/Parallel.h>  // at::set_num_threads
-
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <thread>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/threads.h"  // apply_threads
 #include "common/memory_tracker.h"
 #include "config/config.h"
 #include "parallel/agreement.h"
@@ -17,6 +15,7 @@
 #include "parallel/world.h"
 #include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
 #include "train/metrics_log.h"
+#include "train/run_dir.h"  // resolve_run_paths, check_run_dir_is_free
 #include "train/run_report.h"
 #include "train/trace.h"
 #include "train/trainer.h"
@@ -24,15 +23,6 @@
 namespace trident::cli {
 
 namespace {
-
-/// One intra-op thread per rank when the ranks of this node fill its cores.
-void set_threads(int64_t configured) {
-  const int local_ranks = ranks_per_node();
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads =
-      configured > 0 ? static_cast<int>(configured) : std::max(1, cores / std::max(1, local_ranks));
-  at::set_num_threads(threads);
-}
 
 void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, int world) {
   const auto& p = config.parallel;
@@ -55,8 +45,9 @@ int cmd_train(const Args& args) {
   run_agreed(*job, [&] {
     config = load_config(args.positional[0], args.sets, world);
     resolve_run_paths(config);
+    if (rank == 0) check_run_dir_is_free(config);
   });
-  set_threads(config.train.threads);
+  apply_threads(config.train.threads, *job);
   install_memory_tracker();
 
   const auto& p = config.parallel;
@@ -66,9 +57,10 @@ int cmd_train(const Args& args) {
   std::unique_ptr<MetricsLog> metrics;
   run_agreed(*job, [&] {
     trainer = std::make_unique<Trainer>(config, ctx);
-    if (rank == 0) metrics = std::make_unique<MetricsLog>(config.logging.metrics);
     if (!config.checkpoint.load.empty())
       load_checkpoint(*trainer, ctx, config.checkpoint.load, config.checkpoint.dir);
+    const int64_t resumed_after = config.checkpoint.load.empty() ? -1 : trainer->completed_steps();
+    if (rank == 0) metrics = std::make_unique<MetricsLog>(config.logging.metrics, resumed_after);
   });
   const int64_t params = count_parameters(*trainer, ctx);
   const auto floor = trainer->loss_floor();

@@ -172,7 +172,8 @@ std::vector<KeySpec> build_schema() {
        "keep only the newest this many checkpoints; 0 keeps all"},
 
       {"logging", "run_dir", field(kLog, &L::run_dir), any(),
-       "directory for the run's outputs; empty: a default under runs/"},
+       "directory for the run's outputs; empty: runs/<config file name>; \"none\": no run "
+       "directory"},
       {"logging", "metrics", field(kLog, &L::metrics), any(),
        "metrics JSONL path; empty: metrics.jsonl in run_dir"},
       {"logging", "trace", field(kLog, &L::trace), any(),

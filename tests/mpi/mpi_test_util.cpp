@@ -7,7 +7,6 @@
 #include <filesystem>  // std::filesystem::remove_all
 #include <vector>
 
-
 namespace trident::testing {
 
 double relative_difference(double a, double b) {
