@@ -74,6 +74,18 @@ std::vector<StoredPiece> pieces_of(const TrainingState& state, const ParallelCon
   return out;
 }
 
+/// A checkpoint never holds a non-finite value: it would replace good checkpoints (with
+/// keep_last) by ones that cannot train. Throws naming the first such tensor.
+void check_finite(const std::vector<StoredPiece>& pieces, int64_t step) {
+  for (const StoredPiece& p : pieces) {
+    if (!at::isFloatingType(p.data.scalar_type())) continue;
+    if (at::isfinite(p.data).all().item<bool>()) continue;
+    throw std::runtime_error("refusing to save step " + std::to_string(step) + ": " + p.tensor +
+                             " holds a non-finite value (the run diverged; the checkpoints "
+                             "already saved are kept)");
+  }
+}
+
 /// Everything of the index but the tensors and files.
 CheckpointIndex describe_state(const TrainingState& state) {
   const TrainConfig& c = state.config;
@@ -160,6 +172,7 @@ std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
   std::string record;
   run_agreed(comm, [&] {
     const std::vector<StoredPiece> pieces = pieces_of(state, ctx);
+    check_finite(pieces, step);
     const GridCoord& c = ctx.coord();
     const std::string file = slice_file_name(c.dp, c.pp, c.tp);
     record = write_pieces(tmp, file, pieces, [step](size_t k) {

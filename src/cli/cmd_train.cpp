@@ -36,6 +36,22 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
   std::cout << std::flush;
 }
 
+/// Why the job stops after train.max_skipped_steps skipped steps, and what to try.
+std::string divergence_message(const TrainConfig& config, const StepMetrics& m) {
+  const int64_t first = m.step - m.skipped_in_a_row + 1;
+  std::string where = config.checkpoint.dir.empty()
+                          ? ""
+                          : " The checkpoints in " + config.checkpoint.dir +
+                                " hold only finite values from before the divergence.";
+  return "training diverged: steps " + std::to_string(first) + " to " + std::to_string(m.step) +
+         " all had a non-finite loss or gradient norm (loss " + std::to_string(m.loss) +
+         ", gradient norm " + std::to_string(m.grad_norm) + "), and their updates were skipped; " +
+         "train.max_skipped_steps = " + std::to_string(config.train.max_skipped_steps) +
+         " stops the job." + where +
+         " Try a lower optimizer.lr, more optimizer.warmup_steps, or optimizer.grad_clip = 1.0, "
+         "then resume with checkpoint.load = \"auto\".";
+}
+
 }  // namespace
 
 int cmd_train(const Args& args) {
@@ -93,8 +109,12 @@ int cmd_train(const Args& args) {
       std::cout << progress_line(m, last, elapsed, floor) << std::endl;
       metrics->write(m);
     }
+    if (m.skipped && m.skipped_in_a_row >= config.train.max_skipped_steps)
+      throw JobError(divergence_message(config, m));  // every rank alike: no collective
     const int64_t every = config.checkpoint.save_every;
-    if (!config.checkpoint.dir.empty() && ((every > 0 && m.step % every == 0) || m.step == last)) {
+    // A skipped step's weights are those that just gave a non-finite loss: not worth a save.
+    if (!m.skipped && !config.checkpoint.dir.empty() &&
+        ((every > 0 && m.step % every == 0) || m.step == last)) {
       const std::string path =
           save_checkpoint(*trainer, ctx, config.checkpoint.dir, config.checkpoint.keep_last);
       if (rank == 0) std::cout << "saved " << path << std::endl;

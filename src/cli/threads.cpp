@@ -62,7 +62,8 @@ void apply_threads(int64_t configured, Communicator& job) {
                  "`mpirun --bind-to none` (or set train.threads lower)\n";
   else if (narrow >= 0)
     std::cout << "warning: rank " << narrow << " is bound to fewer cores than its share of the "
-              << c.node_cores << " cores here, which stay idle; launch with "
+              << c.node_cores
+              << " cores here, which stay idle; launch with "
                  "`mpirun --bind-to none`\n";
   std::cout << std::flush;
 }

@@ -46,7 +46,8 @@ struct TrainSection {
   Precision precision = Precision::kFp32;
   int64_t seed = 1234;
   int64_t log_every = 1;
-  int64_t threads = 0;  ///< intra-op threads per rank, 0 = auto
+  int64_t threads = 0;             ///< intra-op threads per rank, 0 = auto
+  int64_t max_skipped_steps = 10;  ///< consecutive skipped (non-finite) steps before stopping
 };
 
 /// [optimizer]: AdamW with linear warm-up and cosine decay to min_lr.

@@ -143,6 +143,9 @@ std::vector<KeySpec> build_schema() {
        "write a metrics line every this many steps"},
       {"train", "threads", field(kTrain, &T::threads), at_least(0),
        "intra-op threads per rank; 0 chooses automatically"},
+      {"train", "max_skipped_steps", field(kTrain, &T::max_skipped_steps), at_least(1),
+       "a step with a non-finite loss or gradient norm is skipped; this many in a row stop "
+       "the job"},
 
       {"optimizer", "lr", field(kOpt, &O::lr), above(0), "peak learning rate"},
       {"optimizer", "min_lr", field(kOpt, &O::min_lr), at_least(0),

@@ -51,6 +51,7 @@ void MetricsLog::write(const StepMetrics& m) {
                       {"tokens_per_s", m.tokens_per_s},
                       {"step_time_s", m.step_time_s},
                       {"tflops", m.tflops},
+                      {"skipped", m.skipped},
                       {"wait_s", {{"dp", m.dp_wait_s}, {"tp", m.tp_wait_s}, {"pp", m.pp_wait_s}}}};
   const std::string line = j.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
@@ -81,7 +82,9 @@ std::string progress_line(const StepMetrics& m, int64_t total_steps, double elap
       loss_floor ? (" (floor " + std::to_string(*loss_floor).substr(0, 6) + ")").c_str() : "", m.lr,
       m.grad_norm, m.tokens_per_s, m.tflops, format_duration(elapsed_s).c_str(),
       format_duration(left).c_str());
-  return buf;
+  if (!m.skipped) return buf;
+  return std::string(buf) + " | update skipped: non-finite loss or gradient (" +
+         std::to_string(m.skipped_in_a_row) + " in a row)";
 }
 
 }  // namespace trident

@@ -63,8 +63,7 @@ void check_run_dir_is_free(const TrainConfig& config) {
   if (!config.checkpoint.load.empty()) return;  // resuming continues the run it finds
   const std::string found = earlier_run_outputs(config);
   if (found.empty()) return;
-  throw ConfigError("logging.run_dir " + config.logging.run_dir + " already holds a run (" +
-                    found +
+  throw ConfigError("logging.run_dir " + config.logging.run_dir + " already holds a run (" + found +
                     "); a fresh run would mix its outputs with that one. Resume it with "
                     "--set checkpoint.load=auto, write elsewhere with --set "
                     "logging.run_dir=DIR, or remove " +

@@ -12,8 +12,8 @@ namespace trident {
 constexpr const char* kNoRunDir = "none";
 
 /// Fills logging.run_dir (runs/<config file's name without .toml> when empty and the config
-/// came from a file; cleared when "none"), then logging.metrics, logging.trace and checkpoint.dir from it where
-/// they are empty, and creates the run directory (on every rank; idempotent).
+/// came from a file; cleared when "none"), then logging.metrics, logging.trace and checkpoint.dir
+/// from it where they are empty, and creates the run directory (on every rank; idempotent).
 void resolve_run_paths(TrainConfig& config);
 
 /// What of an earlier run the run directory holds: its metrics file (non-empty) or a
