@@ -3,6 +3,7 @@
 // rank 0, saves checkpoints, and writes the metrics, the trace and a summary.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 
 #include "cli/args.h"
@@ -15,8 +16,10 @@
 #include "parallel/world.h"
 #include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
 #include "train/metrics_log.h"
-#include "train/run_dir.h"  // resolve_run_paths, check_run_dir_is_free
+#include "train/preemption.h"  // PreemptionGuard
+#include "train/run_dir.h"     // resolve_run_paths, check_run_dir_is_free
 #include "train/run_report.h"
+#include "train/run_saver.h"  // RunSaver
 #include "train/trace.h"
 #include "train/trainer.h"
 
@@ -52,6 +55,15 @@ std::string divergence_message(const TrainConfig& config, const StepMetrics& m) 
          "then resume with checkpoint.load = \"auto\".";
 }
 
+/// Resumes as checkpoint.load asks; returns the checkpoint's path ("" when starting fresh).
+std::string resume(Trainer& trainer, ParallelContext& ctx, const TrainConfig& config) {
+  const std::string& load = config.checkpoint.load;
+  if (load.empty()) return "";
+  if (load == kAutoLoad) return resume_auto(trainer, ctx, config.checkpoint.dir);
+  load_checkpoint(trainer, ctx, load, config.checkpoint.dir);  // agreed inside
+  return load;
+}
+
 }  // namespace
 
 int cmd_train(const Args& args) {
@@ -63,6 +75,9 @@ int cmd_train(const Args& args) {
     resolve_run_paths(config);
     if (rank == 0) check_run_dir_is_free(config);
   });
+  // Installed before the (possibly long) start-up, so that a signal during it is noticed at
+  // the first step boundary rather than killing the rank unsaved.
+  const PreemptionGuard preemption(config.checkpoint.preempt_signals);
   apply_threads(config.train.threads, *job);
   install_memory_tracker();
 
@@ -70,22 +85,25 @@ int cmd_train(const Args& args) {
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
                       p.timeout_s);
   std::unique_ptr<Trainer> trainer;
+  run_agreed(*job, [&] { trainer = std::make_unique<Trainer>(config, ctx); });
+  const std::string resumed = resume(*trainer, ctx, config);
   std::unique_ptr<MetricsLog> metrics;
   run_agreed(*job, [&] {
-    trainer = std::make_unique<Trainer>(config, ctx);
-    if (!config.checkpoint.load.empty())
-      load_checkpoint(*trainer, ctx, config.checkpoint.load, config.checkpoint.dir);
-    const int64_t resumed_after = config.checkpoint.load.empty() ? -1 : trainer->completed_steps();
-    if (rank == 0) metrics = std::make_unique<MetricsLog>(config.logging.metrics, resumed_after);
+    if (rank == 0)
+      metrics = std::make_unique<MetricsLog>(config.logging.metrics,
+                                             resumed.empty() ? -1 : trainer->completed_steps());
   });
   const int64_t params = count_parameters(*trainer, ctx);
   const auto floor = trainer->loss_floor();
   if (rank == 0) {
     print_header(config, *trainer, params, world);
     write_run_info(config, params, floor);
-    if (!config.checkpoint.load.empty())
-      std::cout << "resumed from " << config.checkpoint.load << " after step "
-                << trainer->completed_steps() << "\n";
+    if (!resumed.empty())
+      std::cout << "resumed from " << resumed << " after step " << trainer->completed_steps()
+                << "\n";
+    else if (config.checkpoint.load == kAutoLoad)
+      std::cout << "checkpoint.load = \"auto\": no checkpoint in " << config.checkpoint.dir
+                << ", starting fresh\n";
   }
   report_memory(*trainer, ctx, 0);
 
@@ -93,6 +111,7 @@ int cmd_train(const Args& args) {
   const auto start = std::chrono::steady_clock::now();
   TraceRecorder trace;
   RunTotals totals;
+  RunSaver saver(config, ctx);
   int64_t peak_activations = 0;
   while (trainer->completed_steps() < last) {
     const StepMetrics m = trainer->step();
@@ -109,20 +128,37 @@ int cmd_train(const Args& args) {
       std::cout << progress_line(m, last, elapsed, floor) << std::endl;
       metrics->write(m);
     }
-    if (m.skipped && m.skipped_in_a_row >= config.train.max_skipped_steps)
+    if (m.skipped && m.skipped_in_a_row >= config.train.max_skipped_steps) {
+      saver.finish();                                 // commits a good save in flight
       throw JobError(divergence_message(config, m));  // every rank alike: no collective
+    }
     const int64_t every = config.checkpoint.save_every;
     // A skipped step's weights are those that just gave a non-finite loss: not worth a save.
-    if (!m.skipped && !config.checkpoint.dir.empty() &&
-        ((every > 0 && m.step % every == 0) || m.step == last)) {
-      const std::string path =
-          save_checkpoint(*trainer, ctx, config.checkpoint.dir, config.checkpoint.keep_last);
-      if (rank == 0) std::cout << "saved " << path << std::endl;
+    if (!m.skipped && ((every > 0 && m.step % every == 0) || m.step == last)) saver.save(*trainer);
+    const BoundaryAgreement agreed =
+        agree_at_boundary(ctx.world(), preemption.caught(), saver.local_state());
+    saver.advance(agreed.save_state);
+    if (const int signo = agreed.signal) {
+      if (saver.last_step() != m.step) saver.save(*trainer);
+      saver.finish();
+      if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
+      if (rank == 0) {
+        std::cout << "preempted at step " << m.step << " by " << signal_name(signo) << ", "
+                  << (saver.enabled() ? "saved " + saver.last_path()
+                                      : std::string("nothing saved (checkpoint.dir is empty)"))
+                  << "; exit code " << config.checkpoint.preempt_exit_code << std::endl;
+      }
+      return static_cast<int>(config.checkpoint.preempt_exit_code);
     }
   }
+  saver.finish();
   if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
   report_memory(*trainer, ctx, peak_activations);
   report_summary(config, totals, floor, trace.split(), ctx);
+  if (rank == 0 && saver.saves() > 0)
+    std::printf("  checkpoint saves: %lld, training stalled %.3f s for them (%s)\n",
+                static_cast<long long>(saver.saves()), saver.stall_s(),
+                config.checkpoint.async ? "written in the background" : "synchronous");
   return 0;
 }
 

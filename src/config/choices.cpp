@@ -39,6 +39,15 @@ const std::vector<ChoiceName<ReduceDtype>>& choice_names() {
   return names;
 }
 
+template <>
+const std::vector<ChoiceName<PreemptSignals>>& choice_names() {
+  static const std::vector<ChoiceName<PreemptSignals>> names = {
+      {PreemptSignals::kTermIntUsr1, "SIGTERM,SIGINT,SIGUSR1"},
+      {PreemptSignals::kUsr1, "SIGUSR1"},
+      {PreemptSignals::kNone, "none"}};
+  return names;
+}
+
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
@@ -48,5 +57,6 @@ std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value) {
   return out << name_of(value);
 }
 std::ostream& operator<<(std::ostream& out, ReduceDtype value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, PreemptSignals value) { return out << name_of(value); }
 
 }  // namespace trident

@@ -19,6 +19,10 @@ enum class ActivationCheckpointing { kNone, kFull };
 /// parallel.grad_reduce_dtype: the dtype gradients travel in between dp ranks.
 enum class ReduceDtype { kFp32, kBf16 };
 
+/// checkpoint.preempt_signals: the signals that make every rank save and exit at the next
+/// step boundary ("none": they keep their default action, ending the job unsaved).
+enum class PreemptSignals { kTermIntUsr1, kUsr1, kNone };
+
 /// One value of a choice and its name in config files ("1f1b").
 template <typename E>
 struct ChoiceName {
@@ -52,5 +56,6 @@ std::ostream& operator<<(std::ostream& out, Precision value);
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value);
 std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value);
 std::ostream& operator<<(std::ostream& out, ReduceDtype value);
+std::ostream& operator<<(std::ostream& out, PreemptSignals value);
 
 }  // namespace trident

@@ -74,6 +74,9 @@ struct CheckpointConfig {
   int64_t save_every = 0;
   std::string load = "";
   int64_t keep_last = 0;
+  bool async = false;  ///< write in the background from a host snapshot
+  PreemptSignals preempt_signals = PreemptSignals::kTermIntUsr1;
+  int64_t preempt_exit_code = 0;  ///< exit code after a save on a preemption signal
 };
 
 /// [logging]: where a run writes its outputs.

@@ -43,6 +43,9 @@ std::optional<ConfigValue> convert(const toml::node& node, ValueType type) {
     case ValueType::kString:
       if (const auto* s = node.as_string()) return ConfigValue(s->get());
       break;
+    case ValueType::kBool:
+      if (const auto* b = node.as_boolean()) return ConfigValue(b->get());
+      break;
   }
   return std::nullopt;
 }

@@ -32,6 +32,8 @@ constexpr ValueType value_type_of() {
     return ValueType::kInt;
   else if constexpr (std::is_same_v<T, double>)
     return ValueType::kFloat;
+  else if constexpr (std::is_same_v<T, bool>)
+    return ValueType::kBool;
   else
     return ValueType::kString;
 }
@@ -170,9 +172,19 @@ std::vector<KeySpec> build_schema() {
       {"checkpoint", "save_every", field(kCkpt, &C::save_every), at_least(0),
        "save every this many steps; 0 disables periodic saves"},
       {"checkpoint", "load", field(kCkpt, &C::load), any(),
-       "checkpoint to resume from; empty starts fresh"},
+       "checkpoint to resume from (a directory, \"latest\", or \"auto\": the newest valid one in "
+       "dir, else start fresh); empty starts fresh"},
       {"checkpoint", "keep_last", field(kCkpt, &C::keep_last), at_least(0),
        "keep only the newest this many checkpoints; 0 keeps all"},
+      {"checkpoint", "async", field(kCkpt, &C::async), any(),
+       "snapshot each rank's shard to memory and write it in the background while training "
+       "goes on (one save in flight; the next waits)"},
+      {"checkpoint", "preempt_signals", choice_field(kCkpt, &C::preempt_signals),
+       choices_of<PreemptSignals>(),
+       "signals on which every rank saves at the next step boundary and exits; a second one "
+       "aborts at once"},
+      {"checkpoint", "preempt_exit_code", field(kCkpt, &C::preempt_exit_code), half_open(0, 256),
+       "exit code after a save on a preemption signal (e.g. one a job script requeues on)"},
 
       {"logging", "run_dir", field(kLog, &L::run_dir), any(),
        "directory for the run's outputs; empty: runs/<config file name>; \"none\": no run "
@@ -210,13 +222,15 @@ const char* type_name(ValueType type) {
       return "float";
     case ValueType::kString:
       return "string";
+    case ValueType::kBool:
+      return "boolean";
   }
   return "?";
 }
 
 bool Allowed::accepts(const ConfigValue& v) const {
   if (!choices.empty()) return std::find(choices.begin(), choices.end(), v) != choices.end();
-  if (std::holds_alternative<std::string>(v)) return true;
+  if (std::holds_alternative<std::string>(v) || std::holds_alternative<bool>(v)) return true;
   const double x = std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v))
                                                       : std::get<double>(v);
   if (!std::isfinite(x)) return false;
@@ -264,6 +278,7 @@ const KeySpec* find_key(const std::string& section, const std::string& key) {
 }
 
 std::string format_value(const ConfigValue& v) {
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (const auto* x = std::get_if<double>(&v)) {
     char buf[64];

@@ -13,10 +13,10 @@
 
 namespace trident::config_detail {
 
-enum class ValueType { kInt, kFloat, kString };
+enum class ValueType { kInt, kFloat, kString, kBool };
 
 /// A key's value, whatever its type.
-using ConfigValue = std::variant<int64_t, double, std::string>;
+using ConfigValue = std::variant<int64_t, double, std::string, bool>;
 
 /// "integer", "float", "string": as messages and docs name the types.
 const char* type_name(ValueType type);
