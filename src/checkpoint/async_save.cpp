@@ -164,8 +164,7 @@ void AsyncCheckpointer::hand_to_commit(bool known_ok) {
     const int ranks = world.size();
     s->committer = std::thread([s, keep_last, ranks] {
       try {
-        commit_save(s->target, std::move(s->index), take_records(s->target.tmp, ranks),
-                    keep_last);
+        commit_save(s->target, std::move(s->index), take_records(s->target.tmp, ranks), keep_last);
       } catch (...) {
         s->commit_error = std::current_exception();
       }

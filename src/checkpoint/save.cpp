@@ -210,6 +210,31 @@ void commit_save(const SaveTarget& target, CheckpointIndex index,
 
 using namespace checkpoint;
 
+std::string reject_checkpoint(ParallelContext& ctx, const std::string& dir, int64_t step) {
+  const std::string name = "step_" + std::to_string(step);
+  std::string rejected;
+  run_agreed(ctx.world(), [&] {
+    if (ctx.world().rank() != 0 || !fs::is_directory(dir + "/" + name)) return;
+    rejected = dir + "/rejected_" + name;
+    fs::remove_all(rejected);
+    fs::rename(dir + "/" + name, rejected);
+    fsync_directory(dir);
+    static const std::regex step_dir("step_([0-9]+)");
+    long long newest = -1;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      std::smatch m;
+      const std::string n = e.path().filename().string();
+      if (e.is_directory() && std::regex_match(n, m, step_dir))
+        newest = std::max(newest, std::stoll(m[1]));
+    }
+    if (newest >= 0)
+      write_file_atomically(dir + "/" + kLatestFile, "step_" + std::to_string(newest) + "\n");
+    else
+      fs::remove(dir + "/" + kLatestFile);
+  });
+  return ctx.world().broadcast_bytes(rejected, 0);
+}
+
 std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
                             const std::string& dir, int64_t keep_last) {
   Communicator& comm = ctx.world();

@@ -128,6 +128,8 @@ int cmd_train(const Args& args) {
       std::cout << progress_line(m, last, elapsed, floor) << std::endl;
       metrics->write(m);
     }
+    // The weights that just gave a non-finite loss must not be resumed from.
+    if (m.skipped && m.skipped_in_a_row == 1) saver.reject(m.step - 1);
     if (m.skipped && m.skipped_in_a_row >= config.train.max_skipped_steps) {
       saver.finish();                                 // commits a good save in flight
       throw JobError(divergence_message(config, m));  // every rank alike: no collective

@@ -3,7 +3,6 @@
 
 #include <ATen/ATen.h>  // at::full
 #include <signal.h>     // sigaction
-
 #include <unistd.h>     // getppid
 
 #include <csignal>  // sig_atomic_t
@@ -30,8 +29,8 @@ void on_signal(int signo, siginfo_t* info, void*) {
   // Open MPI's launcher sends SIGTERM (then SIGKILL) to the ranks left when one rank died
   // or the launcher itself was told to stop: the job is being torn down, and the ranks
   // could not agree anyway. SIGUSR1 from it is a forwarded request to save.
-  const bool teardown = signo != SIGUSR1 && g_launcher != 0 && info != nullptr &&
-                        info->si_pid == g_launcher;
+  const bool teardown =
+      signo != SIGUSR1 && g_launcher != 0 && info != nullptr && info->si_pid == g_launcher;
   // A second signal: whoever sent it wants the rank gone now, unsaved.
   if (teardown || g_caught != 0) {
     die_of(signo);

@@ -46,8 +46,17 @@ void RunSaver::finish() {
   if (auto done = async_->finish()) report(done->path, done->stall_s, done->elapsed_s, true);
 }
 
-void RunSaver::report(const std::string& path, double stall_s, double elapsed_s,
-                      bool background) {
+void RunSaver::reject(int64_t step) {
+  if (!enabled() || last_step_ != step) return;
+  finish();
+  const std::string moved = reject_checkpoint(ctx_, dir_, step);
+  last_step_ = -1;
+  if (ctx_.rank() == 0 && !moved.empty())
+    std::printf("the weights of step %lld gave a non-finite loss: moved its checkpoint to %s\n",
+                static_cast<long long>(step), moved.c_str());
+}
+
+void RunSaver::report(const std::string& path, double stall_s, double elapsed_s, bool background) {
   last_path_ = path;
   saves_ += 1;
   stall_s_ += stall_s;

@@ -30,6 +30,10 @@ class RunSaver {
   /// Waits for a background save in flight and commits it. Collective.
   void finish();
 
+  /// Takes the checkpoint of `step` out of use when it is the newest save (its weights gave
+  /// a non-finite loss in the next step), after committing it if still in flight. Collective.
+  void reject(int64_t step);
+
   /// The step of the newest save started (committed once finish() returns); -1: none.
   int64_t last_step() const { return last_step_; }
   /// The newest committed checkpoint's path ("" before the first).
