@@ -32,11 +32,11 @@ std::optional<UnreadableChar> find_unreadable_char(const std::string& text) {
     if (ch == '#') {  // a comment runs to the end of the line
       while (i < text.size() && text[i] != '\n') ++i;
     } else if (ch == '"' || ch == '\'') {
-      const std::string quote = text.compare(i, 3, std::string(3, ch)) == 0 ? std::string(3, ch)
-                                                                             : std::string(1, ch);
+      const std::string quote =
+          text.compare(i, 3, std::string(3, ch)) == 0 ? std::string(3, ch) : std::string(1, ch);
       i += quote.size();
       while (i < text.size() && text.compare(i, quote.size(), quote) != 0) {
-        if (ch == '"' && text[i] == '\\') ++i;  // an escaped character
+        if (ch == '"' && text[i] == '\\') ++i;            // an escaped character
         if (quote.size() == 1 && text[i] == '\n') break;  // unterminated: toml++ reports it
         ++i;
       }

@@ -25,8 +25,12 @@ TEST(ConfigFuzzFindings, unclassifiable_character_outside_strings_is_a_config_er
 
 TEST(ConfigFuzzFindings, such_characters_inside_strings_and_comments_are_fine) {
   const TrainConfig c = parse_config(
-      "# r\xC3\xA9glages \xEF\xBB\xBE\n[data]\nsource = \"donn\xC3\xA9" "es.bin\"\n", "x", {}, 0);
-  EXPECT_EQ(c.data.source, "donn\xC3\xA9" "es.bin");
+      "# r\xC3\xA9glages \xEF\xBB\xBE\n[data]\nsource = \"donn\xC3\xA9"
+      "es.bin\"\n",
+      "x", {}, 0);
+  EXPECT_EQ(c.data.source,
+            "donn\xC3\xA9"
+            "es.bin");
 }
 
 TEST(ConfigFuzzFindings, such_a_character_in_a_set_value_is_a_bare_string) {
