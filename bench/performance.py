@@ -96,7 +96,7 @@ class Bench:
             "model.heads=%d" % model["heads"], "model.seq_len=%d" % model["seq"],
             "model.vocab=%d" % model["vocab"], "train.micro_batch_size=%d" % model["micro"],
             "train.precision=fp32", "train.threads=1", "train.steps=%d" % steps,
-            "train.log_every=1", "train.stop_at=0", "checkpoint.dir=\"\"",
+            "train.log_every=1", "train.stop_at=0", "checkpoint.dir=\"\"", "logging.run_dir=none",
             "logging.metrics=%s" % metrics,
         ]
         cmd = [str(self.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")]

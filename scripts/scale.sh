@@ -116,7 +116,7 @@ for ranks in "${rank_counts[@]}"; do
       --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" > "$dir/plan.json" 2> "$dir/plan.err" || status=plan-failed
     mpirun -np "$ranks" $mpirun_args "$trident" train "$config" "${run_sets[@]}" \
       --set train.steps="$steps" --set train.stop_at=0 --set train.threads=1 --set train.log_every=1 \
-      --set logging.metrics="$dir/metrics.jsonl" --set checkpoint.dir='""' --set checkpoint.load='""' \
+      --set logging.metrics="$dir/metrics.jsonl" --set checkpoint.dir='""' --set checkpoint.load='""' --set logging.run_dir=none \
       > "$dir/train.log" 2>&1 || status=train-failed
     [ "$status" = ok ] || { echo "   $status (see $dir)"; tail -3 "$dir/train.log" "$dir/plan.err" 2>/dev/null || true; }
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ranks" "$dp" "$pp" "$tp" "$zero" \

@@ -11,3 +11,5 @@ set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERT
   SKIP_RETURN_CODE 77 TIMEOUT 300)
 trident_script_test(llama_hf_eval_against_a_numpy_reference llama_hf_reference.sh)
 trident_script_test(llama_hf_train_export_roundtrip llama_hf_roundtrip.sh)
+trident_script_test(fault_injection_kill_term_async_crash_dp2_pp2_tp2 fault_injection.sh)
+trident_script_test(run_dir_default_refuse_auto_and_divergence run_dir.sh)

@@ -40,6 +40,12 @@ class CheckpointError : public InputError {
 std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
                             const std::string& dir, int64_t keep_last);
 
+/// Takes `dir`/step_<step> out of use (collective; rank 0 renames it to rejected_step_<step>
+/// and points `latest` at the newest remaining step_<N>, or removes `latest` when none is
+/// left): its weights gave a non-finite loss, so neither "latest" nor "auto" may load it.
+/// Returns the new path of the rejected directory ("" when there was none).
+std::string reject_checkpoint(ParallelContext& ctx, const std::string& dir, int64_t step);
+
 /// Loads `path` — a checkpoint directory, "latest" (resolved in `checkpoint_dir`), or a
 /// Hugging Face GPT-2 directory (model.safetensors + config.json) — into `state`, in
 /// `ctx`'s layout: model weights and, for a trident checkpoint, optimizer state. Returns the

@@ -1,6 +1,7 @@
-// save_checkpoint: each rank writes the slices it owns into its own safetensors file in a
-// temporary directory; rank 0 gathers the slice lists, writes the index, and commits the
-// directory with a rename before updating `latest` (see docs/checkpoints.md).
+// save_checkpoint and its phases: each rank writes the slices it owns into its own
+// safetensors file in a temporary directory; rank 0 gathers the slice lists, writes the
+// index, and commits the directory with a rename before updating `latest`
+// (see docs/checkpoints.md).
 #include <ATen/ATen.h>  // Tensor::reshape, narrow
 
 #include <algorithm>   // std::sort
@@ -12,10 +13,11 @@
 #include <regex>       // std::regex
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/checksum.h"        // to_hex
-#include "checkpoint/index.h"           // CheckpointIndex, write_file_atomically
-#include "checkpoint/ownership.h"       // stores_param
-#include "checkpoint/safetensors.h"     // write_safetensors, fsync_directory
+#include "checkpoint/checksum.h"     // to_hex
+#include "checkpoint/index.h"        // CheckpointIndex, write_file_atomically
+#include "checkpoint/ownership.h"    // stores_param
+#include "checkpoint/safetensors.h"  // write_safetensors, fsync_directory
+#include "checkpoint/save_parts.h"
 #include "checkpoint/writer.h"          // write_pieces, add_records, slice_file_name
 #include "config/config.h"              // to_toml
 #include "models/model_stage.h"         // ModelStage
@@ -24,9 +26,9 @@
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
 
 namespace trident {
+namespace checkpoint {
 
 namespace fs = std::filesystem;
-using namespace checkpoint;
 
 namespace {
 
@@ -74,6 +76,38 @@ std::vector<StoredPiece> pieces_of(const TrainingState& state, const ParallelCon
   return out;
 }
 
+std::string random_suffix() {
+  std::random_device rd;
+  return to_hex((static_cast<uint64_t>(rd()) << 32) | rd()).substr(0, 10);
+}
+
+/// Keeps the newest `keep_last` step directories (never `current`), and removes what
+/// interrupted saves left behind.
+void prune(const std::string& dir, int64_t keep_last, const std::string& current) {
+  static const std::regex step_dir("step_([0-9]+)");
+  std::vector<std::pair<long long, fs::path>> steps;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    std::smatch m;
+    if (e.is_directory() && std::regex_match(name, m, step_dir))
+      steps.emplace_back(std::stoll(m[1]), e.path());
+    else if (e.is_directory() &&
+             (name.rfind(".tmp_step_", 0) == 0 || name.rfind(".old_step_", 0) == 0))
+      fs::remove_all(e.path());
+  }
+  if (keep_last <= 0) return;
+  std::sort(steps.begin(), steps.end());
+  int64_t excess = static_cast<int64_t>(steps.size()) - keep_last;
+  for (const auto& [n, path] : steps) {
+    if (excess <= 0) break;
+    if (path.filename() == current) continue;
+    fs::remove_all(path);
+    --excess;
+  }
+}
+
+}  // namespace
+
 /// Everything of the index but the tensors and files.
 CheckpointIndex describe_state(const TrainingState& state) {
   const TrainConfig& c = state.config;
@@ -108,86 +142,115 @@ CheckpointIndex describe_state(const TrainingState& state) {
   return index;
 }
 
-std::string random_suffix() {
-  std::random_device rd;
-  return to_hex((static_cast<uint64_t>(rd()) << 32) | rd()).substr(0, 10);
+std::vector<StoredPiece> rank_pieces(const TrainingState& state, const ParallelContext& ctx) {
+  return pieces_of(state, ctx);
 }
 
-/// Keeps the newest `keep_last` step directories (never `current`), and removes what
-/// interrupted saves left behind.
-void prune(const std::string& dir, int64_t keep_last, const std::string& current) {
-  static const std::regex step_dir("step_([0-9]+)");
-  std::vector<std::pair<long long, fs::path>> steps;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    std::smatch m;
-    if (e.is_directory() && std::regex_match(name, m, step_dir))
-      steps.emplace_back(std::stoll(m[1]), e.path());
-    else if (e.is_directory() &&
-             (name.rfind(".tmp_step_", 0) == 0 || name.rfind(".old_step_", 0) == 0))
-      fs::remove_all(e.path());
-  }
-  if (keep_last <= 0) return;
-  std::sort(steps.begin(), steps.end());
-  int64_t excess = static_cast<int64_t>(steps.size()) - keep_last;
-  for (const auto& [n, path] : steps) {
-    if (excess <= 0) break;
-    if (path.filename() == current) continue;
-    fs::remove_all(path);
-    --excess;
+void check_finite(const std::vector<StoredPiece>& pieces, int64_t step) {
+  for (const StoredPiece& p : pieces) {
+    if (!at::isFloatingType(p.data.scalar_type())) continue;
+    if (at::isfinite(p.data).all().item<bool>()) continue;
+    throw std::runtime_error("refusing to save step " + std::to_string(step) + ": " + p.tensor +
+                             " holds a non-finite value (the run diverged; the checkpoints "
+                             "already saved are kept)");
   }
 }
 
-}  // namespace
+std::vector<StoredPiece> snapshot(const std::vector<StoredPiece>& pieces) {
+  std::vector<StoredPiece> copies = pieces;
+  for (StoredPiece& p : copies) p.data = p.data.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  return copies;
+}
+
+SaveTarget begin_save(Communicator& world, const std::string& dir, int64_t step) {
+  SaveTarget target{dir, "", step};
+  run_agreed(world, [&] {
+    if (world.rank() != 0) return;
+    fs::create_directories(dir);
+    target.tmp = dir + "/.tmp_step_" + std::to_string(step) + "_" + random_suffix();
+    fs::create_directory(target.tmp);
+  });
+  target.tmp = world.broadcast_bytes(target.tmp, 0);
+  return target;
+}
+
+std::string write_rank_file(const SaveTarget& target, int dp, int pp, int tp,
+                            const std::vector<StoredPiece>& pieces) {
+  const int64_t step = target.step;
+  return write_pieces(target.tmp, slice_file_name(dp, pp, tp), pieces,
+                      [step](size_t k) {
+                        if (k == 0) maybe_crash("mid_file", step);
+                      })
+      .dump();
+}
+
+void commit_save(const SaveTarget& target, CheckpointIndex index,
+                 const std::vector<std::string>& records, int64_t keep_last) {
+  const int64_t step = target.step;
+  const std::string final_name = target.final_name(), final_dir = target.final_dir();
+  const std::string& dir = target.dir;
+  add_records(index, records);
+  maybe_crash("before_index", step);
+  write_file_atomically(target.tmp + "/" + kIndexFile, index_to_json(index).dump(1));
+  maybe_crash("before_rename", step);
+  std::string old;
+  if (fs::exists(final_dir)) {  // a second save of the same step replaces the first
+    old = dir + "/.old_" + final_name + "_" + random_suffix();
+    fs::rename(final_dir, old);
+  }
+  fs::rename(target.tmp, final_dir);
+  fsync_directory(dir);
+  maybe_crash("before_latest", step);
+  write_file_atomically(dir + "/" + kLatestFile, final_name + "\n");
+  if (!old.empty()) fs::remove_all(old);
+  prune(dir, keep_last, final_name);
+}
+
+}  // namespace checkpoint
+
+using namespace checkpoint;
+
+std::string reject_checkpoint(ParallelContext& ctx, const std::string& dir, int64_t step) {
+  const std::string name = "step_" + std::to_string(step);
+  std::string rejected;
+  run_agreed(ctx.world(), [&] {
+    if (ctx.world().rank() != 0 || !fs::is_directory(dir + "/" + name)) return;
+    rejected = dir + "/rejected_" + name;
+    fs::remove_all(rejected);
+    fs::rename(dir + "/" + name, rejected);
+    fsync_directory(dir);
+    static const std::regex step_dir("step_([0-9]+)");
+    long long newest = -1;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      std::smatch m;
+      const std::string n = e.path().filename().string();
+      if (e.is_directory() && std::regex_match(n, m, step_dir))
+        newest = std::max(newest, std::stoll(m[1]));
+    }
+    if (newest >= 0)
+      write_file_atomically(dir + "/" + kLatestFile, "step_" + std::to_string(newest) + "\n");
+    else
+      fs::remove(dir + "/" + kLatestFile);
+  });
+  return ctx.world().broadcast_bytes(rejected, 0);
+}
 
 std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
                             const std::string& dir, int64_t keep_last) {
   Communicator& comm = ctx.world();
-  const bool root = comm.rank() == 0;
-  const int64_t step = state.step;
-  const std::string final_name = "step_" + std::to_string(step);
-  const std::string final_dir = dir + "/" + final_name;
-
-  std::string tmp;
-  run_agreed(comm, [&] {
-    if (!root) return;
-    fs::create_directories(dir);
-    tmp = dir + "/.tmp_step_" + std::to_string(step) + "_" + random_suffix();
-    fs::create_directory(tmp);
-  });
-  tmp = comm.broadcast_bytes(tmp, 0);
-
+  const SaveTarget target = begin_save(comm, dir, state.step);
   std::string record;
   run_agreed(comm, [&] {
-    const std::vector<StoredPiece> pieces = pieces_of(state, ctx);
     const GridCoord& c = ctx.coord();
-    const std::string file = slice_file_name(c.dp, c.pp, c.tp);
-    record = write_pieces(tmp, file, pieces, [step](size_t k) {
-               if (k == 0) maybe_crash("mid_file", step);
-             }).dump();
+    const std::vector<StoredPiece> pieces = rank_pieces(state, ctx);
+    check_finite(pieces, state.step);
+    record = write_rank_file(target, c.dp, c.pp, c.tp, pieces);
   });
   const std::vector<std::string> records = comm.gather_bytes(record, 0);
-
   run_agreed(comm, [&] {
-    if (!root) return;
-    CheckpointIndex index = describe_state(state);
-    add_records(index, records);
-    maybe_crash("before_index", step);
-    write_file_atomically(tmp + "/" + kIndexFile, index_to_json(index).dump(1));
-    maybe_crash("before_rename", step);
-    std::string old;
-    if (fs::exists(final_dir)) {  // a second save of the same step replaces the first
-      old = dir + "/.old_" + final_name + "_" + random_suffix();
-      fs::rename(final_dir, old);
-    }
-    fs::rename(tmp, final_dir);
-    fsync_directory(dir);
-    maybe_crash("before_latest", step);
-    write_file_atomically(dir + "/" + kLatestFile, final_name + "\n");
-    if (!old.empty()) fs::remove_all(old);
-    prune(dir, keep_last, final_name);
+    if (comm.rank() == 0) commit_save(target, describe_state(state), records, keep_last);
   });
-  return final_dir;
+  return target.final_dir();
 }
 
 }  // namespace trident

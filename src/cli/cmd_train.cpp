@@ -1,15 +1,14 @@
 // `trident train CONFIG`: validates the config on every rank, builds the parallel context
 // and the trainer, resumes from a checkpoint if asked, runs the steps with progress on
 // rank 0, saves checkpoints, and writes the metrics, the trace and a summary.
-#include <ATen/Parallel.h>  // at::set_num_threads
-
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
-#include <thread>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/threads.h"  // apply_threads
 #include "common/memory_tracker.h"
 #include "config/config.h"
 #include "parallel/agreement.h"
@@ -18,22 +17,16 @@
 #include "parallel/world.h"
 #include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
 #include "train/metrics_log.h"
+#include "train/preemption.h"  // PreemptionGuard
+#include "train/run_dir.h"     // resolve_run_paths, check_run_dir_is_free
 #include "train/run_report.h"
+#include "train/run_saver.h"  // RunSaver
 #include "train/trace.h"
 #include "train/trainer.h"
 
 namespace trident::cli {
 
 namespace {
-
-/// One intra-op thread per rank when the ranks of this node fill its cores.
-void set_threads(int64_t configured) {
-  const int local_ranks = ranks_per_node();
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads =
-      configured > 0 ? static_cast<int>(configured) : std::max(1, cores / std::max(1, local_ranks));
-  at::set_num_threads(threads);
-}
 
 void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, int world) {
   const auto& p = config.parallel;
@@ -47,6 +40,31 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
   std::cout << std::flush;
 }
 
+/// Why the job stops after train.max_skipped_steps skipped steps, and what to try.
+std::string divergence_message(const TrainConfig& config, const StepMetrics& m) {
+  const int64_t first = m.step - m.skipped_in_a_row + 1;
+  std::string where = config.checkpoint.dir.empty()
+                          ? ""
+                          : " The checkpoints in " + config.checkpoint.dir +
+                                " hold only finite values from before the divergence.";
+  return "training diverged: steps " + std::to_string(first) + " to " + std::to_string(m.step) +
+         " all had a non-finite loss or gradient norm (loss " + std::to_string(m.loss) +
+         ", gradient norm " + std::to_string(m.grad_norm) + "), and their updates were skipped; " +
+         "train.max_skipped_steps = " + std::to_string(config.train.max_skipped_steps) +
+         " stops the job." + where +
+         " Try a lower optimizer.lr, more optimizer.warmup_steps, or optimizer.grad_clip = 1.0, "
+         "then resume with checkpoint.load = \"auto\".";
+}
+
+/// Resumes as checkpoint.load asks; returns the checkpoint's path ("" when starting fresh).
+std::string resume(Trainer& trainer, ParallelContext& ctx, const TrainConfig& config) {
+  const std::string& load = config.checkpoint.load;
+  if (load.empty()) return "";
+  if (load == kAutoLoad) return resume_auto(trainer, ctx, config.checkpoint.dir);
+  load_checkpoint(trainer, ctx, load, config.checkpoint.dir);  // agreed inside
+  return load;
+}
+
 }  // namespace
 
 int cmd_train(const Args& args) {
@@ -56,8 +74,12 @@ int cmd_train(const Args& args) {
   run_agreed(*job, [&] {
     config = load_config(args.positional[0], args.sets, world);
     resolve_run_paths(config);
+    if (rank == 0) check_run_dir_is_free(config);
   });
-  set_threads(config.train.threads);
+  // Installed before the (possibly long) start-up, so that a signal during it is noticed at
+  // the first step boundary rather than killing the rank unsaved.
+  const PreemptionGuard preemption(config.checkpoint.preempt_signals);
+  apply_threads(config.train.threads, *job);
   install_memory_tracker();
 
   const auto& p = config.parallel;
@@ -65,12 +87,13 @@ int cmd_train(const Args& args) {
                       p.timeout_s);
   const Placement placement = placement_of(ctx.grid(), node_names(ctx.world()));
   std::unique_ptr<Trainer> trainer;
+  run_agreed(*job, [&] { trainer = std::make_unique<Trainer>(config, ctx); });
+  const std::string resumed = resume(*trainer, ctx, config);
   std::unique_ptr<MetricsLog> metrics;
   run_agreed(*job, [&] {
-    trainer = std::make_unique<Trainer>(config, ctx);
-    if (rank == 0) metrics = std::make_unique<MetricsLog>(config.logging.metrics);
-    if (!config.checkpoint.load.empty())
-      load_checkpoint(*trainer, ctx, config.checkpoint.load, config.checkpoint.dir);
+    if (rank == 0)
+      metrics = std::make_unique<MetricsLog>(config.logging.metrics,
+                                             resumed.empty() ? -1 : trainer->completed_steps());
   });
   const int64_t params = count_parameters(*trainer, ctx);
   const auto floor = trainer->loss_floor();
@@ -82,9 +105,12 @@ int cmd_train(const Args& args) {
                    "slowest link; place consecutive ranks on one node (mpirun --map-by slot, "
                    "srun --distribution=block)\n";
     write_run_info(config, params, floor);
-    if (!config.checkpoint.load.empty())
-      std::cout << "resumed from " << config.checkpoint.load << " after step "
-                << trainer->completed_steps() << "\n";
+    if (!resumed.empty())
+      std::cout << "resumed from " << resumed << " after step " << trainer->completed_steps()
+                << "\n";
+    else if (config.checkpoint.load == kAutoLoad)
+      std::cout << "checkpoint.load = \"auto\": no checkpoint in " << config.checkpoint.dir
+                << ", starting fresh\n";
   }
   report_memory(*trainer, ctx, 0);
 
@@ -92,6 +118,7 @@ int cmd_train(const Args& args) {
   const auto start = std::chrono::steady_clock::now();
   TraceRecorder trace;
   RunTotals totals;
+  RunSaver saver(config, ctx);
   int64_t peak_activations = 0;
   while (trainer->completed_steps() < last) {
     const StepMetrics m = trainer->step();
@@ -108,16 +135,39 @@ int cmd_train(const Args& args) {
       std::cout << progress_line(m, last, elapsed, floor) << std::endl;
       metrics->write(m);
     }
+    // The weights that just gave a non-finite loss must not be resumed from.
+    if (m.skipped && m.skipped_in_a_row == 1) saver.reject(m.step - 1);
+    if (m.skipped && m.skipped_in_a_row >= config.train.max_skipped_steps) {
+      saver.finish();                                 // commits a good save in flight
+      throw JobError(divergence_message(config, m));  // every rank alike: no collective
+    }
     const int64_t every = config.checkpoint.save_every;
-    if (!config.checkpoint.dir.empty() && ((every > 0 && m.step % every == 0) || m.step == last)) {
-      const std::string path =
-          save_checkpoint(*trainer, ctx, config.checkpoint.dir, config.checkpoint.keep_last);
-      if (rank == 0) std::cout << "saved " << path << std::endl;
+    // A skipped step's weights are those that just gave a non-finite loss: not worth a save.
+    if (!m.skipped && ((every > 0 && m.step % every == 0) || m.step == last)) saver.save(*trainer);
+    const BoundaryAgreement agreed =
+        agree_at_boundary(ctx.world(), preemption.caught(), saver.local_state());
+    saver.advance(agreed.save_state);
+    if (const int signo = agreed.signal) {
+      if (saver.last_step() != m.step) saver.save(*trainer);
+      saver.finish();
+      if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
+      if (rank == 0) {
+        std::cout << "preempted at step " << m.step << " by " << signal_name(signo) << ", "
+                  << (saver.enabled() ? "saved " + saver.last_path()
+                                      : std::string("nothing saved (checkpoint.dir is empty)"))
+                  << "; exit code " << config.checkpoint.preempt_exit_code << std::endl;
+      }
+      return static_cast<int>(config.checkpoint.preempt_exit_code);
     }
   }
+  saver.finish();
   if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
   report_memory(*trainer, ctx, peak_activations);
   report_summary(config, totals, floor, trace.split(), ctx);
+  if (rank == 0 && saver.saves() > 0)
+    std::printf("  checkpoint saves: %lld, training stalled %.3f s for them (%s)\n",
+                static_cast<long long>(saver.saves()), saver.stall_s(),
+                config.checkpoint.async ? "written in the background" : "synchronous");
   return 0;
 }
 

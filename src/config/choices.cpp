@@ -54,6 +54,16 @@ const std::vector<ChoiceName<Toggle>>& choice_names() {
 }
 
 std::ostream& operator<<(std::ostream& out, Toggle value) { return out << name_of(value); }
+
+template <>
+const std::vector<ChoiceName<PreemptSignals>>& choice_names() {
+  static const std::vector<ChoiceName<PreemptSignals>> names = {
+      {PreemptSignals::kTermIntUsr1, "SIGTERM,SIGINT,SIGUSR1"},
+      {PreemptSignals::kUsr1, "SIGUSR1"},
+      {PreemptSignals::kNone, "none"}};
+  return names;
+}
+
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
@@ -64,5 +74,6 @@ std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value) {
 }
 std::ostream& operator<<(std::ostream& out, ReduceDtype value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Device value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, PreemptSignals value) { return out << name_of(value); }
 
 }  // namespace trident

@@ -23,6 +23,10 @@ enum class Device { kCpu, kCuda };
 /// A feature switched on or off (parallel.zero3_prefetch, ...).
 enum class Toggle { kOn, kOff };
 
+/// checkpoint.preempt_signals: the signals that make every rank save and exit at the next
+/// step boundary ("none": they keep their default action, ending the job unsaved).
+enum class PreemptSignals { kTermIntUsr1, kUsr1, kNone };
+
 /// One value of a choice and its name in config files ("1f1b").
 template <typename E>
 struct ChoiceName {
@@ -58,5 +62,6 @@ std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value);
 std::ostream& operator<<(std::ostream& out, ReduceDtype value);
 std::ostream& operator<<(std::ostream& out, Device value);
 std::ostream& operator<<(std::ostream& out, Toggle value);
+std::ostream& operator<<(std::ostream& out, PreemptSignals value);
 
 }  // namespace trident

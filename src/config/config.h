@@ -60,7 +60,8 @@ struct TrainSection {
   Device device = Device::kCpu;
   int64_t seed = 1234;
   int64_t log_every = 1;
-  int64_t threads = 0;  ///< intra-op threads per rank, 0 = auto
+  int64_t threads = 0;             ///< intra-op threads per rank, 0 = auto
+  int64_t max_skipped_steps = 10;  ///< consecutive skipped (non-finite) steps before stopping
 };
 
 /// [optimizer]: AdamW with linear warm-up and cosine decay to min_lr.
@@ -87,6 +88,9 @@ struct CheckpointConfig {
   int64_t save_every = 0;
   std::string load = "";
   int64_t keep_last = 0;
+  bool async = false;  ///< write in the background from a host snapshot
+  PreemptSignals preempt_signals = PreemptSignals::kTermIntUsr1;
+  int64_t preempt_exit_code = 0;  ///< exit code after a save on a preemption signal
 };
 
 /// [logging]: where a run writes its outputs.

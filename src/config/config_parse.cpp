@@ -2,16 +2,20 @@
 // type-checked against the schema and remembered with its file line for messages.
 #include <toml++/toml.h>  // toml::parse, nodes with source positions
 
+#include <algorithm>  // std::count
 #include <cerrno>
+#include <cstdio>      // std::snprintf
 #include <cstring>     // std::strerror
 #include <filesystem>  // telling a missing file from a directory
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>  // std::invalid_argument
 
 #include "config/config.h"
 #include "config/config_schema.h"
 #include "config/config_validate.h"
+#include "config/toml_guard.h"  // find_unreadable_char
 
 namespace trident {
 namespace config_detail {
@@ -130,8 +134,9 @@ class Reader {
     // The value is read as TOML (4, 1e-3, "text"); anything else is a bare string.
     toml::table parsed;
     try {
+      if (find_unreadable_char(raw)) throw std::invalid_argument("not TOML");
       parsed = toml::parse("v = " + raw, std::string_view("--set"));
-    } catch (const toml::parse_error&) {
+    } catch (const std::exception&) {
       parsed = toml::table{};
       parsed.insert("v", raw);
     }
@@ -208,6 +213,17 @@ class Reader {
 
 TrainConfig parse_config(const std::string& toml_text, const std::string& source_name,
                          const std::vector<std::string>& overrides, int world_size) {
+  if (const auto bad = config_detail::find_unreadable_char(toml_text)) {
+    const std::string before = toml_text.substr(0, bad->offset);
+    const size_t line = 1 + static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+    const size_t column =
+        bad->offset - (before.rfind('\n') == std::string::npos ? 0 : before.rfind('\n') + 1) + 1;
+    char code[16];
+    std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(bad->code_point));
+    throw ConfigError(source_name + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                      ": TOML syntax error: the character " + code +
+                      " may appear only inside a string or a comment; remove it");
+  }
   toml::table root;
   try {
     root = toml::parse(toml_text, std::string_view(source_name));

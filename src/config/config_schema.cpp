@@ -171,6 +171,9 @@ std::vector<KeySpec> build_schema() {
        "write a metrics line every this many steps"},
       {"train", "threads", field(kTrain, &T::threads), at_least(0),
        "intra-op threads per rank; 0 chooses automatically"},
+      {"train", "max_skipped_steps", field(kTrain, &T::max_skipped_steps), at_least(1),
+       "a step with a non-finite loss or gradient norm is skipped; this many in a row stop "
+       "the job"},
 
       {"optimizer", "lr", field(kOpt, &O::lr), above(0), "peak learning rate"},
       {"optimizer", "min_lr", field(kOpt, &O::min_lr), at_least(0),
@@ -195,12 +198,23 @@ std::vector<KeySpec> build_schema() {
       {"checkpoint", "save_every", field(kCkpt, &C::save_every), at_least(0),
        "save every this many steps; 0 disables periodic saves"},
       {"checkpoint", "load", field(kCkpt, &C::load), any(),
-       "checkpoint to resume from; empty starts fresh"},
+       "checkpoint to resume from (a directory, \"latest\", or \"auto\": the newest valid one in "
+       "dir, else start fresh); empty starts fresh"},
       {"checkpoint", "keep_last", field(kCkpt, &C::keep_last), at_least(0),
        "keep only the newest this many checkpoints; 0 keeps all"},
+      {"checkpoint", "async", field(kCkpt, &C::async), any(),
+       "snapshot each rank's shard to memory and write it in the background while training "
+       "goes on (one save in flight; the next waits)"},
+      {"checkpoint", "preempt_signals", choice_field(kCkpt, &C::preempt_signals),
+       choices_of<PreemptSignals>(),
+       "signals on which every rank saves at the next step boundary and exits; a second one "
+       "aborts at once"},
+      {"checkpoint", "preempt_exit_code", field(kCkpt, &C::preempt_exit_code), half_open(0, 256),
+       "exit code after a save on a preemption signal (e.g. one a job script requeues on)"},
 
       {"logging", "run_dir", field(kLog, &L::run_dir), any(),
-       "directory for the run's outputs; empty: a default under runs/"},
+       "directory for the run's outputs; empty: runs/<config file name>; \"none\": no run "
+       "directory"},
       {"logging", "metrics", field(kLog, &L::metrics), any(),
        "metrics JSONL path; empty: metrics.jsonl in run_dir"},
       {"logging", "trace", field(kLog, &L::trace), any(),
@@ -290,8 +304,8 @@ const KeySpec* find_key(const std::string& section, const std::string& key) {
 }
 
 std::string format_value(const ConfigValue& v) {
-  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (const auto* x = std::get_if<double>(&v)) {
     char buf[64];
     const auto end = std::to_chars(buf, buf + sizeof(buf), *x).ptr;

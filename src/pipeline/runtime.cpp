@@ -171,7 +171,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
         break;
       }
       case Op::kOptimizerStep: {
-        if (hooks.optimizer_step) hooks.optimizer_step();
+        if (hooks.optimizer_step) hooks.optimizer_step(result.loss);
         break;
       }
     }

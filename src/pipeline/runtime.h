@@ -28,7 +28,9 @@ struct StepHooks {
   std::function<void(bool last_micro_batch)> begin_backward;
   std::function<void()> end_backward;
   std::function<void()> reduce_grads;
-  std::function<void()> optimizer_step;
+  /// Gets this stage's loss so far (the sum of its micro-batch losses on the last stage, else
+  /// 0), so that the update can depend on the step's agreed loss.
+  std::function<void(double stage_loss)> optimizer_step;
 };
 
 struct RuntimeOptions {

@@ -1,7 +1,15 @@
 // Saving and resuming a Trainer through the checkpoint module.
 #include "train/checkpointing.h"
 
-#include "train/trainer.h"  // Trainer
+#include <algorithm>   // std::sort
+#include <filesystem>  // listing step_<N> directories
+#include <iostream>    // the warning of a skipped checkpoint
+#include <regex>       // std::regex
+#include <sstream>     // std::istringstream
+
+#include "parallel/agreement.h"         // run_agreed, JobError
+#include "parallel/parallel_context.h"  // ParallelContext::world
+#include "train/trainer.h"              // Trainer
 
 namespace trident {
 
@@ -18,6 +26,58 @@ std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::s
 void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& path,
                      const std::string& checkpoint_dir) {
   trainer.set_completed_steps(load_checkpoint(training_state(trainer), ctx, path, checkpoint_dir));
+}
+
+namespace {
+
+/// The step_<N> directories of `dir`, newest first.
+std::vector<std::string> checkpoints_newest_first(const std::string& dir) {
+  namespace fs = std::filesystem;
+  static const std::regex step_dir("step_([0-9]+)");
+  std::vector<std::pair<long long, std::string>> steps;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    std::smatch m;
+    if (e.is_directory() && std::regex_match(name, m, step_dir))
+      steps.emplace_back(std::stoll(m[1]), e.path().string());
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  std::vector<std::string> out;
+  for (const auto& s : steps) out.push_back(s.second);
+  return out;
+}
+
+}  // namespace
+
+std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir) {
+  Communicator& world = ctx.world();
+  // Rank 0 lists, so that every rank tries the same checkpoints in the same order.
+  std::string listing;
+  if (world.rank() == 0)
+    for (const std::string& path : checkpoints_newest_first(checkpoint_dir)) listing += path + "\n";
+  listing = world.broadcast_bytes(listing, 0);
+  std::istringstream lines(listing);
+  std::string path, failures;
+  while (std::getline(lines, path)) {
+    try {
+      // load_checkpoint checks every file before it changes anything.
+      load_checkpoint(trainer, ctx, path, checkpoint_dir);
+      return path;
+    } catch (const JobError& e) {
+      if (!e.input_error()) throw;
+      failures += "\n  " + path + ": " + e.what();
+      if (world.rank() == 0)
+        std::cerr << "warning: checkpoint.load = \"auto\": skipping " << path << ": " << e.what()
+                  << "\n  trying the previous checkpoint" << std::endl;
+    }
+  }
+  if (!failures.empty())
+    throw CheckpointError("checkpoint.load = \"auto\": no checkpoint in " + checkpoint_dir +
+                          " loads:" + failures +
+                          "\nRemove the damaged ones (or the directory, to start afresh).");
+  return "";
 }
 
 }  // namespace trident

@@ -9,6 +9,9 @@
 namespace trident {
 class Trainer;
 
+/// checkpoint.load = "auto": resume from the newest valid checkpoint, else start fresh.
+constexpr const char* kAutoLoad = "auto";
+
 /// The trainer's parts, as a checkpoint holds them.
 TrainingState training_state(Trainer& trainer);
 
@@ -19,5 +22,12 @@ std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::s
 /// load_checkpoint into the trainer, which then continues after the loaded step.
 void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& path,
                      const std::string& checkpoint_dir);
+
+/// checkpoint.load = "auto": loads the newest checkpoint (step_<N>/, highest N) of
+/// `checkpoint_dir` that loads, and returns its path; one that fails its checks (a damaged
+/// file, a checksum) is skipped with a warning on rank 0, and the next older is tried.
+/// Returns "" when the directory holds no checkpoint (the trainer starts fresh); throws a
+/// CheckpointError when it holds some and none loads. Collective over ctx's world.
+std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir);
 
 }  // namespace trident

@@ -4,17 +4,38 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>            // std::ifstream
 #include <nlohmann/json.hpp>  // nlohmann::json
 #include <stdexcept>
 
 namespace trident {
 
-MetricsLog::MetricsLog(const std::string& path) {
+namespace {
+
+/// The lines of the JSONL file `path` whose "step" is <= `last` (none when it is missing).
+std::string lines_through(const std::string& path, int64_t last) {
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+        j["step"].get<int64_t>() <= last)
+      kept += line + "\n";
+  }
+  return kept;
+}
+
+}  // namespace
+
+MetricsLog::MetricsLog(const std::string& path, int64_t resumed_after) {
   if (path.empty()) return;
+  const std::string kept = resumed_after >= 0 ? lines_through(path, resumed_after) : "";
   file_ = std::fopen(path.c_str(), "w");
   if (!file_)
     throw std::runtime_error("cannot write the metrics file " + path + ": " + std::strerror(errno) +
                              " (set logging.metrics to a writable path)");
+  std::fwrite(kept.data(), 1, kept.size(), file_);
+  std::fflush(file_);
 }
 
 MetricsLog::~MetricsLog() {
@@ -30,6 +51,7 @@ void MetricsLog::write(const StepMetrics& m) {
                       {"tokens_per_s", m.tokens_per_s},
                       {"step_time_s", m.step_time_s},
                       {"tflops", m.tflops},
+                      {"skipped", m.skipped},
                       {"wait_s", {{"dp", m.dp_wait_s}, {"tp", m.tp_wait_s}, {"pp", m.pp_wait_s}}}};
   const std::string line = j.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
@@ -60,7 +82,9 @@ std::string progress_line(const StepMetrics& m, int64_t total_steps, double elap
       loss_floor ? (" (floor " + std::to_string(*loss_floor).substr(0, 6) + ")").c_str() : "", m.lr,
       m.grad_norm, m.tokens_per_s, m.tflops, format_duration(elapsed_s).c_str(),
       format_duration(left).c_str());
-  return buf;
+  if (!m.skipped) return buf;
+  return std::string(buf) + " | update skipped: non-finite loss or gradient (" +
+         std::to_string(m.skipped_in_a_row) + " in a row)";
 }
 
 }  // namespace trident

@@ -12,7 +12,10 @@ namespace trident {
 /// Appends one JSON line per logged step; a no-op when constructed with an empty path.
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path);
+  /// A fresh run (`resumed_after` < 0) starts the file empty. A run resumed after step N
+  /// keeps the file's lines of steps <= N and appends: lines an interrupted run wrote after
+  /// its checkpoint are dropped, so the file holds each step once.
+  explicit MetricsLog(const std::string& path, int64_t resumed_after = -1);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;

@@ -16,15 +16,6 @@
 
 namespace trident {
 
-void resolve_run_paths(TrainConfig& config) {
-  const std::string& dir = config.logging.run_dir;
-  if (dir.empty()) return;
-  std::filesystem::create_directories(dir);
-  if (config.logging.metrics.empty()) config.logging.metrics = dir + "/metrics.jsonl";
-  if (config.logging.trace.empty()) config.logging.trace = dir + "/trace.json";
-  if (config.checkpoint.dir.empty()) config.checkpoint.dir = dir + "/checkpoints";
-}
-
 void write_run_info(const TrainConfig& config, int64_t parameters, std::optional<double> floor) {
   if (config.logging.run_dir.empty()) return;
   const auto& p = config.parallel;

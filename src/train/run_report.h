@@ -13,10 +13,6 @@ namespace trident {
 class ParallelContext;
 class Trainer;
 
-/// Fills logging.metrics, logging.trace and checkpoint.dir from logging.run_dir where they
-/// are empty, and creates the run directory (on every rank; idempotent).
-void resolve_run_paths(TrainConfig& config);
-
 /// Parameters of the whole model: shards summed over the model-parallel group, each
 /// tp-replicated parameter and the tied head counted once. Collective.
 int64_t count_parameters(Trainer& trainer, ParallelContext& ctx);

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
 #include <chrono>
+#include <cmath>  // std::isfinite
 
 #include "data/token_source.h"
 #include "models/model_config.h"
@@ -103,6 +104,14 @@ MicroBatch Trainer::micro_batch(int64_t step, int k) const {
   return mb;
 }
 
+double Trainer::agree_loss(double stage_loss) {
+  // Summed over dp on the last stage, then sent to every stage.
+  at::Tensor loss = at::full({1}, stage_loss, at::kDouble);
+  ctx_.dp().all_reduce(loss)->wait();
+  ctx_.pp().broadcast(loss, ctx_.grid().pp() - 1)->wait();
+  return loss.item<double>();
+}
+
 StepMetrics Trainer::step() {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -124,7 +133,15 @@ StepMetrics Trainer::step() {
     optimizer_->reduce_gradients();
     metrics.grad_norm = optimizer_->grad_norm();
   };
-  hooks.optimizer_step = [this, &metrics]() {
+  hooks.optimizer_step = [this, &metrics](double stage_loss) {
+    metrics.loss = agree_loss(stage_loss);
+    // Both numbers are the same on every rank (the loss is broadcast, the norm all-reduced
+    // over the world), so every rank skips the same steps without another collective.
+    metrics.skipped = !std::isfinite(metrics.loss) || !std::isfinite(metrics.grad_norm);
+    if (metrics.skipped) {
+      optimizer_->skip_step();
+      return;
+    }
     const double clip = config_.optimizer.grad_clip;
     const double scale =
         clip > 0 && metrics.grad_norm > clip ? clip / (metrics.grad_norm + 1e-6) : 1.0;
@@ -133,12 +150,8 @@ StepMetrics Trainer::step() {
   // The step's data is a function of (seed, step index from 0).
   last_ = runtime_->run(
       schedule_, [this, step](int k) { return micro_batch(step - 1, k); }, loss_scale, hooks);
-
-  // The global loss: summed over dp on the last stage, then sent to every stage.
-  at::Tensor loss = at::full({1}, last_.loss, at::kDouble);
-  ctx_.dp().all_reduce(loss)->wait();
-  ctx_.pp().broadcast(loss, ctx_.grid().pp() - 1)->wait();
-  metrics.loss = loss.item<double>();
+  skipped_in_a_row_ = metrics.skipped ? skipped_in_a_row_ + 1 : 0;
+  metrics.skipped_in_a_row = skipped_in_a_row_;
   metrics.step_time_s = std::chrono::duration<double>(Clock::now() - start).count();
   const double tokens =
       static_cast<double>(config_.train.global_batch_size * config_.model.seq_len);

@@ -34,6 +34,10 @@ struct StepMetrics {
   double dp_wait_s = 0.0;
   double tp_wait_s = 0.0;
   double pp_wait_s = 0.0;
+  /// The loss or the gradient norm was not finite: the update was skipped on every rank
+  /// (weights, moments and the optimizer's step count untouched).
+  bool skipped = false;
+  int64_t skipped_in_a_row = 0;  // consecutive skipped steps ending with this one
 };
 
 class Trainer {
@@ -62,6 +66,8 @@ class Trainer {
 
  private:
   MicroBatch micro_batch(int64_t step, int k) const;
+  /// The step's global loss from each stage's part; the same on every rank. Collective.
+  double agree_loss(double stage_loss);
 
   TrainConfig config_;
   ParallelContext& ctx_;
@@ -71,6 +77,7 @@ class Trainer {
   std::unique_ptr<PipelineRuntime> runtime_;
   pipeline::Schedule schedule_;
   int64_t completed_ = 0;
+  int64_t skipped_in_a_row_ = 0;
   StepResult last_;
 };
 

@@ -83,6 +83,9 @@ class ZeroOptimizer {
   /// AdamW with learning rate `lr` on the gradients times `grad_scale`, then (stages 1, 2)
   /// the updated parameters all-gathered over dp; gradients reset to zero.
   void step(double lr, double grad_scale);
+  /// Drops this step's gradients without an update (a step skipped for a non-finite loss or
+  /// gradient): parameters, moments and the step count stay as they were.
+  void skip_step();
 
   /// Bytes this rank holds for parameters, gradients (with stage 2's shard and bucket
   /// buffers) and optimizer states (master weights and both moments), padding included.
@@ -151,6 +154,8 @@ class ZeroOptimizer {
   void retire_front();
   void poll();
   void wait_pending();
+  /// Zeroes the gradients (and stage 2's shard) and marks every bucket unlaunched.
+  void reset_gradients();
   void reduce_tied_embedding();
   /// Bucket b's domain: what this rank updates (the whole bucket in stage 0, else its
   /// shard), in buffer coordinates, and its offset in the state tensors.

@@ -82,6 +82,16 @@ void ZeroOptimizer::step(double lr, double grad_scale) {
   for (Group& g : groups_)
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) update_bucket(g, b, lr, grad_scale);
   all_gather_params();
+  reset_gradients();
+}
+
+void ZeroOptimizer::skip_step() {
+  wait_pending();
+  if (gatherer_) gatherer_->release_all();  // stage 3 gathers afresh next step either way
+  reset_gradients();
+}
+
+void ZeroOptimizer::reset_gradients() {
   for (Group& g : groups_) {
     if (g.grad.defined()) g.grad.zero_();
     if (g.grad_shard.defined()) g.grad_shard.zero_();

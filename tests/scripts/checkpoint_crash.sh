@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 train() {
   mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$root/configs/tiny.toml" \
     --set parallel.dp=2 --set parallel.zero_stage=1 --set train.steps=6 \
-    --set train.log_every=1 --set train.threads=1 "$@"
+    --set train.log_every=1 --set train.threads=1 --set logging.run_dir=none "$@"
 }
 losses() {  # the losses of steps $2.. of the metrics file $1, one per line
   python3 -c "import json,sys; [print(repr(r['loss'])) for r in map(json.loads, open(sys.argv[1])) if r['step'] >= int(sys.argv[2])]" "$1" "$2"

@@ -14,7 +14,8 @@ loss_of() { python3 -c "import json,sys; print(repr(json.loads(sys.stdin.read().
 close() {  # $1 $2 within relative $3
   python3 -c "import sys; a,b,t=map(float,sys.argv[1:]); sys.exit(0 if abs(a-b) <= t*abs(b) else 1)" "$1" "$2" "$3"
 }
-common=(--set train.steps=6 --set train.log_every=1 --set train.threads=1 --set train.precision=fp64)
+common=(--set train.steps=6 --set train.log_every=1 --set train.threads=1 --set train.precision=fp64
+  --set logging.run_dir=none)
 
 run 4 train "$root/configs/tiny.toml" --set parallel.dp=2 --set parallel.tp=2 --set parallel.zero_stage=2 \
   "${common[@]}" --set train.stop_at=3 --set checkpoint.dir="$tmp/ck" >"$tmp/train.log" 2>&1 ||

@@ -5,7 +5,7 @@
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
-run() { mpirun -np "$1" --oversubscribe --bind-to none "$trident" train "${@:2}"; }
+run() { mpirun -np "$1" --oversubscribe --bind-to none "$trident" train "${@:2}" --set logging.run_dir=none; }
 
 err=$(run 2 "$root/configs/tiny.toml" --set parallel.dp=2 --set data.source=/nonexistent/tokens.bin 2>&1)
 code=$?

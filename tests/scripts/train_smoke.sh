@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$(mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$root/configs/tiny.toml" \
   --set parallel.tp=2 --set train.steps=6 --set train.log_every=2 \
-  --set logging.metrics="$tmp/metrics.jsonl" 2>&1) || fail "train exited non-zero: $out"
+  --set logging.metrics="$tmp/metrics.jsonl" --set logging.run_dir=none 2>&1) || fail "train exited non-zero: $out"
 echo "$out" | grep -q "^step 6/6 | loss" || fail "no progress line for step 6: $out"
 if printf '%s' "$out" | grep -q $'\x1b'; then fail "control characters in plain output"; fi
 python3 - "$tmp/metrics.jsonl" <<'PY' || fail "metrics file"
