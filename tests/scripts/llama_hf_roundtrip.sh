@@ -4,25 +4,8 @@
 # (tests/reference/llama_forward.py) evaluates to trident's loss (1e-9, fp64); export ->
 # convert -> export is byte-identical; a TOML that differs from config.json is named key
 # by key, exit 2, nothing written.
-set -u
-trident=$1 root=$2
-py=/usr/bin/python3  # Debian's python3 with python3-numpy
-ref="$root/tests/reference/llama_forward.py"
-fail() { echo "FAIL: $*"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-run() { local np=$1; shift; mpirun -np "$np" --oversubscribe --bind-to none "$trident" "$@"; }
-loss_of() { $py -c "import json,sys; print(repr(json.loads(sys.stdin.read().strip().splitlines()[-1])['loss']))"; }
-close() {  # $1 $2 within relative $3
-  $py -c "import sys; a,b,t=map(float,sys.argv[1:]); sys.exit(0 if abs(a-b) <= t*abs(b) else 1)" "$1" "$2" "$3"
-}
-$py -c "import numpy" 2>/dev/null || fail "python3-numpy is missing (scripts/setup.sh installs it)"
-$py - "$tmp/tokens.bin" <<'PY'
-import random, struct, sys
-random.seed(5)
-open(sys.argv[1], "wb").write(struct.pack("<400H", *[random.randrange(61) for _ in range(400)]))
-PY
-K=6 T=16
+# shellcheck source=tests/scripts/llama_common.sh
+source "$(dirname "$0")/llama_common.sh"
 $py "$ref" make "$tmp/f64_gqa_untied" --dtype F64 --kv-heads 2 --seed 1 || fail "make"
 
 # Import into dp2 x pp2 x tp2, train, export; the reference reads the export.
