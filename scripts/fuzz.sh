@@ -14,7 +14,7 @@ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRIDENT_FUZZ=ON \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
   >build-fuzz/build.log 2>&1 || { cat build-fuzz/build.log; exit 1; }
-harnesses=(fuzz_config fuzz_token_file)
+harnesses=(fuzz_config fuzz_token_file fuzz_safetensors fuzz_checkpoint_index fuzz_hf)
 cmake --build build-fuzz --target "${harnesses[@]}" -j2 >>build-fuzz/build.log 2>&1 ||
   { tail -30 build-fuzz/build.log; exit 1; }
 status=0

@@ -58,10 +58,28 @@ int64_t int_of(const nlohmann::json& c, const std::string& key, const std::strin
   return c[key].get<int64_t>();
 }
 
-/// Hugging Face's defaults (LlamaConfig) for keys a config.json may leave out.
-double rope_theta_of(const nlohmann::json& c) { return c.value("rope_theta", 10000.0); }
-double norm_eps_of(const nlohmann::json& c) { return c.value("rms_norm_eps", 1e-6); }
-bool tied_of(const nlohmann::json& c) { return c.value("tie_word_embeddings", false); }
+/// Hugging Face's defaults (LlamaConfig) for keys a config.json may leave out (or set to
+/// null); a value of the wrong type is refused, naming the file.
+double number_of(const nlohmann::json& c, const std::string& key, double fallback,
+                 const std::string& path) {
+  if (!c.contains(key) || c[key].is_null()) return fallback;
+  if (!c[key].is_number())
+    throw CheckpointError(path + ": \"" + key + "\" is not a number; is it a Llama config?");
+  return c[key].get<double>();
+}
+double rope_theta_of(const nlohmann::json& c, const std::string& path) {
+  return number_of(c, "rope_theta", 10000.0, path);
+}
+double norm_eps_of(const nlohmann::json& c, const std::string& path) {
+  return number_of(c, "rms_norm_eps", 1e-6, path);
+}
+bool tied_of(const nlohmann::json& c, const std::string& path) {
+  const char* key = "tie_word_embeddings";
+  if (!c.contains(key) || c[key].is_null()) return false;
+  if (!c[key].is_boolean())
+    throw CheckpointError(path + ": \"" + key + "\" is not true or false; is it a Llama config?");
+  return c[key].get<bool>();
+}
 
 /// Hugging Face tensor name -> the file holding it: one file, or a sharded index.
 std::map<std::string, std::string> weight_files(const std::string& dir) {
@@ -82,6 +100,8 @@ std::map<std::string, std::string> weight_files(const std::string& dir) {
   if (!j.contains("weight_map") || !j["weight_map"].is_object())
     throw CheckpointError(path + " has no \"weight_map\" object");
   for (const auto& [key, file] : j["weight_map"].items()) {
+    if (!file.is_string())
+      throw CheckpointError(path + ": the weight file of " + key + " is not a string");
     const std::string name = file.get<std::string>();
     if (name.find('/') != std::string::npos)
       throw CheckpointError(path + ": weight file \"" + name + "\" is not in the directory");
@@ -93,7 +113,8 @@ std::map<std::string, std::string> weight_files(const std::string& dir) {
 }  // namespace
 
 bool is_llama_hf_config(const nlohmann::json& c) {
-  if (c.value("model_type", "") == "llama") return true;
+  if (!c.is_object()) return false;
+  if (c.contains("model_type") && c["model_type"] == "llama") return true;
   if (c.contains("architectures") && c["architectures"].is_array())
     for (const auto& a : c["architectures"])
       if (a == "LlamaForCausalLM") return true;
@@ -133,7 +154,7 @@ CheckpointIndex read_llama_hf_index(const std::string& dir, const nlohmann::json
   index.hf_config = c;
   const int64_t heads = int_of(c, "num_attention_heads", path);
   const int64_t vocab = int_of(c, "vocab_size", path);
-  const bool tied = tied_of(c);
+  const bool tied = tied_of(c, path);
   index.model = {
       {"arch", "llama"},
       {"layers", int_of(c, "num_hidden_layers", path)},
@@ -146,8 +167,8 @@ CheckpointIndex read_llama_hf_index(const std::string& dir, const nlohmann::json
       {"vocab", vocab},
       {"padded_vocab", vocab},
       {"seq_len", int_of(c, "max_position_embeddings", path)},
-      {"rope_theta", rope_theta_of(c)},
-      {"norm_eps", norm_eps_of(c)},
+      {"rope_theta", rope_theta_of(c, path)},
+      {"norm_eps", norm_eps_of(c, path)},
       {"tie_embeddings", tied}};
   index.trainer = {{"step", 0}};
   index.optimizer = nlohmann::json::object();

@@ -68,10 +68,12 @@ nlohmann::json index_to_json(const CheckpointIndex& index) {
 
 CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& dir) {
   const std::string where = dir + "/" + kIndexFile;
-  if (!j.is_object() || j.value("format", "") != kFormatName)
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormatName)
     throw CheckpointError(where + " is not a trident checkpoint index (no \"format\": \"" +
                           kFormatName + "\")");
-  const int version = j.value("format_version", -1);
+  // Any other type or an integer out of int's range reads as an unknown version.
+  const nlohmann::json& v = j.contains("format_version") ? j["format_version"] : nlohmann::json();
+  const int version = v.is_number_integer() && v >= 0 && v <= kFormatVersion ? v.get<int>() : -1;
   if (version != kFormatVersion)
     throw CheckpointError(where + " has format version " + std::to_string(version) +
                           "; this trident reads format version " + std::to_string(kFormatVersion) +

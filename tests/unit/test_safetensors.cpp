@@ -13,7 +13,8 @@
 
 #include "checkpoint/checkpoint.h"   // CheckpointError
 #include "checkpoint/checksum.h"     // xxh64, Xxh64, to_hex
-#include "checkpoint/hf.h"           // to_hf_name, from_hf_name
+#include "checkpoint/hf.h"           // to_hf_name, from_hf_name, read_hf_index
+#include "checkpoint/index.h"        // read_index
 #include "checkpoint/safetensors.h"  // write_safetensors, SafetensorsFile
 #include "checkpoint/slices.h"       // flat_range_boxes, flat_range_pieces
 
@@ -113,6 +114,51 @@ TEST(Safetensors, headers_with_overflowing_shapes_or_offsets_are_refused) {
     EXPECT_THROW(SafetensorsFile{path}, CheckpointError) << header;
   }
   std::filesystem::remove(path);
+}
+
+// Fuzz findings: JSON of the wrong type in an index.json or a Hugging Face config.json or
+// shard index escaped as a raw nlohmann type_error; it must be a CheckpointError.
+TEST(CheckpointReaders, json_of_the_wrong_type_is_refused_with_the_file_named) {
+  const std::string dir = temp_path("wrong_type_json");
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name, std::ios::trunc) << text;
+  };
+  const std::string indexes[] = {
+      R"({"format": 8})",
+      R"({"format": "trident-checkpoint", "format_version": "1"})",
+      R"({"format": "trident-checkpoint", "format_version": 1e300})",
+      R"({"format": "trident-checkpoint", "format_version": 99999999999})",
+  };
+  for (const std::string& text : indexes) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    write("index.json", text);
+    EXPECT_THROW(read_index(dir), CheckpointError) << text;
+  }
+  const std::string llama =
+      R"("vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+         "intermediate_size": 16, "max_position_embeddings": 8)";
+  const std::string configs[] = {
+      R"({"model_type": 8})",
+      R"([1, 2])",
+      R"({"model_type": "llama", "rope_theta": "x", )" + llama + "}",
+      R"({"model_type": "llama", "rms_norm_eps": [], )" + llama + "}",
+      R"({"model_type": "llama", "tie_word_embeddings": 1, )" + llama + "}",
+      R"({"model_type": "llama", )" + llama + "}",
+  };
+  for (const std::string& text : configs) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    write("config.json", text);
+    write("model.safetensors.index.json", R"({"weight_map": {"model.norm.weight": 3}})");
+    try {
+      read_hf_index(dir);
+      ADD_FAILURE() << text;
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(dir), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // Every flat range of a 3-D tensor: the boxes are contiguous runs that cover it in order.
