@@ -2,6 +2,7 @@
 // count bytes and time, finish dtype conversions on completion, and end the job on timeout.
 #include "parallel/mpi_communicator.h"
 
+#include <ATen/ATen.h>           // at::empty, at::add_out: the tensor ops of reductions
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
 #include "parallel/mpi_work.h"  // MpiWork, Blocked, nbytes
