@@ -75,7 +75,7 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& dir)
   const nlohmann::json& v = j.contains("format_version") ? j["format_version"] : nlohmann::json();
   const int version = v.is_number_integer() && v >= 0 && v <= kFormatVersion ? v.get<int>() : -1;
   if (version != kFormatVersion)
-    throw CheckpointError(where + " has format version " + std::to_string(version) +
+    throw CheckpointError(where + " has format version " + (v.is_null() ? "(none)" : v.dump()) +
                           "; this trident reads format version " + std::to_string(kFormatVersion) +
                           " (load it with the trident that wrote it, or convert it there)");
   CheckpointIndex index;
