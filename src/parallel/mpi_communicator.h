@@ -44,6 +44,10 @@ class MpiCommunicator : public Communicator {
   double timeout_s() const { return timeout_s_; }
 
  private:
+  /// gather_bytes to `root`, or, with kEveryRank, all_gather_bytes: one implementation.
+  static constexpr int kEveryRank = -1;
+  std::vector<std::string> gather_bytes_to(const std::string& bytes, int root);
+
   MPI_Comm comm_;
   MPI_Comm ring_comm_;  // a duplicate for collectives built from point-to-point messages,
                         // so that they never match the group's own sends and receives

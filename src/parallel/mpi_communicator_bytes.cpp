@@ -76,7 +76,17 @@ std::string MpiCommunicator::broadcast_bytes(std::string bytes, int root) {
 }
 
 std::vector<std::string> MpiCommunicator::gather_bytes(const std::string& bytes, int root) {
-  auto& counter = counters_[static_cast<int>(CommKind::kGather)];
+  return gather_bytes_to(bytes, root);
+}
+
+std::vector<std::string> MpiCommunicator::all_gather_bytes(const std::string& bytes) {
+  return gather_bytes_to(bytes, kEveryRank);
+}
+
+std::vector<std::string> MpiCommunicator::gather_bytes_to(const std::string& bytes, int root) {
+  const bool everyone = root == kEveryRank;
+  const CommKind kind = everyone ? CommKind::kAllGather : CommKind::kGather;
+  auto& counter = counters_[static_cast<int>(kind)];
   auto lengths = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(size_));
   auto mine = std::make_shared<int64_t>(static_cast<int64_t>(bytes.size()));
   auto all = std::make_shared<std::string>();
@@ -86,65 +96,33 @@ std::vector<std::string> MpiCommunicator::gather_bytes(const std::string& bytes,
   std::shared_ptr<MpiWork> work;
   {
     Blocked blocked(counter);
-    work =
-        std::make_shared<MpiWork>(*this, counter, CommKind::kGather, 0, std::vector<at::Tensor>{});
+    work = std::make_shared<MpiWork>(*this, counter, kind, 0, std::vector<at::Tensor>{});
     // Every rank learns every length, so that all agree on whether the gather fits.
     MPI_Iallgather(mine.get(), 1, MPI_INT64_T, lengths->data(), 1, MPI_INT64_T, comm_,
                    work->request());
     MpiWork* w = work.get();
     MPI_Comm comm = comm_;
-    const bool is_root = rank_ == root;
+    const bool receives = everyone || rank_ == root;
     const std::string name = name_;
     work->on_round([=, &bytes, round = 0]() mutable {
       if (round++ > 0) return true;
-      *displs = displacements(*lengths, name, "gather_bytes");
+      *displs = displacements(*lengths, name, everyone ? "all_gather_bytes" : "gather_bytes");
       int64_t total = 0;
       for (int64_t n : *lengths) total += n;
-      w->add_bytes(is_root ? total : *mine);
-      if (is_root) all->resize(static_cast<size_t>(total));
+      w->add_bytes(receives ? total : *mine);
+      if (receives) all->resize(static_cast<size_t>(total));
       counts->assign(lengths->begin(), lengths->end());
-      MPI_Igatherv(bytes.data(), static_cast<int>(*mine), MPI_CHAR, all->data(), counts->data(),
-                   displs->data(), MPI_CHAR, root, comm, w->request());
+      if (everyone)
+        MPI_Iallgatherv(bytes.data(), static_cast<int>(*mine), MPI_CHAR, all->data(),
+                        counts->data(), displs->data(), MPI_CHAR, comm, w->request());
+      else
+        MPI_Igatherv(bytes.data(), static_cast<int>(*mine), MPI_CHAR, all->data(), counts->data(),
+                     displs->data(), MPI_CHAR, root, comm, w->request());
       return false;
     });
   }
   work->wait();
-  if (rank_ != root) return {};
-  return split_buffer(*all, *lengths, *displs);
-}
-
-std::vector<std::string> MpiCommunicator::all_gather_bytes(const std::string& bytes) {
-  auto& counter = counters_[static_cast<int>(CommKind::kAllGather)];
-  auto lengths = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(size_));
-  auto mine = std::make_shared<int64_t>(static_cast<int64_t>(bytes.size()));
-  auto all = std::make_shared<std::string>();
-  // A non-blocking gatherv reads its counts and displacements until it completes.
-  auto counts = std::make_shared<std::vector<int>>();
-  auto displs = std::make_shared<std::vector<int>>();
-  std::shared_ptr<MpiWork> work;
-  {
-    Blocked blocked(counter);
-    work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllGather, 0,
-                                     std::vector<at::Tensor>{});
-    MPI_Iallgather(mine.get(), 1, MPI_INT64_T, lengths->data(), 1, MPI_INT64_T, comm_,
-                   work->request());
-    MpiWork* w = work.get();
-    MPI_Comm comm = comm_;
-    const std::string name = name_;
-    work->on_round([=, &bytes, round = 0]() mutable {
-      if (round++ > 0) return true;
-      *displs = displacements(*lengths, name, "all_gather_bytes");
-      int64_t total = 0;
-      for (int64_t n : *lengths) total += n;
-      w->add_bytes(total);
-      all->resize(static_cast<size_t>(total));
-      counts->assign(lengths->begin(), lengths->end());
-      MPI_Iallgatherv(bytes.data(), static_cast<int>(*mine), MPI_CHAR, all->data(), counts->data(),
-                      displs->data(), MPI_CHAR, comm, w->request());
-      return false;
-    });
-  }
-  work->wait();
+  if (!everyone && rank_ != root) return {};
   return split_buffer(*all, *lengths, *displs);
 }
 
