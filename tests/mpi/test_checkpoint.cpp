@@ -14,6 +14,7 @@
 #include "checkpoint/index.h"      // open_checkpoint
 #include "checkpoint/ownership.h"  // zero_owned_ranges
 #include "checkpoint/reader.h"     // read_global_tensor
+#include "checkpoint_test_util.h"  // same_state, max_difference_from, expect_resume_matches
 #include "models/gpt.h"            // GptStage
 #include "mpi_cases.h"             // register_mpi_cases
 #include "mpi_test_util.h"         // shared_temp_dir, remove_shared
@@ -37,35 +38,6 @@ const bool kRegistered = register_mpi_cases({
     {"checkpoint_convert_dp2_pp2_tp2_to_dp4_tp2_and_back", 8, "CheckpointConvert.*"},
     {"checkpoint_zero_ownership_matches_optimizer", 8, "CheckpointOwnership.*"},
 });
-
-/// Every parameter and optimizer state of two trainers of one layout, bit for bit.
-bool same_state(Trainer& a, Trainer& b) {
-  const auto& pa = a.model().params().params();
-  const auto& pb = b.model().params().params();
-  bool same = pa.size() == pb.size();
-  for (size_t i = 0; same && i < pa.size(); ++i) {
-    same = at::equal(pa[i].tensor, pb[i].tensor);
-    const ParamStateView sa = a.optimizer().param_state(i), sb = b.optimizer().param_state(i);
-    same = same && at::equal(sa.exp_avg, sb.exp_avg) && at::equal(sa.exp_avg_sq, sb.exp_avg_sq) &&
-           at::equal(sa.master, sb.master);
-  }
-  return same && a.optimizer().step_count() == b.optimizer().step_count();
-}
-
-/// Largest relative difference of this rank's shards from the same cut of the global
-/// tensors stored in `reference`.
-double max_difference_from(Trainer& t, const ParallelContext& ctx,
-                           const checkpoint::CheckpointIndex& reference) {
-  double worst = 0;
-  for (const Parameter& p : t.model().params().params()) {
-    const at::Tensor global = checkpoint::read_global_tensor(reference, p.spec.name);
-    const at::Tensor want = cut_shard(p.spec, ctx.coord().tp, ctx.grid().tp(), global);
-    const double scale = want.abs().max().item<double>();
-    if (scale == 0) continue;
-    worst = std::max(worst, (p.tensor.detach() - want).abs().max().item<double>() / scale);
-  }
-  return worst;
-}
 
 /// The uninterrupted 8-rank run: its losses, and its final state saved in `dir`/full.
 struct Reference {
@@ -126,39 +98,9 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
       {"dp1_pp2_tp2_zero0_on_4_ranks", 1, 2, 2, 0, "gpipe", false, 4},
       {"dp1_pp1_tp1", 1, 1, 1, 0, "1f1b", false, 2},
   };
-  const int rank = world_rank();
-  for (const Layout& target : targets) {
-    // The target's ranks: the first target.world() ranks of the job (MPI_COMM_SELF for one).
-    MPI_Comm comm = MPI_COMM_NULL;
-    const bool member = rank < target.world();
-    if (target.world() == 1) {
-      comm = member ? MPI_COMM_SELF : MPI_COMM_NULL;
-    } else {
-      MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, rank, &comm);
-    }
-    if (member) {
-      ParallelContext ctx(comm, target.dp, target.pp, target.tp, 120.0);
-      Trainer trainer(layout_config(target, kSteps), ctx);
-      load_checkpoint(trainer, ctx, ref.saved_at_5, "");
-      const RunTrace got = train_steps(trainer, kSteps - kSaveAt);
-      double worst = 0;
-      for (int s = 0; s < kSteps - kSaveAt; ++s) {
-        const double d = relative_difference(got.losses[s], ref.trace.losses[kSaveAt + s]);
-        worst = std::max(worst, d);
-        EXPECT_LE(d, 1e-10) << target.name << " step " << kSaveAt + s + 1 << ": " << got.losses[s]
-                            << " vs " << ref.trace.losses[kSaveAt + s];
-      }
-      const double weights = max_difference_from(trainer, ctx, ref.final_state);
-      EXPECT_LE(weights, 1e-10) << target.name;
-      if (ctx.rank() == 0)
-        std::printf(
-            "%s: steps 6..10 losses within %.3g, final weights within %.3g of the "
-            "uninterrupted dp2_pp2_tp2 run\n",
-            target.name.c_str(), worst, weights);
-    }
-    if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) MPI_Comm_free(&comm);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
+  for (const Layout& target : targets)
+    expect_resume_matches(target, ref.saved_at_5, kSaveAt, kSteps, ref.trace.losses,
+                          ref.final_state);
   remove_shared(MPI_COMM_WORLD, dir);
 }
 

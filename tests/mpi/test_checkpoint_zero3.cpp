@@ -3,7 +3,7 @@
 // losses to 1e-10 at dp 4 stage 1, at dp 4 x tp 2 stage 3 and in one process.
 #include <ATen/ATen.h>    // at::equal
 #include <gtest/gtest.h>  // TEST, EXPECT_*
-#include <mpi.h>          // MPI_Comm_split
+#include <mpi.h>          // MPI_COMM_WORLD
 
 #include <algorithm>  // std::max
 #include <cstdio>     // std::printf
@@ -11,6 +11,7 @@
 
 #include "checkpoint/index.h"           // CheckpointIndex, open_checkpoint
 #include "checkpoint/reader.h"          // read_global_tensor
+#include "checkpoint_test_util.h"       // same_state, expect_resume_matches
 #include "models/gpt.h"                 // GptStage
 #include "mpi_cases.h"                  // register_mpi_cases
 #include "mpi_test_util.h"              // shared_temp_dir, remove_shared, relative_difference
@@ -31,34 +32,6 @@ const bool kRegistered = register_mpi_cases({
     {"checkpoint_zero3_exact_resume_dp2_pp2_tp2", 8, "CheckpointZero3.resumes_bitwise"},
     {"checkpoint_zero3_resume_into_other_layouts", 8, "CheckpointZero3.resumes_in_other_layouts"},
 });
-
-/// Every parameter shard and optimizer state of two trainers of one layout, bit for bit.
-bool same_state(Trainer& a, Trainer& b) {
-  bool same = a.optimizer().num_params() == b.optimizer().num_params();
-  for (size_t i = 0; same && i < a.optimizer().num_params(); ++i) {
-    const ParamStateView sa = a.optimizer().param_state(i), sb = b.optimizer().param_state(i);
-    same = at::equal(sa.param, sb.param) && at::equal(sa.exp_avg, sb.exp_avg) &&
-           at::equal(sa.exp_avg_sq, sb.exp_avg_sq) && at::equal(sa.master, sb.master);
-  }
-  return same && a.optimizer().step_count() == b.optimizer().step_count();
-}
-
-/// Largest relative difference of this rank's (gathered) shards from the same cut of the
-/// global tensors stored in `reference`.
-double max_difference_from(Trainer& t, const ParallelContext& ctx,
-                           const checkpoint::CheckpointIndex& reference) {
-  t.optimizer().gather_params();
-  double worst = 0;
-  for (const Parameter& p : t.model().params().params()) {
-    const at::Tensor global = checkpoint::read_global_tensor(reference, p.spec.name);
-    const at::Tensor want = cut_shard(p.spec, ctx.coord().tp, ctx.grid().tp(), global);
-    const double scale = want.abs().max().item<double>();
-    if (scale == 0) continue;
-    worst = std::max(worst, (p.tensor.detach() - want).abs().max().item<double>() / scale);
-  }
-  t.optimizer().release_params();
-  return worst;
-}
 
 TEST(CheckpointZero3, resumes_bitwise) {
   const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_zero3_checkpoint_");
@@ -106,37 +79,8 @@ TEST(CheckpointZero3, resumes_in_other_layouts) {
       {"dp4_tp2_zero3", 4, 1, 2, 3, "1f1b", false, 1},
       {"dp1_pp1_tp1", 1, 1, 1, 0, "1f1b", false, 2},
   };
-  const int rank = world_rank();
-  for (const Layout& target : targets) {
-    MPI_Comm comm = MPI_COMM_NULL;
-    const bool member = rank < target.world();
-    if (target.world() == 1) {
-      comm = member ? MPI_COMM_SELF : MPI_COMM_NULL;
-    } else {
-      MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, rank, &comm);
-    }
-    if (member) {
-      ParallelContext ctx(comm, target.dp, target.pp, target.tp, 120.0);
-      Trainer trainer(layout_config(target, kSteps), ctx);
-      load_checkpoint(trainer, ctx, stopped_path, "");
-      const RunTrace got = train_steps(trainer, kSteps - kSaveAt);
-      double worst = 0;
-      for (int s = 0; s < kSteps - kSaveAt; ++s) {
-        const double d = relative_difference(got.losses[s], reference.losses[kSaveAt + s]);
-        worst = std::max(worst, d);
-        EXPECT_LE(d, 1e-10) << target.name << " step " << kSaveAt + s + 1;
-      }
-      const double weights = max_difference_from(trainer, ctx, final_state);
-      EXPECT_LE(weights, 1e-10) << target.name;
-      if (ctx.rank() == 0)
-        std::printf(
-            "%s: steps 4..6 losses within %.3g, final weights within %.3g of the "
-            "uninterrupted dp2_pp2_tp2 stage 3 run\n",
-            target.name.c_str(), worst, weights);
-    }
-    if (comm != MPI_COMM_NULL && comm != MPI_COMM_SELF) MPI_Comm_free(&comm);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
+  for (const Layout& target : targets)
+    expect_resume_matches(target, stopped_path, kSaveAt, kSteps, reference.losses, final_state);
   remove_shared(MPI_COMM_WORLD, dir);
 }
 
