@@ -56,6 +56,15 @@ const std::vector<ChoiceName<Toggle>>& choice_names() {
 std::ostream& operator<<(std::ostream& out, Toggle value) { return out << name_of(value); }
 
 template <>
+const std::vector<ChoiceName<OffloadTier>>& choice_names() {
+  static const std::vector<ChoiceName<OffloadTier>> names = {
+      {OffloadTier::kNone, "none"}, {OffloadTier::kCpu, "cpu"}, {OffloadTier::kNvme, "nvme"}};
+  return names;
+}
+
+std::ostream& operator<<(std::ostream& out, OffloadTier value) { return out << name_of(value); }
+
+template <>
 const std::vector<ChoiceName<PreemptSignals>>& choice_names() {
   static const std::vector<ChoiceName<PreemptSignals>> names = {
       {PreemptSignals::kTermIntUsr1, "SIGTERM,SIGINT,SIGUSR1"},

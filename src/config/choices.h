@@ -22,6 +22,8 @@ enum class ReduceDtype { kFp32, kBf16 };
 enum class Device { kCpu, kCuda };
 /// A feature switched on or off (parallel.zero3_prefetch, ...).
 enum class Toggle { kOn, kOff };
+/// parallel.offload_optimizer / offload_params: where ZeRO's shards live between uses.
+enum class OffloadTier { kNone, kCpu, kNvme };
 
 /// checkpoint.preempt_signals: the signals that make every rank save and exit at the next
 /// step boundary ("none": they keep their default action, ending the job unsaved).
@@ -62,6 +64,7 @@ std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value);
 std::ostream& operator<<(std::ostream& out, ReduceDtype value);
 std::ostream& operator<<(std::ostream& out, Device value);
 std::ostream& operator<<(std::ostream& out, Toggle value);
+std::ostream& operator<<(std::ostream& out, OffloadTier value);
 std::ostream& operator<<(std::ostream& out, PreemptSignals value);
 
 }  // namespace trident

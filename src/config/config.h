@@ -44,10 +44,15 @@ struct ParallelConfig {
   int64_t bucket_size = 1 << 20;  ///< elements per gradient bucket
   double timeout_s = 300;
   ReduceDtype grad_reduce_dtype = ReduceDtype::kFp32;
-  Toggle zero3_prefetch = Toggle::kOn;               ///< gather the next layer while one runs
-  int64_t zero3_max_live_layers = 2;                 ///< layers gathered at once, at most
-  int64_t zero3_persist_below = 100000;              ///< smaller parameters stay gathered
-  Toggle zero3_reshard_after_forward = Toggle::kOn;  ///< release a layer after its forward
+  Toggle zero3_prefetch = Toggle::kOn;                 ///< gather the next layer while one runs
+  int64_t zero3_max_live_layers = 2;                   ///< layers gathered at once, at most
+  int64_t zero3_persist_below = 100000;                ///< smaller parameters stay gathered
+  Toggle zero3_reshard_after_forward = Toggle::kOn;    ///< release a layer after its forward
+  OffloadTier offload_optimizer = OffloadTier::kNone;  ///< master weights and moments
+  OffloadTier offload_params = OffloadTier::kNone;     ///< ZeRO 3: the parameter shard
+  std::string nvme_path;                               ///< directory of the nvme tier's files
+  int64_t offload_buffer_count = 4;                    ///< the nvme tier's ring of buffers
+  int64_t offload_block_size = 4 << 20;                ///< bytes per state per nvme transfer
 };
 
 /// [train]: batch sizes, length of the run, numerics.

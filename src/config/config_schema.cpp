@@ -153,6 +153,24 @@ std::vector<KeySpec> build_schema() {
        choice_field(kParallel, &P::zero3_reshard_after_forward), choices_of<Toggle>(),
        "ZeRO 3: release a layer after its forward and gather it again for its backward (on), "
        "or keep every layer gathered from its first forward to the step's end (off)"},
+      {"parallel", "offload_optimizer", choice_field(kParallel, &P::offload_optimizer),
+       choices_of<OffloadTier>(),
+       "where the optimizer's shard (fp32 master weights, both Adam moments) lives: in memory "
+       "(none), host memory (cpu; on a CPU build that is where it already is), or files under "
+       "nvme_path streamed through the AdamW step (nvme)"},
+      {"parallel", "offload_params", choice_field(kParallel, &P::offload_params),
+       choices_of<OffloadTier>(),
+       "ZeRO 3 only: where the parameter shard lives between gathers; nvme needs "
+       "offload_optimizer = \"nvme\" (the shard travels with the optimizer's)"},
+      {"parallel", "nvme_path", field(kParallel, &P::nvme_path), any(),
+       "directory for the nvme tier (a local disk); each rank writes its own files under it, "
+       "recreated at start-up and removed at exit (the checkpoint is the truth)"},
+      {"parallel", "offload_buffer_count", field(kParallel, &P::offload_buffer_count), at_least(3),
+       "nvme tier: aligned buffers in the ring (reads ahead, the one being updated, writes "
+       "behind)"},
+      {"parallel", "offload_block_size", field(kParallel, &P::offload_block_size), at_least(4096),
+       "nvme tier: bytes of each state per transfer (rounded down to whole 64 Ki-element "
+       "chunks, at least one)"},
 
       {"train", "micro_batch_size", field(kTrain, &T::micro_batch_size), at_least(1),
        "sequences per micro-batch"},

@@ -136,10 +136,42 @@ void check_schedule_lengths(TrainConfig& c, const Origins& origins, int, Errors&
         std::to_string(c.train.steps) + "] (0 runs to steps)");
 }
 
+/// Offload: parameters offload only where they are sharded (stage 3), and travel with the
+/// optimizer's shard; the nvme tier needs a directory; the cpu tier of a GPU build and the
+/// nvme tier's device copies are not built yet, so a CUDA run refuses both.
+void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ParallelConfig& p = c.parallel;
+  if (p.offload_params != OffloadTier::kNone && p.zero_stage != 3)
+    errors.push_back(origins.where("parallel.offload_params") + ": parallel.offload_params = \"" +
+                     name_of(p.offload_params) +
+                     "\" needs parallel.zero_stage = 3 (only stage 3 shards parameters), but "
+                     "zero_stage = " +
+                     std::to_string(p.zero_stage) +
+                     "; set zero_stage = 3 or offload_params = \"none\"");
+  if (p.offload_params == OffloadTier::kNvme && p.offload_optimizer != OffloadTier::kNvme)
+    errors.push_back(origins.where("parallel.offload_params") +
+                     ": parallel.offload_params = \"nvme\" needs parallel.offload_optimizer = "
+                     "\"nvme\" (the parameter shard is streamed with the optimizer's), but it "
+                     "is \"" +
+                     name_of(p.offload_optimizer) + "\"; set offload_optimizer = \"nvme\"");
+  const bool nvme =
+      p.offload_optimizer == OffloadTier::kNvme || p.offload_params == OffloadTier::kNvme;
+  if (nvme && p.nvme_path.empty())
+    errors.push_back(origins.where("parallel.nvme_path") +
+                     ": the nvme tier is on but parallel.nvme_path is empty; set it to a "
+                     "directory on a local disk (each rank writes its own files under it)");
+  const bool offload =
+      nvme || p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone;
+  if (offload && c.train.device == Device::kCuda)
+    errors.push_back(origins.where("parallel.offload_optimizer") +
+                     ": offload with train.device = \"cuda\" is not implemented yet (the tiers "
+                     "stream host tensors); use train.device = \"cpu\" or offload = \"none\"");
+}
+
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
-constexpr CrossCheck kCrossChecks[] = {check_model_shape, check_llama_shape, check_world_size,
-                                       check_batch, check_schedule_lengths};
+constexpr CrossCheck kCrossChecks[] = {check_model_shape, check_llama_shape,      check_world_size,
+                                       check_batch,       check_schedule_lengths, check_offload};
 
 }  // namespace
 
