@@ -12,6 +12,7 @@ packages=(
   python3 python3-matplotlib   # scripts/plot.py
   python3-numpy           # tests/reference/llama_forward.py, the independent Llama reference
   clang-format            # scripts/format.sh --check, run by scripts/test.sh
+  liburing-dev            # the nvme offload tier's asynchronous I/O (io_uring)
 )
 
 missing=()

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "checkpoint/index.h"           // write_file_atomically
+#include "zero/zero_optimizer.h"        // ResidentStates
 #include "checkpoint/save_parts.h"      // rank_pieces, snapshot, write_rank_file, commit_save
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext::world, coord
@@ -92,6 +93,7 @@ std::unique_ptr<AsyncSaveReport> AsyncCheckpointer::start(const TrainingState& s
   // any error for the boundary's agreement.
   try {
     fs::create_directories(save->target.tmp);
+    const ResidentStates resident(state.optimizer);  // the nvme tier's states, read-only
     save->pieces = snapshot(rank_pieces(state, ctx_));
     if (ctx_.world().rank() == 0) save->index = describe_state(state);
   } catch (...) {

@@ -168,6 +168,8 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
   Communicator& comm = ctx.world();
   CheckpointIndex index;
   std::unique_ptr<SliceReader> reader;
+  // The nvme tier's states come into memory to be overwritten, and go back once loaded.
+  ResidentStates resident(state.optimizer);
   run_agreed(comm, [&] {
     index = open_checkpoint(path, checkpoint_dir);
     check_model(index, state.config);
@@ -195,6 +197,7 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
     } else {
       opt.set_step_count(index.optimizer.at("step_count").get<int64_t>());
     }
+    resident.write_back();
   });
   return weights_only(index) ? 0 : index.step;
 }

@@ -242,6 +242,7 @@ std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
   std::string record;
   run_agreed(comm, [&] {
     const GridCoord& c = ctx.coord();
+    const ResidentStates resident(state.optimizer);  // the nvme tier's states, read-only
     const std::vector<StoredPiece> pieces = rank_pieces(state, ctx);
     check_finite(pieces, state.step);
     record = write_rank_file(target, c.dp, c.pp, c.tp, pieces);

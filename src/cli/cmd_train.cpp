@@ -23,10 +23,20 @@
 #include "train/run_saver.h"  // RunSaver
 #include "train/trace.h"
 #include "train/trainer.h"
+#include "zero/zero_optimizer.h"  // offload_description
 
 namespace trident::cli {
 
 namespace {
+
+/// What the offload keys do in this run, without pretending: the cpu tier is where a CPU
+/// build keeps the states anyway.
+std::string offload_line(const ParallelConfig& p, const ZeroOptimizer& opt) {
+  if (opt.offload_description() != "none") return opt.offload_description();
+  return std::string("cpu requested; on this CPU build the states are in host memory "
+                     "already, so it changes nothing (optimizer ") +
+         name_of(p.offload_optimizer) + ", parameters " + name_of(p.offload_params) + ")";
+}
 
 void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, int world) {
   const auto& p = config.parallel;
@@ -34,6 +44,8 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
             << " x pp " << p.pp << " x tp " << p.tp << ", ZeRO stage " << p.zero_stage << ", "
             << p.schedule << " over " << config.micro_batches() << " micro-batches, checkpointing "
             << p.activation_checkpointing << ", " << config.train.precision << "\n";
+  if (p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone)
+    std::cout << "offload: " << offload_line(p, trainer.optimizer()) << "\n";
   std::cout << "data: " << trainer.data_description() << "\n";
   if (const auto floor = trainer.loss_floor())
     std::cout << "loss floor (the source's entropy rate): " << *floor << " nats\n";

@@ -40,6 +40,13 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   zero.gather.prefetch = p.zero3_prefetch == Toggle::kOn;
   zero.gather.max_live_layers = static_cast<int>(p.zero3_max_live_layers);
   zero.gather.reshard_after_forward = p.zero3_reshard_after_forward == Toggle::kOn;
+  // The cpu tier changes nothing on a CPU build (the states are in host memory already);
+  // the header line says so.
+  zero.offload.optimizer = p.offload_optimizer == OffloadTier::kNvme;
+  zero.offload.params = p.offload_params == OffloadTier::kNvme;
+  zero.offload.dir = p.nvme_path;
+  zero.offload.buffer_count = static_cast<int>(p.offload_buffer_count);
+  zero.offload.block_size = p.offload_block_size;
   AdamWOptions adamw;
   adamw.beta1 = config.optimizer.beta1;
   adamw.beta2 = config.optimizer.beta2;

@@ -140,8 +140,13 @@ void ParamGatherer::acquire(const BucketRef& r) {
   const Bucket& bucket = buf.layout->buckets()[r.bucket];
   // A fresh buffer per gather: autograd may still hold views of the previous one.
   s.data = at::empty({bucket.numel}, buf.shard.options());  // (bucket) param dtype
-  const at::Tensor mine =
-      buf.shard.narrow(0, buf.layout->shard_space_offset(r.bucket), bucket.shard_numel);
+  at::Tensor mine;  // (bucket / dp) param dtype
+  if (buf.load) {
+    mine = at::empty({bucket.shard_numel}, buf.shard.options());
+    buf.load(r.bucket, mine);
+  } else {
+    mine = buf.shard.narrow(0, buf.layout->shard_space_offset(r.bucket), bucket.shard_numel);
+  }
   if (dp_.size() == 1) {
     s.data.copy_(mine);
   } else {

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>  // at::Tensor
 
 #include <cstdint>
+#include <functional>  // std::function
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct ShardedBuffer {
   const BucketLayout* layout = nullptr;
   at::Tensor shard;            // (layout.shard_space_numel()) param dtype
   std::vector<size_t> params;  // indices into the parameter list, in buffer order
+  /// When set (the nvme tier holds the shard), fills `dst` with bucket b's shard instead
+  /// of reading `shard`, which is then empty and gives only the dtype.
+  std::function<void(size_t bucket, at::Tensor& dst)> load;
 };
 
 /// Gathers and releases layers' parameters for ZeroOptimizer in stage 3. Between a

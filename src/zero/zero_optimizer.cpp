@@ -104,6 +104,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   // Only now: the accumulators record each parameter's whole shape, which autograd checks
   // every gradient against, and stage 3 is about to empty the parameters.
   if (zero.stage == 3) shard_params(units);
+  if (zero.offload.optimizer) init_tier();
 }
 
 void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) {
@@ -120,7 +121,13 @@ void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) 
           .copy_(g.data.narrow(0, mine.begin, mine.size()));
     }
     g.data = at::Tensor();
-    buffers.push_back({&g.layout, g.param_shard, g.params});
+    ShardedBuffer buffer{&g.layout, g.param_shard, g.params, nullptr};
+    if (zero_.offload.params) {
+      // The shard moves to the nvme tier (init_tier); gathers read it from there.
+      buffer.shard = at::empty({0}, g.param_shard.options());
+      buffer.load = [this, gi](size_t b, at::Tensor& dst) { load_param_shard(gi, b, dst); };
+    }
+    buffers.push_back(std::move(buffer));
   }
   gatherer_ =
       std::make_unique<ParamGatherer>(params_, std::move(buffers), ctx_.dp(), units, zero_.gather);
@@ -156,17 +163,28 @@ void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero) {
   if (zero.stage < 2) g.grad = at::zeros({g.layout.numel()}, opts);
   // Stage 3 cuts the rank's parameter shard out of g.data once the hooks are in place.
 
-  const int64_t domain_numel = zero.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
-  const auto state = at::TensorOptions().dtype(state_dtype_).device(device_);
-  g.exp_avg = at::zeros({domain_numel}, state);
-  g.exp_avg_sq = at::zeros({domain_numel}, state);
-  if (zero.stage >= 2) g.grad_shard = at::zeros({domain_numel}, state);
-  if (is_16_bit(param_dtype_)) g.master = at::zeros({domain_numel}, state);
+  // With the nvme tier the states are never whole in memory: init_tier writes them.
+  if (!zero.offload.optimizer) allocate_states(g);
+  if (zero.stage >= 2) {
+    const int64_t domain_numel =
+        zero.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
+    g.grad_shard = at::zeros({domain_numel}, at::TensorOptions().dtype(state_dtype_).device(device_));
+  }
   g.launched.assign(g.layout.buckets().size(), false);
   g.ready.assign(g.layout.buckets().size(), 0);
   reload_master_from_params_of(g);
   attach_grad_views_of(g);
 }
+
+void ZeroOptimizer::allocate_states(Group& g) {
+  const int64_t domain_numel = zero_.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
+  const auto state = at::TensorOptions().dtype(state_dtype_).device(device_);
+  g.exp_avg = at::zeros({domain_numel}, state);
+  g.exp_avg_sq = at::zeros({domain_numel}, state);
+  if (has_master()) g.master = at::zeros({domain_numel}, state);
+}
+
+bool ZeroOptimizer::has_master() const { return is_16_bit(param_dtype_); }
 
 void ZeroOptimizer::attach_grad_views_of(Group& g) {
   if (!g.grad.defined()) return;

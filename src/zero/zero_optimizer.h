@@ -8,12 +8,15 @@
 #include <deque>       // std::deque
 #include <functional>  // std::function
 #include <memory>      // std::shared_ptr, std::unique_ptr
-#include <utility>     // std::pair
+#include <string>
+#include <utility>  // std::pair
 #include <vector>
 
+#include "common/async_io.h"            // AsyncIo, IoBackend
 #include "parallel/communicator.h"      // Communicator, WorkHandle
 #include "tensor_parallel/parameter.h"  // Parameter, ParamSpec
 #include "zero/bucket_layout.h"         // BucketLayout, Range
+#include "zero/nvme_tier.h"          // NvmeTier, TierRing, TierStats
 #include "zero/param_gatherer.h"        // ParamGatherer
 
 namespace torch::autograd {
@@ -23,6 +26,17 @@ struct Node;
 namespace trident {
 class ParallelContext;
 
+/// ZeRO-Infinity's nvme tier (parallel.offload_* in the config). The cpu tier needs no
+/// options: on a CPU build the states already live in host memory.
+struct OffloadOptions {
+  bool optimizer = false;  // master weights and both moments live in files under dir
+  bool params = false;     // stage 3: the parameter shard too (needs optimizer)
+  std::string dir;         // each rank's files: <dir>/rank<r>.buffer<b>.tier
+  int buffer_count = 4;    // the ring: reads ahead, the piece being updated, writes behind
+  int64_t block_size = 4 << 20;  // bytes of each state per transfer
+  IoBackend backend = IoBackend::kAuto;
+};
+
 /// How gradients and optimizer state are sharded over dp.
 struct ZeroOptions {
   int stage = 0;                             // 0, 1, 2 or 3
@@ -30,6 +44,7 @@ struct ZeroOptions {
   at::ScalarType reduce_dtype = at::kFloat;  // stage 2/3 payload for bf16 params: fp32 or bf16
   GatherOptions gather;                      // stage 3
   int64_t persist_below = 100000;            // stage 3: smaller parameters stay whole
+  OffloadOptions offload;
 };
 
 /// AdamW's hyper-parameters; the learning rate comes with each step.
@@ -59,6 +74,10 @@ struct ParamStateView {
 
 class ZeroOptimizer {
  public:
+  /// AdamW runs over chunks of this many elements of a bucket's domain; the nvme tier's
+  /// pieces are whole chunks, so both apply the same kernels to every element.
+  static constexpr int64_t kUpdateChunk = 1 << 16;
+
   /// `params`: this rank's parameters (its pipeline stage, its tp shard) in construction
   /// order. Their data and (stages 0/1) their grads become views into flat buffers. In
   /// stage 3 `units` lists each layer's parameters (ModelStage::layer_units()): the
@@ -100,6 +119,19 @@ class ZeroOptimizer {
   /// weights without optimizer state); a no-op when the parameters are the master.
   void reload_master_from_params();
 
+  /// Offload: whether the states live in the nvme tier now (outside a ResidentStates).
+  bool states_in_tier() const { return states_in_tier_; }
+  /// Offload: reads the tier's states into memory, where param_state() views them; a
+  /// no-op without the tier or when they are in memory already.
+  void bring_states_in();
+  /// Offload: writes the states back to the tier (`write`; else they did not change)
+  /// and frees their memory; a no-op without the tier.
+  void send_states_out(bool write);
+  /// "nvme (io_uring, O_DIRECT, ...)": how the states are kept, for the run's header.
+  std::string offload_description() const;
+  /// The nvme tier's traffic and waits since construction, summed over its files.
+  TierStats tier_stats() const;
+
   /// Stage 3: what the model reports its layers to (gathers and releases parameters);
   /// nullptr in stages 0-2, where every parameter is always whole.
   ParamGatherer* layer_scope() { return gatherer_.get(); }
@@ -132,6 +164,16 @@ class ZeroOptimizer {
     at::Tensor exp_avg, exp_avg_sq;  // (domain) state dtype
     std::vector<bool> launched;      // per bucket, in the current reduction round
     std::vector<int> ready;          // per bucket: parameters whose gradient is final
+    // The nvme tier: the domain of each bucket cut into pieces of at most the block size
+    // (whole kChunks, so the update runs over the same chunks as in memory).
+    struct Piece {
+      size_t bucket = 0;
+      int64_t begin = 0, length = 0;  // within the bucket's domain
+    };
+    std::vector<Piece> pieces;
+    std::vector<size_t> first_piece;  // per bucket
+    std::unique_ptr<NvmeTier> tier;
+    int master_plane = -1, exp_avg_plane = -1, exp_avg_sq_plane = -1, param_plane = -1;
   };
   /// An operation in flight and what to do once it completes.
   struct Pending {
@@ -162,6 +204,17 @@ class ZeroOptimizer {
   Range domain(const Group& g, size_t b) const;
   int64_t state_offset(const Group& g, size_t b) const;
   void update_bucket(Group& g, size_t b, double lr, double grad_scale);
+  /// AdamW on elements [begin, begin + n) of bucket b's domain, with the states given.
+  void update_range(Group& g, size_t b, int64_t begin, int64_t n, at::Tensor master,
+                    at::Tensor exp_avg, at::Tensor exp_avg_sq, at::Tensor param, double lr,
+                    double grad_scale);
+  /// The nvme tier (zero_offload.cpp): files and pieces, the streamed update, stage 3's
+  /// reads of a bucket's parameter shard.
+  void init_tier();
+  void stream_update(Group& g, double lr, double grad_scale);
+  void allocate_states(Group& g);
+  void load_param_shard(size_t group, size_t bucket, at::Tensor& dst);
+  bool has_master() const;
   void all_gather_params();
   void shard_params(const std::vector<std::vector<size_t>>& units);
   /// The parameters' values in bucket b's domain (stage 3: the rank's shard of them).
@@ -187,6 +240,30 @@ class ZeroOptimizer {
   bool reduce_in_backward_ = false;
   int64_t step_count_ = 0;
   std::unique_ptr<ParamGatherer> gatherer_;  // stage 3
+  std::unique_ptr<AsyncIo> io_;              // the nvme tier's
+  std::shared_ptr<TierRing> ring_;
+  bool states_in_tier_ = false;
+};
+
+/// Holds an offloaded optimizer's states in memory while a checkpoint reads or writes
+/// them through param_state(); write_back() stores what was loaded, and without it the
+/// copies are dropped (a save changes nothing). A no-op for an optimizer without a tier.
+class ResidentStates {
+ public:
+  explicit ResidentStates(ZeroOptimizer& opt) : opt_(opt) { opt_.bring_states_in(); }
+  ~ResidentStates() {
+    if (!done_) opt_.send_states_out(false);
+  }
+  void write_back() {
+    opt_.send_states_out(true);
+    done_ = true;
+  }
+  ResidentStates(const ResidentStates&) = delete;
+  ResidentStates& operator=(const ResidentStates&) = delete;
+
+ private:
+  ZeroOptimizer& opt_;
+  bool done_ = false;
 };
 
 }  // namespace trident

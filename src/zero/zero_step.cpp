@@ -15,7 +15,7 @@ namespace {
 
 /// Elementwise work on flat buffers runs over chunks of this many elements, so that its
 /// temporaries stay small and in cache instead of costing a fresh buffer of a whole bucket.
-constexpr int64_t kChunk = 1 << 16;
+constexpr int64_t kChunk = ZeroOptimizer::kUpdateChunk;
 
 int64_t nbytes(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
@@ -79,8 +79,13 @@ void ZeroOptimizer::step(double lr, double grad_scale) {
   wait_pending();
   if (gatherer_) gatherer_->release_all();  // gathered copies would go stale
   ++step_count_;
-  for (Group& g : groups_)
+  for (Group& g : groups_) {
+    if (g.tier && states_in_tier_) {
+      stream_update(g, lr, grad_scale);
+      continue;
+    }
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) update_bucket(g, b, lr, grad_scale);
+  }
   all_gather_params();
   reset_gradients();
 }
@@ -100,23 +105,33 @@ void ZeroOptimizer::reset_gradients() {
 }
 
 void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_scale) {
-  const Range dom = domain(g, b);
   const int64_t so = state_offset(g, b);
-  const int64_t n = dom.size();
+  const int64_t n = domain(g, b).size();
   at::Tensor param = params_in_domain(g, b);
-  at::Tensor grad = shards_grads() ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, dom.begin, n);
   at::Tensor master = g.master.defined() ? g.master.narrow(0, so, n) : param;
-  at::Tensor exp_avg = g.exp_avg.narrow(0, so, n);
-  at::Tensor exp_avg_sq = g.exp_avg_sq.narrow(0, so, n);
-  // Decoupled weight decay, on the parts of decayed parameters inside the domain.
+  update_range(g, b, 0, n, master, g.exp_avg.narrow(0, so, n), g.exp_avg_sq.narrow(0, so, n),
+               param, lr, grad_scale);
+}
+
+void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, at::Tensor master,
+                                 at::Tensor exp_avg, at::Tensor exp_avg_sq, at::Tensor param,
+                                 double lr, double grad_scale) {
+  const Range dom = domain(g, b);
+  const Range range{dom.begin + begin, dom.begin + begin + n};  // buffer coordinates
+  const int64_t so = state_offset(g, b) + begin;
+  at::Tensor grad =
+      shards_grads() ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, range.begin, n);
+  // Decoupled weight decay, on the parts of decayed parameters inside the range.
   if (adamw_.weight_decay != 0.0) {
     for (size_t k : g.layout.buckets()[b].params) {
       if (!params_[g.params[k]].spec.weight_decay) continue;
-      const Range part = g.layout.param_part(k, dom);
+      const Range part = g.layout.param_part(k, range);
       if (part.size() > 0)
-        master.narrow(0, part.begin - dom.begin, part.size()).mul_(1.0 - lr * adamw_.weight_decay);
+        master.narrow(0, part.begin - range.begin, part.size()).mul_(1.0 - lr * adamw_.weight_decay);
     }
   }
+  // The chunks start at the range's start: callers pass ranges that begin at whole
+  // chunks of the domain, so every element sees the same kernels as in one pass.
   for (int64_t i = 0; i < n; i += kChunk) {
     const int64_t c = std::min(kChunk, n - i);
     at::Tensor m = master.narrow(0, i, c), m1 = exp_avg.narrow(0, i, c),
@@ -124,14 +139,14 @@ void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_sca
     const at::Tensor scaled = grad.narrow(0, i, c).to(state_dtype_) * grad_scale;
     adam_update(m, scaled, m1, m2, lr, step_count_, adamw_);
   }
-  if (g.master.defined()) param.copy_(master);  // round the fp32 master to the param dtype
+  if (has_master()) param.copy_(master);  // round the fp32 master to the param dtype
 }
 
 void ZeroOptimizer::all_gather_params() {
   Communicator& dp = ctx_.dp();
   if (zero_.stage == 0 || dp.size() == 1) return;
   for (Group& g : groups_) {
-    if (g.param_shard.defined()) continue;  // stage 3 gathers on use instead
+    if (!g.data.defined()) continue;  // stage 3 gathers on use instead
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       const Bucket& bucket = g.layout.buckets()[b];
       const Range mine = g.layout.shard(b, dp.rank());
@@ -152,6 +167,8 @@ ModelStateBytes ZeroOptimizer::bytes() const {
     out.optimizer_states += nbytes(g.master) + nbytes(g.exp_avg) + nbytes(g.exp_avg_sq);
   }
   for (const Slot& s : slots_) out.gradients += nbytes(s.input) + nbytes(s.output);
+  if (ring_)  // the nvme tier's ring holds the states of the pieces in flight
+    for (const AlignedBuffer& b : ring_->buffers) out.optimizer_states += static_cast<int64_t>(b.size());
   return out;
 }
 
@@ -160,6 +177,8 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
               " parameters)");
   const auto [gi, k] = where_[i];
   const Group& g = groups_[gi];
+  TORCH_CHECK(!states_in_tier_, "param_state: the optimizer states are in the nvme tier; "
+              "hold a ResidentStates while reading or writing them");
   const ParamPlace& place = g.layout.places()[k];
   const Range dom = domain(g, place.bucket);
   const Range part = g.layout.param_part(k, dom);
@@ -175,8 +194,8 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
   view.start = part.begin - place.offset;
   view.length = part.size();
   const int64_t so = state_offset(g, place.bucket) + part.begin - dom.begin;
-  view.param = g.param_shard.defined() ? g.param_shard.narrow(0, so, view.length)
-                                       : g.data.narrow(0, part.begin, view.length);
+  view.param = g.data.defined() ? g.data.narrow(0, part.begin, view.length)
+                                : g.param_shard.narrow(0, so, view.length);
   view.master = g.master.defined() ? g.master.narrow(0, so, view.length) : view.param;
   view.exp_avg = g.exp_avg.narrow(0, so, view.length);
   view.exp_avg_sq = g.exp_avg_sq.narrow(0, so, view.length);
@@ -184,6 +203,12 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
 }
 
 void ZeroOptimizer::reload_master_from_params() {
+  if (states_in_tier_) {  // through memory: this is rare (fine-tuning from weights alone)
+    ResidentStates resident(*this);
+    for (Group& g : groups_) reload_master_from_params_of(g);
+    resident.write_back();
+    return;
+  }
   for (Group& g : groups_) reload_master_from_params_of(g);
 }
 
@@ -196,8 +221,8 @@ void ZeroOptimizer::reload_master_from_params_of(Group& g) {
 
 at::Tensor ZeroOptimizer::params_in_domain(Group& g, size_t b) const {
   const Range dom = domain(g, b);
-  if (g.param_shard.defined()) return g.param_shard.narrow(0, state_offset(g, b), dom.size());
-  return g.data.narrow(0, dom.begin, dom.size());
+  if (g.data.defined()) return g.data.narrow(0, dom.begin, dom.size());
+  return g.param_shard.narrow(0, state_offset(g, b), dom.size());
 }
 
 int64_t ZeroOptimizer::numel() const {

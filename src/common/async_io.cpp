@@ -1,0 +1,186 @@
+// The two AsyncIo backends: io_uring (liburing) and a thread pool over pread/pwrite.
+#include "common/async_io.h"
+
+#include <liburing.h>  // io_uring_queue_init, io_uring_prep_read/write, io_uring_wait_cqe
+#include <unistd.h>    // pread, pwrite
+
+#include <cerrno>              // errno
+#include <condition_variable>  // std::condition_variable
+#include <cstring>             // std::strerror
+#include <deque>               // std::deque
+#include <mutex>               // std::mutex
+#include <stdexcept>           // std::runtime_error
+#include <thread>              // std::thread
+#include <unordered_map>       // std::unordered_map
+#include <vector>
+
+namespace trident {
+namespace {
+
+/// The error of a transfer that returned `result` (bytes, or -errno) for `request`.
+void check_result(const IoRequest& request, long result) {
+  if (result == static_cast<long>(request.length)) return;
+  const std::string what = request.write ? "write" : "read";
+  if (result < 0)
+    throw std::runtime_error("nvme tier: " + what + " of " + std::to_string(request.length) +
+                             " bytes at offset " + std::to_string(request.offset) +
+                             " failed: " + std::strerror(static_cast<int>(-result)));
+  throw std::runtime_error("nvme tier: short " + what + " (" + std::to_string(result) + " of " +
+                           std::to_string(request.length) + " bytes at offset " +
+                           std::to_string(request.offset) + "); is the disk full?");
+}
+
+/// pread/pwrite until every byte moved; -errno on failure, else the bytes moved.
+long transfer_all(const IoRequest& r) {
+  size_t done = 0;
+  while (done < r.length) {
+    char* at = static_cast<char*>(r.buffer) + done;
+    const off_t offset = r.offset + static_cast<off_t>(done);
+    const ssize_t n = r.write ? pwrite(r.fd, at, r.length - done, offset)
+                              : pread(r.fd, at, r.length - done, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    if (n == 0) break;  // end of file: reported as a short transfer
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<long>(done);
+}
+
+class UringIo : public AsyncIo {
+ public:
+  explicit UringIo(io_uring ring) : ring_(ring) {}
+  ~UringIo() override {
+    // Transfers still in flight write into buffers their owners are about to free.
+    for (auto& [ticket, request] : requests_) reap(ticket, /*check=*/false);
+    io_uring_queue_exit(&ring_);
+  }
+
+  uint64_t submit(const IoRequest& r) override {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (sqe == nullptr) {  // the queue is full: complete the oldest first
+      reap_one();
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    if (r.write)
+      io_uring_prep_write(sqe, r.fd, r.buffer, static_cast<unsigned>(r.length), r.offset);
+    else
+      io_uring_prep_read(sqe, r.fd, r.buffer, static_cast<unsigned>(r.length), r.offset);
+    const uint64_t ticket = next_++;
+    io_uring_sqe_set_data64(sqe, ticket);
+    requests_[ticket] = r;
+    const int rc = io_uring_submit(&ring_);
+    if (rc < 0) throw std::runtime_error(std::string("nvme tier: io_uring_submit: ") +
+                                         std::strerror(-rc));
+    return ticket;
+  }
+
+  void wait(uint64_t ticket) override { reap(ticket, /*check=*/true); }
+  std::string name() const override { return "io_uring"; }
+
+ private:
+  void reap(uint64_t ticket, bool check) {
+    while (done_.count(ticket) == 0) reap_one();
+    const long result = done_[ticket];
+    const IoRequest r = requests_.at(ticket);
+    done_.erase(ticket);
+    requests_.erase(ticket);
+    if (check) check_result(r, result);
+  }
+  void reap_one() {
+    io_uring_cqe* cqe = nullptr;
+    int rc;
+    do rc = io_uring_wait_cqe(&ring_, &cqe);
+    while (rc == -EINTR);
+    if (rc < 0) throw std::runtime_error(std::string("nvme tier: io_uring_wait_cqe: ") +
+                                         std::strerror(-rc));
+    done_[io_uring_cqe_get_data64(cqe)] = cqe->res;
+    io_uring_cqe_seen(&ring_, cqe);
+  }
+
+  io_uring ring_;
+  uint64_t next_ = 1;
+  std::unordered_map<uint64_t, IoRequest> requests_;
+  std::unordered_map<uint64_t, long> done_;
+};
+
+class ThreadIo : public AsyncIo {
+ public:
+  explicit ThreadIo(int threads) {
+    for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { run(); });
+  }
+  ~ThreadIo() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();  // they drain the queue first
+  }
+
+  uint64_t submit(const IoRequest& r) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t ticket = next_++;
+    queue_.push_back({ticket, r});
+    requests_[ticket] = r;
+    wake_.notify_one();
+    return ticket;
+  }
+
+  void wait(uint64_t ticket) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return done_.count(ticket) > 0; });
+    const long result = done_[ticket];
+    const IoRequest r = requests_.at(ticket);
+    done_.erase(ticket);
+    requests_.erase(ticket);
+    lock.unlock();
+    check_result(r, result);
+  }
+  std::string name() const override { return "threads"; }
+
+ private:
+  void run() {
+    for (;;) {
+      std::pair<uint64_t, IoRequest> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = queue_.front();
+        queue_.pop_front();
+      }
+      const long result = transfer_all(job.second);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_[job.first] = result;
+      }
+      finished_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, finished_;
+  std::deque<std::pair<uint64_t, IoRequest>> queue_;
+  std::unordered_map<uint64_t, IoRequest> requests_;
+  std::unordered_map<uint64_t, long> done_;
+  std::vector<std::thread> workers_;
+  uint64_t next_ = 1;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend) {
+  if (backend != IoBackend::kThreads) {
+    io_uring ring;
+    const int rc = io_uring_queue_init(static_cast<unsigned>(queue_depth), &ring, 0);
+    if (rc == 0) return std::make_unique<UringIo>(ring);
+    if (backend == IoBackend::kUring)
+      throw std::runtime_error(std::string("nvme tier: io_uring_queue_init refused: ") +
+                               std::strerror(-rc));
+  }
+  // Two threads keep a read and a write in flight at once, as the ring needs.
+  return std::make_unique<ThreadIo>(2);
+}
+
+}  // namespace trident

@@ -1,0 +1,42 @@
+// Asynchronous file transfers for the nvme tier: io_uring where the kernel (or a container's
+// seccomp filter) allows it, else a small pool of threads doing pread/pwrite. Torch-free.
+#pragma once
+#include <sys/types.h>  // off_t
+
+#include <cstddef>  // size_t
+#include <cstdint>  // uint64_t
+#include <memory>   // std::unique_ptr
+#include <string>
+
+namespace trident {
+
+/// One read or write of `length` bytes at `offset` of `fd`, from or into `buffer`.
+struct IoRequest {
+  int fd = -1;
+  bool write = false;
+  void* buffer = nullptr;
+  size_t length = 0;
+  off_t offset = 0;
+};
+
+/// Posts transfers and waits for them by ticket. Not thread-safe: one owner thread.
+class AsyncIo {
+ public:
+  virtual ~AsyncIo() = default;
+  /// Posts `request`; the buffer must stay valid until wait() returns for the ticket.
+  virtual uint64_t submit(const IoRequest& request) = 0;
+  /// Waits for the transfer of `ticket`; throws std::runtime_error naming the failure
+  /// (errno text, or a short transfer) if it did not move every byte.
+  virtual void wait(uint64_t ticket) = 0;
+  /// "io_uring" or "threads": the backend, for the run's header line.
+  virtual std::string name() const = 0;
+};
+
+/// Which backend make_async_io may use.
+enum class IoBackend { kAuto, kUring, kThreads };
+
+/// An engine with room for `queue_depth` transfers in flight. kAuto probes io_uring
+/// (io_uring_queue_init) and falls back to threads when it is refused; kUring throws then.
+std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend = IoBackend::kAuto);
+
+}  // namespace trident

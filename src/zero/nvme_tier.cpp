@@ -1,0 +1,121 @@
+// NvmeTier: the file layout of pieces and planes, and the read-ahead / write-behind
+// pipeline over the ring of buffers.
+#include "zero/nvme_tier.h"
+
+#include <ATen/ATen.h>           // at::from_blob
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
+#include <algorithm>  // std::max, std::min
+#include <chrono>     // std::chrono::steady_clock
+
+namespace trident {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+size_t NvmeTier::record_bytes(const std::vector<at::ScalarType>& planes, int64_t max_piece) {
+  size_t bytes = 0;
+  for (at::ScalarType t : planes)
+    bytes += align_up(static_cast<size_t>(max_piece) * c10::elementSize(t));
+  return bytes;
+}
+
+NvmeTier::NvmeTier(const std::string& path, std::vector<at::ScalarType> planes,
+                         std::vector<int64_t> pieces, std::shared_ptr<TierRing> ring, AsyncIo& io)
+    : planes_(std::move(planes)), pieces_(std::move(pieces)), ring_(std::move(ring)), io_(io) {
+  TORCH_CHECK(ring_->buffers.size() >= 3, "nvme tier: the ring needs 3 buffers at least");
+  int64_t max_piece = 0;
+  for (int64_t n : pieces_) max_piece = std::max(max_piece, n);
+  offsets_.resize(planes_.size());
+  size_t slot_offset = 0;
+  for (size_t p = 0; p < planes_.size(); ++p) {
+    slot_offsets_.push_back(slot_offset);
+    slot_offset += align_up(static_cast<size_t>(max_piece) * c10::elementSize(planes_[p]));
+    for (size_t k = 0; k < pieces_.size(); ++k) {
+      offsets_[p].push_back(file_bytes_);
+      file_bytes_ += static_cast<int64_t>(plane_bytes(p, k));
+    }
+  }
+  TORCH_CHECK(ring_->buffers.front().size() >= slot_offset, "nvme tier: ring buffers of ",
+              ring_->buffers.front().size(), " bytes are smaller than a record of ", slot_offset);
+  file_ = std::make_unique<TierFile>(path, file_bytes_);
+}
+
+size_t NvmeTier::plane_bytes(size_t plane, size_t piece) const {
+  // Whole blocks, so that O_DIRECT accepts every transfer.
+  return align_up(static_cast<size_t>(pieces_[piece]) * c10::elementSize(planes_[plane]));
+}
+
+uint64_t NvmeTier::post(size_t slot, size_t plane, size_t piece, bool write) {
+  IoRequest r;
+  r.fd = file_->fd();
+  r.write = write;
+  r.buffer = ring_->buffers[slot].data() + slot_offsets_[plane];
+  r.length = plane_bytes(plane, piece);
+  r.offset = static_cast<off_t>(offsets_[plane][piece]);
+  (write ? stats_.bytes_written : stats_.bytes_read) += static_cast<int64_t>(r.length);
+  return io_.submit(r);
+}
+
+void NvmeTier::wait(uint64_t ticket) {
+  const auto t0 = std::chrono::steady_clock::now();
+  io_.wait(ticket);
+  stats_.wait_s += seconds_since(t0);
+}
+
+void NvmeTier::stream(const Visit& visit, bool read, bool write) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t slots = ring_->buffers.size(), count = pieces_.size();
+  const size_t ahead = slots - 2;  // one buffer being visited, one being written
+  std::vector<std::vector<uint64_t>> reads(slots), writes(slots);
+  auto settle = [&](std::vector<uint64_t>& tickets) {
+    for (uint64_t t : tickets) wait(t);
+    tickets.clear();
+  };
+  auto prepare = [&](size_t k) {
+    const size_t s = k % slots;
+    settle(writes[s]);  // the buffer's previous piece must be on disk first
+    if (read)
+      for (size_t p = 0; p < planes_.size(); ++p) reads[s].push_back(post(s, p, k, false));
+  };
+  try {
+    for (size_t k = 0; k < std::min(ahead, count); ++k) prepare(k);
+    for (size_t k = 0; k < count; ++k) {
+      const size_t s = k % slots;
+      settle(reads[s]);
+      std::vector<at::Tensor> views;
+      for (size_t p = 0; p < planes_.size(); ++p)
+        views.push_back(at::from_blob(ring_->buffers[s].data() + slot_offsets_[p], {pieces_[k]},
+                                      at::TensorOptions().dtype(planes_[p])));
+      visit(k, views);
+      if (write)
+        for (size_t p = 0; p < planes_.size(); ++p) writes[s].push_back(post(s, p, k, true));
+      if (k + ahead < count) prepare(k + ahead);
+    }
+    for (auto& w : writes) settle(w);
+  } catch (...) {
+    // Transfers in flight use the ring: let them end before anyone frees it.
+    for (size_t s = 0; s < slots; ++s) {
+      for (uint64_t t : reads[s]) try { io_.wait(t); } catch (...) {}
+      for (uint64_t t : writes[s]) try { io_.wait(t); } catch (...) {}
+    }
+    throw;
+  }
+  stats_.stream_s += seconds_since(t0);
+}
+
+void NvmeTier::read_plane(size_t piece, size_t plane, at::Tensor dst) {
+  TORCH_CHECK(dst.numel() == pieces_[piece] && dst.is_contiguous(),
+              "nvme tier: read_plane needs a contiguous tensor of the piece's length");
+  // The last ring buffer: stream() is not running while a layer gathers.
+  const size_t s = ring_->buffers.size() - 1;
+  wait(post(s, plane, piece, false));
+  dst.copy_(at::from_blob(ring_->buffers[s].data() + slot_offsets_[plane], {pieces_[piece]},
+                          at::TensorOptions().dtype(planes_[plane])));
+}
+
+}  // namespace trident

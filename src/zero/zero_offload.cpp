@@ -1,0 +1,179 @@
+// ZeroOptimizer, nvme tier: the optimizer's shard (and in stage 3 the parameter shard) in
+// per-rank files, streamed piece by piece through the AdamW step; checkpoint access
+// brings it into memory and sends it back.
+#include <ATen/ATen.h>           // at::zeros, Tensor ops
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
+#include <algorithm>   // std::max, std::min
+#include <filesystem>  // std::filesystem::create_directories
+#include <sstream>     // std::ostringstream
+
+#include "parallel/parallel_context.h"  // ParallelContext
+#include "zero/zero_optimizer.h"
+
+namespace trident {
+
+void ZeroOptimizer::init_tier() {
+  const OffloadOptions& o = zero_.offload;
+  TORCH_CHECK(!o.dir.empty(), "ZeRO offload: the nvme tier needs a directory (nvme_path)");
+  TORCH_CHECK(o.buffer_count >= 3, "ZeRO offload: the ring needs 3 buffers at least, got ",
+              o.buffer_count);
+  TORCH_CHECK(!o.params || zero_.stage == 3,
+              "ZeRO offload: parameters are offloaded in stage 3 only");
+  TORCH_CHECK(device_.is_cpu(), "ZeRO offload: the nvme tier streams host tensors; the "
+              "parameters are on ", device_);
+  // Pieces of whole update chunks, as many as fit the block size (one at least).
+  const int64_t chunk_bytes = kUpdateChunk * static_cast<int64_t>(c10::elementSize(state_dtype_));
+  const int64_t piece_numel = std::max<int64_t>(1, o.block_size / chunk_bytes) * kUpdateChunk;
+
+  std::vector<std::vector<at::ScalarType>> planes(groups_.size());
+  size_t record = 0;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    auto add = [&](at::ScalarType t) {
+      planes[gi].push_back(t);
+      return static_cast<int>(planes[gi].size()) - 1;
+    };
+    if (has_master()) g.master_plane = add(state_dtype_);
+    g.exp_avg_plane = add(state_dtype_);
+    g.exp_avg_sq_plane = add(state_dtype_);
+    if (o.params && !g.data.defined()) g.param_plane = add(param_dtype_);
+    int64_t longest = 0;
+    for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
+      g.first_piece.push_back(g.pieces.size());
+      const int64_t n = domain(g, b).size();
+      for (int64_t i = 0; i < n; i += piece_numel) {
+        g.pieces.push_back({b, i, std::min(piece_numel, n - i)});
+        longest = std::max(longest, g.pieces.back().length);
+      }
+    }
+    record = std::max(record, NvmeTier::record_bytes(planes[gi], longest));
+  }
+  io_ = make_async_io(o.buffer_count * 4, o.backend);
+  ring_ = std::make_shared<TierRing>();
+  for (int i = 0; i < o.buffer_count; ++i) ring_->buffers.emplace_back(record);
+  std::filesystem::create_directories(o.dir);
+
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    Group& g = groups_[gi];
+    if (g.pieces.empty()) continue;
+    std::vector<int64_t> lengths;
+    for (const Group::Piece& p : g.pieces) lengths.push_back(p.length);
+    const std::string path = o.dir + "/rank" + std::to_string(ctx_.world().rank()) + ".buffer" +
+                             std::to_string(gi) + ".tier";
+    g.tier = std::make_unique<NvmeTier>(path, planes[gi], lengths, ring_, *io_);
+    // The initial states: master weights from the parameters, zero moments.
+    g.tier->stream(
+        [&](size_t k, std::vector<at::Tensor>& pl) {
+          const Group::Piece& p = g.pieces[k];
+          const at::Tensor param = params_in_domain(g, p.bucket).narrow(0, p.begin, p.length);
+          if (g.master_plane >= 0) pl[g.master_plane].copy_(param);
+          if (g.param_plane >= 0) pl[g.param_plane].copy_(param);
+          pl[g.exp_avg_plane].zero_();
+          pl[g.exp_avg_sq_plane].zero_();
+        },
+        /*read=*/false, /*write=*/true);
+    if (g.param_plane >= 0) g.param_shard = at::Tensor();  // the tier holds it now
+  }
+  states_in_tier_ = true;
+}
+
+void ZeroOptimizer::stream_update(Group& g, double lr, double grad_scale) {
+  g.tier->stream(
+      [&](size_t k, std::vector<at::Tensor>& pl) {
+        const Group::Piece& p = g.pieces[k];
+        at::Tensor param = g.param_plane >= 0
+                               ? pl[g.param_plane]
+                               : params_in_domain(g, p.bucket).narrow(0, p.begin, p.length);
+        at::Tensor master = g.master_plane >= 0 ? pl[g.master_plane] : param;
+        update_range(g, p.bucket, p.begin, p.length, master, pl[g.exp_avg_plane],
+                     pl[g.exp_avg_sq_plane], param, lr, grad_scale);
+      },
+      /*read=*/true, /*write=*/true);
+}
+
+void ZeroOptimizer::load_param_shard(size_t gi, size_t b, at::Tensor& dst) {
+  Group& g = groups_[gi];
+  if (!states_in_tier_) {  // in memory for a checkpoint
+    dst.copy_(g.param_shard.narrow(0, g.layout.shard_space_offset(b), dst.numel()));
+    return;
+  }
+  for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
+    g.tier->read_plane(k, static_cast<size_t>(g.param_plane),
+                       dst.narrow(0, g.pieces[k].begin, g.pieces[k].length));
+}
+
+void ZeroOptimizer::bring_states_in() {
+  if (!states_in_tier_) return;
+  for (Group& g : groups_) {
+    if (!g.tier) continue;
+    allocate_states(g);
+    if (g.param_plane >= 0)
+      g.param_shard = at::empty({g.layout.shard_space_numel()},
+                                at::TensorOptions().dtype(param_dtype_).device(device_));
+    g.tier->stream(
+        [&](size_t k, std::vector<at::Tensor>& pl) {
+          const Group::Piece& p = g.pieces[k];
+          const int64_t so = state_offset(g, p.bucket) + p.begin;
+          if (g.master_plane >= 0) g.master.narrow(0, so, p.length).copy_(pl[g.master_plane]);
+          if (g.param_plane >= 0) g.param_shard.narrow(0, so, p.length).copy_(pl[g.param_plane]);
+          g.exp_avg.narrow(0, so, p.length).copy_(pl[g.exp_avg_plane]);
+          g.exp_avg_sq.narrow(0, so, p.length).copy_(pl[g.exp_avg_sq_plane]);
+        },
+        /*read=*/true, /*write=*/false);
+  }
+  states_in_tier_ = false;
+}
+
+void ZeroOptimizer::send_states_out(bool write) {
+  if (states_in_tier_ || !ring_) return;
+  for (Group& g : groups_) {
+    if (!g.tier) continue;
+    if (write)
+      g.tier->stream(
+          [&](size_t k, std::vector<at::Tensor>& pl) {
+            const Group::Piece& p = g.pieces[k];
+            const int64_t so = state_offset(g, p.bucket) + p.begin;
+            if (g.master_plane >= 0) pl[g.master_plane].copy_(g.master.narrow(0, so, p.length));
+            if (g.param_plane >= 0) pl[g.param_plane].copy_(g.param_shard.narrow(0, so, p.length));
+            pl[g.exp_avg_plane].copy_(g.exp_avg.narrow(0, so, p.length));
+            pl[g.exp_avg_sq_plane].copy_(g.exp_avg_sq.narrow(0, so, p.length));
+          },
+          /*read=*/false, /*write=*/true);
+    g.master = g.exp_avg = g.exp_avg_sq = at::Tensor();
+    if (g.param_plane >= 0) g.param_shard = at::Tensor();
+  }
+  states_in_tier_ = true;
+}
+
+std::string ZeroOptimizer::offload_description() const {
+  if (!ring_) return "none";
+  bool direct = true;
+  int64_t file_bytes = 0;
+  for (const Group& g : groups_)
+    if (g.tier) {
+      direct = direct && g.tier->direct();
+      file_bytes += g.tier->file_bytes();
+    }
+  std::ostringstream out;
+  out << "nvme (" << (zero_.offload.params ? "optimizer states and parameter shard" : "optimizer states")
+      << ", " << io_->name() << ", " << (direct ? "O_DIRECT" : "page cache: O_DIRECT refused")
+      << ", " << ring_->buffers.size() << " x " << ring_->buffers.front().size() / 1024
+      << " KiB buffers, " << file_bytes / (1 << 20) << " MiB in " << zero_.offload.dir << ")";
+  return out.str();
+}
+
+TierStats ZeroOptimizer::tier_stats() const {
+  TierStats total;
+  for (const Group& g : groups_) {
+    if (!g.tier) continue;
+    const TierStats& s = g.tier->stats();
+    total.bytes_read += s.bytes_read;
+    total.bytes_written += s.bytes_written;
+    total.wait_s += s.wait_s;
+    total.stream_s += s.stream_s;
+  }
+  return total;
+}
+
+}  // namespace trident
