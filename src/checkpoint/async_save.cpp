@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "checkpoint/index.h"           // write_file_atomically
-#include "zero/zero_optimizer.h"        // ResidentStates
 #include "checkpoint/save_parts.h"      // rank_pieces, snapshot, write_rank_file, commit_save
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext::world, coord
+#include "zero/zero_optimizer.h"        // ResidentStates
 
 namespace trident {
 

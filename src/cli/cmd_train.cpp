@@ -33,8 +33,9 @@ namespace {
 /// build keeps the states anyway.
 std::string offload_line(const ParallelConfig& p, const ZeroOptimizer& opt) {
   if (opt.offload_description() != "none") return opt.offload_description();
-  return std::string("cpu requested; on this CPU build the states are in host memory "
-                     "already, so it changes nothing (optimizer ") +
+  return std::string(
+             "cpu requested; on this CPU build the states are in host memory "
+             "already, so it changes nothing (optimizer ") +
          name_of(p.offload_optimizer) + ", parameters " + name_of(p.offload_params) + ")";
 }
 

@@ -69,8 +69,8 @@ class UringIo : public AsyncIo {
     io_uring_sqe_set_data64(sqe, ticket);
     requests_[ticket] = r;
     const int rc = io_uring_submit(&ring_);
-    if (rc < 0) throw std::runtime_error(std::string("nvme tier: io_uring_submit: ") +
-                                         std::strerror(-rc));
+    if (rc < 0)
+      throw std::runtime_error(std::string("nvme tier: io_uring_submit: ") + std::strerror(-rc));
     return ticket;
   }
 
@@ -91,8 +91,8 @@ class UringIo : public AsyncIo {
     int rc;
     do rc = io_uring_wait_cqe(&ring_, &cqe);
     while (rc == -EINTR);
-    if (rc < 0) throw std::runtime_error(std::string("nvme tier: io_uring_wait_cqe: ") +
-                                         std::strerror(-rc));
+    if (rc < 0)
+      throw std::runtime_error(std::string("nvme tier: io_uring_wait_cqe: ") + std::strerror(-rc));
     done_[io_uring_cqe_get_data64(cqe)] = cqe->res;
     io_uring_cqe_seen(&ring_, cqe);
   }

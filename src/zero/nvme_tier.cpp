@@ -25,7 +25,7 @@ size_t NvmeTier::record_bytes(const std::vector<at::ScalarType>& planes, int64_t
 }
 
 NvmeTier::NvmeTier(const std::string& path, std::vector<at::ScalarType> planes,
-                         std::vector<int64_t> pieces, std::shared_ptr<TierRing> ring, AsyncIo& io)
+                   std::vector<int64_t> pieces, std::shared_ptr<TierRing> ring, AsyncIo& io)
     : planes_(std::move(planes)), pieces_(std::move(pieces)), ring_(std::move(ring)), io_(io) {
   TORCH_CHECK(ring_->buffers.size() >= 3, "nvme tier: the ring needs 3 buffers at least");
   int64_t max_piece = 0;
@@ -100,8 +100,14 @@ void NvmeTier::stream(const Visit& visit, bool read, bool write) {
   } catch (...) {
     // Transfers in flight use the ring: let them end before anyone frees it.
     for (size_t s = 0; s < slots; ++s) {
-      for (uint64_t t : reads[s]) try { io_.wait(t); } catch (...) {}
-      for (uint64_t t : writes[s]) try { io_.wait(t); } catch (...) {}
+      for (uint64_t t : reads[s]) try {
+          io_.wait(t);
+        } catch (...) {
+        }
+      for (uint64_t t : writes[s]) try {
+          io_.wait(t);
+        } catch (...) {
+        }
     }
     throw;
   }

@@ -33,8 +33,8 @@ class NvmeTier {
   /// Plane p of piece k holds `pieces[k]` elements of `planes[p]`. The file is laid out
   /// plane after plane, each piece at an aligned offset, so that one plane of one piece
   /// (stage 3's parameter shard) reads alone.
-  NvmeTier(const std::string& path, std::vector<at::ScalarType> planes,
-              std::vector<int64_t> pieces, std::shared_ptr<TierRing> ring, AsyncIo& io);
+  NvmeTier(const std::string& path, std::vector<at::ScalarType> planes, std::vector<int64_t> pieces,
+           std::shared_ptr<TierRing> ring, AsyncIo& io);
 
   /// The bytes one buffer of the ring needs for the largest piece of `planes`.
   static size_t record_bytes(const std::vector<at::ScalarType>& planes, int64_t max_piece);

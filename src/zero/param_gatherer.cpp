@@ -140,7 +140,7 @@ void ParamGatherer::acquire(const BucketRef& r) {
   const Bucket& bucket = buf.layout->buckets()[r.bucket];
   // A fresh buffer per gather: autograd may still hold views of the previous one.
   s.data = at::empty({bucket.numel}, buf.shard.options());  // (bucket) param dtype
-  at::Tensor mine;  // (bucket / dp) param dtype
+  at::Tensor mine;                                          // (bucket / dp) param dtype
   if (buf.load) {
     mine = at::empty({bucket.shard_numel}, buf.shard.options());
     buf.load(r.bucket, mine);

@@ -20,8 +20,10 @@ void ZeroOptimizer::init_tier() {
               o.buffer_count);
   TORCH_CHECK(!o.params || zero_.stage == 3,
               "ZeRO offload: parameters are offloaded in stage 3 only");
-  TORCH_CHECK(device_.is_cpu(), "ZeRO offload: the nvme tier streams host tensors; the "
-              "parameters are on ", device_);
+  TORCH_CHECK(device_.is_cpu(),
+              "ZeRO offload: the nvme tier streams host tensors; the "
+              "parameters are on ",
+              device_);
   // Pieces of whole update chunks, as many as fit the block size (one at least).
   const int64_t chunk_bytes = kUpdateChunk * static_cast<int64_t>(c10::elementSize(state_dtype_));
   const int64_t piece_numel = std::max<int64_t>(1, o.block_size / chunk_bytes) * kUpdateChunk;
@@ -156,7 +158,8 @@ std::string ZeroOptimizer::offload_description() const {
       file_bytes += g.tier->file_bytes();
     }
   std::ostringstream out;
-  out << "nvme (" << (zero_.offload.params ? "optimizer states and parameter shard" : "optimizer states")
+  out << "nvme ("
+      << (zero_.offload.params ? "optimizer states and parameter shard" : "optimizer states")
       << ", " << io_->name() << ", " << (direct ? "O_DIRECT" : "page cache: O_DIRECT refused")
       << ", " << ring_->buffers.size() << " x " << ring_->buffers.front().size() / 1024
       << " KiB buffers, " << file_bytes / (1 << 20) << " MiB in " << zero_.offload.dir << ")";

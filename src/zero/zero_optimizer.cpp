@@ -166,9 +166,9 @@ void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero) {
   // With the nvme tier the states are never whole in memory: init_tier writes them.
   if (!zero.offload.optimizer) allocate_states(g);
   if (zero.stage >= 2) {
-    const int64_t domain_numel =
-        zero.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
-    g.grad_shard = at::zeros({domain_numel}, at::TensorOptions().dtype(state_dtype_).device(device_));
+    const int64_t domain_numel = zero.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
+    g.grad_shard =
+        at::zeros({domain_numel}, at::TensorOptions().dtype(state_dtype_).device(device_));
   }
   g.launched.assign(g.layout.buckets().size(), false);
   g.ready.assign(g.layout.buckets().size(), 0);

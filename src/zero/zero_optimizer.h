@@ -16,7 +16,7 @@
 #include "parallel/communicator.h"      // Communicator, WorkHandle
 #include "tensor_parallel/parameter.h"  // Parameter, ParamSpec
 #include "zero/bucket_layout.h"         // BucketLayout, Range
-#include "zero/nvme_tier.h"          // NvmeTier, TierRing, TierStats
+#include "zero/nvme_tier.h"             // NvmeTier, TierRing, TierStats
 #include "zero/param_gatherer.h"        // ParamGatherer
 
 namespace torch::autograd {
@@ -29,10 +29,10 @@ class ParallelContext;
 /// ZeRO-Infinity's nvme tier (parallel.offload_* in the config). The cpu tier needs no
 /// options: on a CPU build the states already live in host memory.
 struct OffloadOptions {
-  bool optimizer = false;  // master weights and both moments live in files under dir
-  bool params = false;     // stage 3: the parameter shard too (needs optimizer)
-  std::string dir;         // each rank's files: <dir>/rank<r>.buffer<b>.tier
-  int buffer_count = 4;    // the ring: reads ahead, the piece being updated, writes behind
+  bool optimizer = false;        // master weights and both moments live in files under dir
+  bool params = false;           // stage 3: the parameter shard too (needs optimizer)
+  std::string dir;               // each rank's files: <dir>/rank<r>.buffer<b>.tier
+  int buffer_count = 4;          // the ring: reads ahead, the piece being updated, writes behind
   int64_t block_size = 4 << 20;  // bytes of each state per transfer
   IoBackend backend = IoBackend::kAuto;
 };

@@ -109,8 +109,8 @@ void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_sca
   const int64_t n = domain(g, b).size();
   at::Tensor param = params_in_domain(g, b);
   at::Tensor master = g.master.defined() ? g.master.narrow(0, so, n) : param;
-  update_range(g, b, 0, n, master, g.exp_avg.narrow(0, so, n), g.exp_avg_sq.narrow(0, so, n),
-               param, lr, grad_scale);
+  update_range(g, b, 0, n, master, g.exp_avg.narrow(0, so, n), g.exp_avg_sq.narrow(0, so, n), param,
+               lr, grad_scale);
 }
 
 void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, at::Tensor master,
@@ -127,7 +127,8 @@ void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, a
       if (!params_[g.params[k]].spec.weight_decay) continue;
       const Range part = g.layout.param_part(k, range);
       if (part.size() > 0)
-        master.narrow(0, part.begin - range.begin, part.size()).mul_(1.0 - lr * adamw_.weight_decay);
+        master.narrow(0, part.begin - range.begin, part.size())
+            .mul_(1.0 - lr * adamw_.weight_decay);
     }
   }
   // The chunks start at the range's start: callers pass ranges that begin at whole
@@ -168,7 +169,8 @@ ModelStateBytes ZeroOptimizer::bytes() const {
   }
   for (const Slot& s : slots_) out.gradients += nbytes(s.input) + nbytes(s.output);
   if (ring_)  // the nvme tier's ring holds the states of the pieces in flight
-    for (const AlignedBuffer& b : ring_->buffers) out.optimizer_states += static_cast<int64_t>(b.size());
+    for (const AlignedBuffer& b : ring_->buffers)
+      out.optimizer_states += static_cast<int64_t>(b.size());
   return out;
 }
 
@@ -177,7 +179,8 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
               " parameters)");
   const auto [gi, k] = where_[i];
   const Group& g = groups_[gi];
-  TORCH_CHECK(!states_in_tier_, "param_state: the optimizer states are in the nvme tier; "
+  TORCH_CHECK(!states_in_tier_,
+              "param_state: the optimizer states are in the nvme tier; "
               "hold a ResidentStates while reading or writing them");
   const ParamPlace& place = g.layout.places()[k];
   const Range dom = domain(g, place.bucket);

@@ -18,6 +18,8 @@ namespace trident::testing {
 bool same_state(Trainer& a, Trainer& b) {
   const auto& pa = a.model().params().params();
   const auto& pb = b.model().params().params();
+  // The nvme tier's states, in memory while they are compared.
+  const ResidentStates resident_a(a.optimizer()), resident_b(b.optimizer());
   bool same = pa.size() == pb.size() && a.optimizer().num_params() == b.optimizer().num_params();
   for (size_t i = 0; same && i < pa.size(); ++i) {
     same = at::equal(pa[i].tensor, pb[i].tensor);  // empty on both while ZeRO-3 released it

@@ -1,0 +1,168 @@
+// ZeRO offload's nvme tier keeps every number: each row trains a layout for 5 steps with
+// the optimizer's shard (and in stage 3 the parameter shard) in files, and the same layout
+// in memory, and requires losses, grad norms and final weights to be bitwise equal; it
+// also compares the offloaded run with the single process at 1e-10 (fp64).
+#include <ATen/ATen.h>  // at::equal
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>  // std::transform
+#include <iterator>   // std::back_inserter
+#include <string>
+#include <vector>
+
+#include "checkpoint/index.h"      // open_checkpoint
+#include "checkpoint_test_util.h"  // same_state, expect_resume_matches
+#include "mpi_cases.h"             // register_mpi_cases
+#include "parity_harness.h"
+#include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
+#include "zero/zero_optimizer.h"  // gather_params, states_in_tier, tier_stats
+
+namespace trident::testing {
+namespace {
+
+constexpr int kSteps = 5;
+
+/// The offload keys for a tier under `dir`, with blocks of one update chunk so that the
+/// ring of 3 buffers wraps many times.
+std::vector<std::string> nvme_sets(const std::string& dir, bool params) {
+  std::vector<std::string> sets = {"parallel.offload_optimizer=nvme", "parallel.nvme_path=" + dir,
+                                   "parallel.offload_buffer_count=3",
+                                   "parallel.offload_block_size=4096"};
+  if (params) sets.push_back("parallel.offload_params=nvme");
+  return sets;
+}
+
+struct OffloadLayout {
+  Layout layout;
+  bool params = false;  // offload_params = "nvme" too (stage 3)
+};
+
+const OffloadLayout kOffloadLayouts[] = {
+    {{"dp2_zero1_nvme", 2, 1, 1, 1, "1f1b", false, 2}},
+    {{"dp2_zero2_nvme", 2, 1, 1, 2, "1f1b", false, 2}},
+    {{"dp2_zero2_nvme_fp32", 2, 1, 1, 2, "1f1b", false, 2, "fp32"}},
+    {{"dp2_pp2_tp2_1f1b_ckpt_zero2_nvme", 2, 2, 2, 2, "1f1b", true, 1}},
+    {{"dp2_pp2_1f1b_ckpt_zero3_nvme_params", 2, 2, 1, 3, "1f1b", true, 1}, true},
+};
+
+/// Every weight of `a` equals `b`'s bit for bit (stage 3: gathered whole on purpose).
+void expect_equal_weights(Trainer& a, Trainer& b) {
+  a.optimizer().gather_params();
+  b.optimizer().gather_params();
+  const auto& pa = a.model().params().params();
+  const auto& pb = b.model().params().params();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_TRUE(at::equal(pa[i].tensor.detach(), pb[i].tensor.detach())) << pa[i].spec.name;
+  a.optimizer().release_params();
+  b.optimizer().release_params();
+}
+
+class Offload : public ::testing::TestWithParam<OffloadLayout> {};
+
+TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
+  const Layout& base = GetParam().layout;
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_offload_");
+  ParallelContext ctx(MPI_COMM_WORLD, base.dp, base.pp, base.tp, 120.0);
+
+  Layout offloaded = base;
+  offloaded.sets = nvme_sets(dir + "/tier", GetParam().params);
+  Trainer tiered(layout_config(offloaded, kSteps), ctx);
+  ASSERT_TRUE(tiered.optimizer().states_in_tier());
+  // The tier holds no state in memory: what remains counted is the ring of buffers.
+  const int64_t ring = tiered.optimizer().bytes().optimizer_states;
+  const RunTrace got = train_steps(tiered, kSteps);
+
+  Trainer in_memory(layout_config(base, kSteps), ctx);
+  const RunTrace want = train_steps(in_memory, kSteps);
+  EXPECT_GT(ring, 0);
+  EXPECT_LT(ring, in_memory.optimizer().bytes().optimizer_states);
+  for (int s = 0; s < kSteps; ++s) {
+    EXPECT_EQ(got.losses[s], want.losses[s]) << "step " << s + 1;
+    EXPECT_EQ(got.grad_norms[s], want.grad_norms[s]) << "step " << s + 1;
+  }
+  expect_equal_weights(tiered, in_memory);
+  // Start-up wrote the whole shard once and every step read and wrote it again (stage 3's
+  // gathers read the parameter shard besides).
+  const TierStats stats = tiered.optimizer().tier_stats();
+  const int64_t pass = stats.bytes_written / (kSteps + 1);
+  EXPECT_GT(pass, 0);
+  EXPECT_EQ(stats.bytes_written, pass * (kSteps + 1));
+  if (GetParam().params)
+    EXPECT_GT(stats.bytes_read, kSteps * pass);
+  else
+    EXPECT_EQ(stats.bytes_read, kSteps * pass);
+
+  Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, base.precision};
+  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 120.0);
+  Trainer reference(layout_config(single, kSteps), solo);
+  const RunTrace ref = train_steps(reference, kSteps);
+  const double tolerance = base.precision == "fp64" ? 1e-10 : 1e-5;
+  for (int s = 0; s < kSteps; ++s)
+    EXPECT_LE(relative_difference(got.losses[s], ref.losses[s]), tolerance) << "step " << s + 1;
+  const double weights = max_weight_difference(
+      tiered, ctx, reference,
+      base.precision == "fp64" ? WeightMetric::kMaxElement : WeightMetric::kNorm);
+  EXPECT_LE(weights, tolerance);
+  std::printf("%s: bitwise equal to the run in memory; weights differ from one process by %.3g\n",
+              base.name.c_str(), weights);
+  remove_shared(MPI_COMM_WORLD, dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Offload, ::testing::ValuesIn(kOffloadLayouts),
+                         [](const auto& info) { return info.param.layout.name; });
+
+// Checkpoints of an offloaded run: saving reads the tier, loading writes it. A run stopped
+// at step 5 and resumed (offloaded again) continues bit for bit, and the checkpoint loads
+// into other layouts, offloaded or not, that continue within 1e-10.
+TEST(OffloadCheckpoint, dp2_pp2_zero3_nvme_resumes_exactly_and_in_other_layouts) {
+  constexpr int kTotal = 8, kSaveAt = 4;
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_offload_ckpt_");
+  Layout source{"dp2_pp2_1f1b_ckpt_zero3_nvme", 2, 2, 1, 3, "1f1b", true, 1};
+  source.sets = nvme_sets(dir + "/tier", true);
+  const TrainConfig config = layout_config(source, kTotal);
+  ParallelContext ctx(MPI_COMM_WORLD, source.dp, source.pp, source.tp, 120.0);
+
+  Trainer full(config, ctx);
+  const RunTrace want = train_steps(full, kTotal);
+  const checkpoint::CheckpointIndex final_state =
+      checkpoint::open_checkpoint(save_checkpoint(full, ctx, dir + "/full", 0), "");
+  std::string stopped;
+  {
+    Trainer first(config, ctx);
+    train_steps(first, kSaveAt);
+    stopped = save_checkpoint(first, ctx, dir + "/stopped", 0);
+  }
+  Trainer resumed(config, ctx);
+  load_checkpoint(resumed, ctx, "latest", dir + "/stopped");
+  EXPECT_TRUE(resumed.optimizer().states_in_tier());  // loading wrote the tier
+  const RunTrace got = train_steps(resumed, kTotal - kSaveAt);
+  for (int s = 0; s < kTotal - kSaveAt; ++s) {
+    EXPECT_EQ(got.losses[s], want.losses[kSaveAt + s]) << "step " << kSaveAt + s + 1;
+    EXPECT_EQ(got.grad_norms[s], want.grad_norms[kSaveAt + s]) << "step " << kSaveAt + s + 1;
+  }
+  EXPECT_TRUE(same_state(resumed, full)) << "rank " << ctx.rank() << ": states differ";
+
+  Layout dp4_nvme{"dp4_zero1_nvme", 4, 1, 1, 1, "1f1b", false, 1};
+  dp4_nvme.sets = nvme_sets(dir + "/tier_dp4", false);
+  const Layout targets[] = {dp4_nvme, {"dp1_pp1_tp1", 1, 1, 1, 0, "1f1b", false, 2}};
+  for (const Layout& target : targets)
+    expect_resume_matches(target, stopped, kSaveAt, kTotal, want.losses, final_state);
+  remove_shared(MPI_COMM_WORLD, dir);
+}
+
+std::vector<MpiCase> offload_cases() {
+  std::vector<MpiCase> cases;
+  for (const OffloadLayout& l : kOffloadLayouts)
+    cases.push_back(
+        {"offload_" + l.layout.name, l.layout.world(),
+         "Layouts/Offload.is_bitwise_the_run_in_memory_and_matches_one_process/" + l.layout.name});
+  cases.push_back(
+      {"offload_checkpoint_dp2_pp2_zero3_nvme_resume_and_reshard", 4, "OffloadCheckpoint.*"});
+  return cases;
+}
+const bool kRegistered = register_mpi_cases(offload_cases());
+
+}  // namespace
+}  // namespace trident::testing
