@@ -13,7 +13,9 @@ Runs, one after another on an otherwise idle machine:
      (2 and 3 alternate over two rounds, medians over both);
   4. trident at tp 2: its exposed communication;
   5. the pipeline bubble at pp 4, m 8 (and at pp 2, one stage per core here) from the
-     run's trace against (p - 1)/(m + p - 1).
+     run's trace against (p - 1)/(m + p - 1);
+  6. the nvme offload tier (bench/offload.py): peak RSS with and without it, the disk's
+     O_DIRECT bandwidth against the tier's, and training under a memory cap.
 Tokens/s are medians over the steps after the first two (allocation and first touches).
 The plain loop runs with the malloc settings trident's main() makes (MALLOC_ENV).
 "Exposed communication" is the time a rank spends inside a group's operations, posting,
@@ -30,6 +32,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import offload as offload_figures  # bench/offload.py
 
 ROOT = Path(__file__).resolve().parent.parent
 MPI_ENV = {
@@ -283,6 +287,10 @@ class Bench:
         spread = "%.0f-%.0f" % (min(backwards), max(backwards))
         return median(fractions), (p - 1) / (m + p - 1), spread
 
+    def offload(self):
+        """The nvme tier: peak RSS, disk and tier bandwidth, and capacity under a cap."""
+        offload_figures.offload(self)
+
     def table(self):
         lines = ["| figure | measured | target | met | detail |", "|---|---|---|---|---|"]
         for figure, measured, target, ok, detail in self.rows:
@@ -308,11 +316,12 @@ def main():
     ap.add_argument("--doc", default="")
     ap.add_argument("--parts", default="",
                     help="comma-separated subset of: ceiling, one_rank_and_data_parallel, "
-                         "tensor_parallel, pipeline, zero3 (default: all)")
+                         "tensor_parallel, pipeline, zero3, offload (default: all)")
     a = ap.parse_args()
     b = Bench(a.build, a.steps)
     t0 = time.time()
-    parts = (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline, b.zero3)
+    parts = (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline, b.zero3,
+             b.offload)
     if a.parts:
         wanted = a.parts.split(",")
         parts = tuple(p for p in parts if p.__name__ in wanted)

@@ -52,7 +52,10 @@ void MetricsLog::write(const StepMetrics& m) {
                       {"step_time_s", m.step_time_s},
                       {"tflops", m.tflops},
                       {"skipped", m.skipped},
-                      {"wait_s", {{"dp", m.dp_wait_s}, {"tp", m.tp_wait_s}, {"pp", m.pp_wait_s}}}};
+                      {"wait_s", {{"dp", m.dp_wait_s}, {"tp", m.tp_wait_s}, {"pp", m.pp_wait_s}}},
+                      {"peak_rss_bytes", m.peak_rss_bytes}};
+  if (m.tier_bytes > 0)
+    j["tier"] = {{"wait_s", m.tier_wait_s}, {"stream_s", m.tier_stream_s}, {"bytes", m.tier_bytes}};
   const std::string line = j.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);

@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
+#include <sys/resource.h>  // getrusage
+
 #include <chrono>
 #include <cmath>  // std::isfinite
 
@@ -127,6 +129,7 @@ StepMetrics Trainer::step() {
                                config_.optimizer.warmup_steps, config_.train.steps};
   StepMetrics metrics;
   metrics.step = step;
+  const TierStats tier_before = optimizer_->tier_stats();
   const double dp_wait_before = ctx_.dp().total_wait_seconds();
   const double tp_wait_before = ctx_.tp().total_wait_seconds();
   const double pp_wait_before = ctx_.pp().total_wait_seconds();
@@ -167,6 +170,14 @@ StepMetrics Trainer::step() {
   metrics.dp_wait_s = ctx_.dp().total_wait_seconds() - dp_wait_before;
   metrics.tp_wait_s = ctx_.tp().total_wait_seconds() - tp_wait_before;
   metrics.pp_wait_s = ctx_.pp().total_wait_seconds() - pp_wait_before;
+  const TierStats tier = optimizer_->tier_stats();
+  metrics.tier_wait_s = tier.wait_s - tier_before.wait_s;
+  metrics.tier_stream_s = tier.stream_s - tier_before.stream_s;
+  metrics.tier_bytes = tier.bytes_read + tier.bytes_written - tier_before.bytes_read -
+                       tier_before.bytes_written;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  metrics.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is KiB
   completed_ = step;
   return metrics;
 }

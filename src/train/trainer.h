@@ -34,6 +34,13 @@ struct StepMetrics {
   double dp_wait_s = 0.0;
   double tp_wait_s = 0.0;
   double pp_wait_s = 0.0;
+  /// The nvme tier (this rank): seconds blocked on its transfers, seconds of its streamed
+  /// update (transfers and AdamW together), and the bytes it read and wrote in the step.
+  double tier_wait_s = 0.0;
+  double tier_stream_s = 0.0;
+  int64_t tier_bytes = 0;
+  /// This rank's peak resident set since it started, as the kernel counts it (ru_maxrss).
+  int64_t peak_rss_bytes = 0;
   /// The loss or the gradient norm was not finite: the update was skipped on every rank
   /// (weights, moments and the optimizer's step count untouched).
   bool skipped = false;

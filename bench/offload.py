@@ -1,0 +1,140 @@
+"""The nvme offload tier's figures for bench/performance.py (its `offload` part).
+
+  * peak RSS (the kernel's ru_maxrss of the one rank) of a 124M-parameter GPT trained with
+    and without parallel.offload_optimizer = "nvme": the drop against the bytes offloaded;
+  * the disk's own O_DIRECT sequential write and read bandwidth (dd, 1 GiB, 4 MiB blocks)
+    against the bandwidth the tier achieves while streaming the AdamW step, and the
+    fraction of the step spent blocked on the tier;
+  * capacity: a cgroup v1 memory cap that the run in memory exceeds (killed) and the
+    offloaded run survives for several steps with falling loss. The cgroup is made under
+    /sys/fs/cgroup/memory and removed afterwards, also on failure.
+"""
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+# 12 layers of GPT-2 small's width and vocabulary, short sequences: 124M parameters whose
+# optimizer states (8 bytes each in fp32: both moments; the parameters are the master) are
+# what the tier takes, with small activations so that model state dominates memory.
+OFFLOAD_GPT = {"hidden": 768, "layers": 12, "heads": 12, "seq": 64, "vocab": 50257, "micro": 1}
+PARAMS = 124_439_808  # printed by trident for this model (padded vocabulary)
+CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
+
+
+def dd_bandwidth(path, write):
+    """Bytes/s of dd with O_DIRECT, 1 GiB in 4 MiB blocks."""
+    if write:
+        cmd = ["dd", "if=/dev/zero", f"of={path}", "bs=4M", "count=256", "oflag=direct"]
+    else:
+        cmd = ["dd", f"if={path}", "of=/dev/null", "bs=4M", "iflag=direct"]
+    out = subprocess.run(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                         check=True).stderr
+    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", out)
+    return int(m.group(1)) / float(m.group(2))
+
+
+def offload_sets(tier_dir):
+    return ["parallel.offload_optimizer=nvme", f"parallel.nvme_path={tier_dir}"]
+
+
+def one_rank_sets(m):
+    return ["parallel.dp=1", "parallel.zero_stage=1", "train.global_batch_size=%d" % m["micro"]]
+
+
+def capped_run(bench, name, limit_bytes, sets, steps):
+    """Runs `trident train` of OFFLOAD_GPT on one rank inside a fresh memory cgroup of
+    `limit_bytes`; returns (exit code, metrics rows)."""
+    group = CGROUP_ROOT / f"trident-bench-{os.getpid()}-{name}"
+    metrics = bench.tmp / f"{name}.jsonl"
+    group.mkdir()
+    try:
+        (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
+        cmd = bench.train_command(OFFLOAD_GPT, steps, metrics, sets)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        # The shell joins the cgroup, then becomes trident (one rank: no mpirun needed).
+        script = f'echo $$ > {group}/cgroup.procs && exec "$@"'
+        code = subprocess.run(["sh", "-c", script, "sh"] + cmd, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
+    finally:
+        for pid in (group / "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(pid), 9)
+            except ProcessLookupError:
+                pass
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    rows = [__import__("json").loads(l) for l in metrics.read_text().splitlines()
+            if l.strip()] if metrics.exists() else []
+    return code, rows
+
+
+def offload(bench):
+    m = OFFLOAD_GPT
+    tier = bench.tmp / "tier"
+    steps = 4
+    mib = 1 << 20
+    # Peak RSS, alternated over two rounds.
+    rss = {"none": [], "nvme": []}
+    tier_rows = []
+    for k in range(2):
+        for kind in ("none", "nvme"):
+            sets = one_rank_sets(m) + (offload_sets(tier) if kind == "nvme" else [])
+            rows, _ = bench.trident(f"offload_{kind}.{k}", 1, sets, model=m, steps=steps)
+            rss[kind].append(rows[-1]["peak_rss_bytes"])
+            if kind == "nvme":
+                tier_rows += rows
+    offloaded = 8 * PARAMS  # exp_avg and exp_avg_sq in fp32
+    drop = min(rss["none"]) - max(rss["nvme"])
+    frac = drop / offloaded
+    bench.add("peak RSS drop with the nvme tier / bytes offloaded (124M params, 1 rank)",
+              "%.3f" % frac, ">= 0.80", frac >= 0.80,
+              "peak RSS %.0f -> %.0f MiB (ranges %s, %s); 8 bytes x %d params = %.0f MiB offloaded"
+              % (min(rss["none"]) / mib, max(rss["nvme"]) / mib,
+                 [round(x / mib) for x in rss["none"]], [round(x / mib) for x in rss["nvme"]],
+                 PARAMS, offloaded / mib))
+
+    # The disk against the tier.
+    probe = bench.tmp / "dd.bin"
+    write_bw = dd_bandwidth(probe, True)
+    read_bw = dd_bandwidth(probe, False)
+    probe.unlink()
+    disk = (write_bw + read_bw) / 2
+    tier_bw = median_of([r["tier"]["bytes"] / r["tier"]["stream_s"] for r in tier_rows])
+    ratio = tier_bw / disk
+    bench.add("nvme tier bandwidth / disk O_DIRECT bandwidth", "%.3f" % ratio, ">= 0.80",
+              ratio >= 0.80,
+              "tier %.0f MB/s (read+write while AdamW streams) vs dd write %.0f, read %.0f MB/s"
+              % (tier_bw / 1e6, write_bw / 1e6, read_bw / 1e6))
+    wait = median_of([r["tier"]["wait_s"] / r["step_time_s"] for r in tier_rows])
+    stream = median_of([r["tier"]["stream_s"] / r["step_time_s"] for r in tier_rows])
+    bench.add("step fraction blocked on the nvme tier (124M params, 1 rank)", "%.3f" % wait,
+              "<= 0.10", wait <= 0.10,
+              "the streamed AdamW step is %.2f of the step; step %.2f s" % (
+                  stream, median_of([r["step_time_s"] for r in tier_rows])))
+
+    # Capacity under a memory cap between the two peaks.
+    cap = (min(rss["none"]) + max(rss["nvme"])) // 2
+    code_none, rows_none = capped_run(bench, "cap_none", cap, one_rank_sets(m), steps)
+    code_nvme, rows_nvme = capped_run(bench, "cap_nvme", cap, one_rank_sets(m) + offload_sets(tier),
+                                      steps)
+    losses = [r["loss"] for r in rows_nvme]
+    survived = code_none != 0 and code_nvme == 0 and len(losses) == steps and \
+        all(b < a for a, b in zip(losses, losses[1:]))
+    bench.add("capacity: %d MiB cgroup cap, 124M params, 1 rank" % (cap // mib),
+              "in memory: exit %d after %d steps; nvme: %d steps" % (code_none, len(rows_none),
+                                                                    len(rows_nvme)),
+              "nvme trains, loss falls", survived,
+              "nvme losses %s, step %.2f s" % ([round(x, 3) for x in losses],
+                                                 median_of([r["step_time_s"] for r in rows_nvme])
+                                                 if rows_nvme else 0.0))
+
+
+def median_of(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else float("nan")
