@@ -41,7 +41,8 @@ int cmd_calibrate(const Args& args) {
   plan::Cluster c;
   for (int r = 0; r < rounds; ++r) {
     say("round " + std::to_string(r + 1) + " of " + std::to_string(rounds));
-    const plan::Cluster round = calibrate::measure_once(*world, cores, say);
+    const plan::Cluster round =
+        calibrate::measure_once(*world, cores, say, args.get("disk-dir", "/tmp"));
     c = r == 0 ? round : calibrate::best_of(c, round);
     if (r + 1 < rounds) std::this_thread::sleep_for(std::chrono::seconds(10));  // spread out
   }
@@ -49,9 +50,9 @@ int cmd_calibrate(const Args& args) {
   char line[200];
   std::snprintf(line, sizeof line,
                 "kept, of %d rounds, the best of each figure: %.1f GFLOP/s fp32 at 256, "
-                "layer %.1f us, tp layer %.1f us, ends %.1f us, memory %.2f GB/s",
+                "layer %.1f us, tp layer %.1f us, ends %.1f us, memory %.2f GB/s, disk %.2f GB/s",
                 rounds, c.matmul_flops("fp32", 256) / 1e9, c.layer_overhead_us,
-                c.layer_overhead_tp_us, c.ends_overhead_us, c.memory_gbps);
+                c.layer_overhead_tp_us, c.ends_overhead_us, c.memory_gbps, c.disk_gbps);
   say(line);
 
   const std::string toml = plan::cluster_to_toml(

@@ -73,6 +73,10 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.zero3_max_live_layers = c.parallel.zero3_max_live_layers;
   m.zero3_persist_below = c.parallel.zero3_persist_below;
   m.zero3_reshard_after_forward = c.parallel.zero3_reshard_after_forward == Toggle::kOn;
+  m.offload_optimizer = name_of(c.parallel.offload_optimizer);
+  m.offload_params = name_of(c.parallel.offload_params);
+  m.offload_buffer_count = c.parallel.offload_buffer_count;
+  m.offload_block_size = c.parallel.offload_block_size;
   return m;
 }
 

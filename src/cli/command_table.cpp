@@ -153,11 +153,13 @@ const std::vector<Command>& commands() {
        "predict memory and step time of every layout on N devices, rank them",
        cmd_plan},
       {{"calibrate",
-        "mpirun -np N trident calibrate [--out FILE] [--threads T] [--name NAME] [--rounds R]",
+        "mpirun -np N trident calibrate [--out FILE] [--threads T] [--name NAME] [--rounds R]\n"
+        "                               [--disk-dir DIR]",
         "Measures this machine with N ranks running at once, as N devices of one node: fp32\n"
         "and fp64 matmul rates by size, the memory bandwidth, the fixed and elementwise costs\n"
         "of trident's own GPT block and of the model's ends, a send and a receive at once\n"
-        "between pairs of ranks (1 KiB to 64 MiB), and all-reduces through trident's\n"
+        "between pairs of ranks (1 KiB to 64 MiB), the disk under --disk-dir for the nvme\n"
+        "offload tier (256 MiB per rank, O_DIRECT), and all-reduces through trident's\n"
         "communicator between ranks that compute in between (the message times the planner uses). "
         "Writes a cluster file\n"
         "for `trident plan --cluster` (to FILE, or after the measurements on standard output,\n"
@@ -170,7 +172,9 @@ const std::vector<Command>& commands() {
          {"threads", "T", "intra-op threads per rank (default: cores / ranks, at least 1)"},
          {"name", "NAME", "the cluster's name in the file (default: here)"},
          {"rounds", "R",
-          "measure R times, 10 s apart, keeping the best of each figure (default 3)"}},
+          "measure R times, 10 s apart, keeping the best of each figure (default 3)"},
+         {"disk-dir", "DIR",
+          "where the disk bandwidth is measured: nvme_path's disk (default /tmp)"}},
         0,
         0,
         ""},

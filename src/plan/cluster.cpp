@@ -171,6 +171,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.sync_us = number(source, key, node, 0);
     } else if (key == "memory_gbps") {
       c.memory_gbps = number(source, key, node, 0);
+    } else if (key == "disk_gbps") {
+      c.disk_gbps = number(source, key, node, 0);
     } else if (key == "layer_overhead_us") {
       c.layer_overhead_us = number(source, key, node, 0);
     } else if (key == "layer_overhead_tp_us") {
@@ -180,14 +182,14 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     } else if (key == "dp_overlap") {
       c.dp_overlap = std::min(1.0, number(source, key, node, 0));
     } else {
-      throw ClusterError(
-          where(source, node) + ": unknown key '" + key +
-          "'; valid keys: name description devices_per_node cores_per_node "
-          "memory_per_device_gb "
-          "usable_memory_fraction peak_tflops matmul_tflops sendrecv_us efficiency "
-          "intra_node_gbps inter_node_gbps latency_us sync_us memory_gbps elementwise_gbps "
-          "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
-          "dp_overlap");
+      throw ClusterError(where(source, node) + ": unknown key '" + key +
+                         "'; valid keys: name description devices_per_node cores_per_node "
+                         "memory_per_device_gb "
+                         "usable_memory_fraction peak_tflops matmul_tflops sendrecv_us efficiency "
+                         "intra_node_gbps inter_node_gbps latency_us sync_us memory_gbps disk_gbps "
+                         "elementwise_gbps "
+                         "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
+                         "dp_overlap");
     }
   }
   if (!has_devices) throw ClusterError(source + ": devices_per_node is missing");
@@ -261,6 +263,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "latency_us = " << c.latency_us << "\n"
       << "sync_us = " << c.sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
+      << "disk_gbps = " << c.disk_gbps << "\n"
       << "layer_overhead_us = " << c.layer_overhead_us << "\n"
       << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"
       << "ends_overhead_us = " << c.ends_overhead_us << "\n"

@@ -36,6 +36,9 @@ struct Cluster {
   /// `trident calibrate`; 0 for dedicated devices.
   double sync_us = 0;
   double memory_gbps = 0;  ///< device memory bandwidth, GB/s; 0: elementwise work ignored
+  /// The nvme tier's disk: sequential O_DIRECT bandwidth per device, GB/s (trident
+  /// calibrate measures it); 0: the tier's traffic is not modelled.
+  double disk_gbps = 0;
   /// Measured effective rate of elementwise work (GB/s of activation bytes streamed) by a
   /// layer's activation bytes per micro-batch; replaces memory_gbps for that work when
   /// present (caches make small layers faster). TOML: [elementwise_gbps].

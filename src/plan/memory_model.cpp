@@ -148,6 +148,19 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
                                         : sharded);
   }
   out.communication = out.bucket_buffers + out.gather_buffers + pipeline_buffers(m, l);
+  if (m.offload_optimizer != "none") {
+    out.offloaded = out.optimizer_states;
+    out.optimizer_states = 0;
+    if (m.offload_optimizer == "nvme")
+      out.optimizer_states = static_cast<double>(m.offload_buffer_count) * 3.0 *
+                             static_cast<double>(m.offload_block_size);
+  }
+  if (m.offload_params != "none" && l.zero == 3) {
+    const double persistent = static_cast<double>(stage3_split(m, l, stage).persistent);
+    const double shard = out.parameters - b.param * persistent;
+    out.offloaded += shard;
+    out.parameters -= shard;
+  }
   return out;
 }
 

@@ -127,12 +127,15 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
   for (const auto& [name, v] : parts)
     out << "  " << name << std::string(22 - std::string(name).size(), ' ')
         << format("%16.0f bytes", v) << format("  %10.4g GB\n", v / 1e9);
+  if (b.offloaded > 0)
+    out << "  offloaded (" << m.offload_optimizer << " tier, not on the device)"
+        << format("  %.4g GB\n", b.offloaded / 1e9);
   out << "  " << (e.fits ? "fits in " : "does NOT fit in ")
       << format("%.4g", c.usable_memory_bytes() / 1e9) << " GB\n\nstep time:\n";
   const std::pair<const char*, double> times[] = {
       {"compute", t.compute},     {"tp communication", t.tp}, {"pp communication", t.pp},
       {"dp communication", t.dp}, {"bubble", t.bubble},       {"optimizer", t.optimizer},
-      {"total", t.total()}};
+      {"offload tier", t.tier},   {"total", t.total()}};
   for (const auto& [name, v] : times)
     out << "  " << name << std::string(22 - std::string(name).size(), ' ')
         << format("%12.6g s\n", v);
@@ -162,6 +165,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
             {"communication", b.communication},
             {"bucket_buffers", b.bucket_buffers},
             {"gather_buffers", b.gather_buffers},
+            {"offloaded", b.offloaded},
             {"total", b.total()},
             {"stage", b.stage},
             {"parameters_held", b.params_held}}},
@@ -172,6 +176,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
             {"dp", t.dp},
             {"bubble", t.bubble},
             {"optimizer", t.optimizer},
+            {"tier", t.tier},
             {"total", t.total()}}},
           {"bubble_fraction", t.bubble_fraction()},
           {"flops_per_device", t.flops},

@@ -268,6 +268,13 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     bytes += (l.zero < 2 ? static_cast<double>(psi) * b.grad : shard * b.grad_shard);
     out.optimizer = std::max(1.0, share) * bytes / (c.memory_gbps * 1e9);
   }
+  if (c.disk_gbps > 0 && (m.offload_optimizer == "nvme" || m.offload_params == "nvme")) {
+    // The tier streams its files through the AdamW step: each byte read and written
+    // once (docs/offload.md); what exceeds the update's own time shows in the step.
+    const MemoryBreakdown mem = device_memory(m, l);
+    const double transfer = 2.0 * mem.offloaded / (c.disk_gbps * 1e9);
+    out.tier = std::max(0.0, transfer - out.optimizer);
+  }
   return out;
 }
 

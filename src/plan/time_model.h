@@ -49,7 +49,8 @@ bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node);
 /// The link the collectives of `dim` use: across nodes when any of its groups crosses.
 Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);
 
-/// Step time by part, in seconds. total() = compute + tp + pp + dp + bubble + optimizer.
+/// Step time by part, in seconds. total() = compute + tp + pp + dp + bubble + optimizer
+/// + tier.
 struct TimeBreakdown {
   double compute = 0;    ///< matmuls (and elementwise work) of the slowest stage, m micro-batches
   double tp = 0;         ///< tp all-reduces, not overlapped
@@ -57,8 +58,11 @@ struct TimeBreakdown {
   double dp = 0;         ///< the part of the dp gradient reduction and parameter gather exposed
   double bubble = 0;     ///< pipeline fill and drain: (p-1) micro-batch times
   double optimizer = 0;  ///< AdamW over the device's shard (memory-bound)
-  double flops = 0;      ///< FLOPs the slowest stage's device runs per step (with recompute)
-  double total() const { return compute + tp + pp + dp + bubble + optimizer; }
+  double tier = 0;       ///< nvme offload: the shard read and written once per step at the
+                         ///< disk's bandwidth, beyond the AdamW time it overlaps
+
+  double flops = 0;  ///< FLOPs the slowest stage's device runs per step (with recompute)
+  double total() const { return compute + tp + pp + dp + bubble + optimizer + tier; }
   /// The bubble's share of the step: (p-1)/(m+p-1) of the pipeline's time.
   double bubble_fraction() const { return total() > 0 ? bubble / total() : 0; }
 };

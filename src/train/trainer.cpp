@@ -4,8 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>  // TORCH_CHECK
-
-#include <sys/resource.h>  // getrusage
+#include <sys/resource.h>        // getrusage
 
 #include <chrono>
 #include <cmath>  // std::isfinite
@@ -173,8 +172,8 @@ StepMetrics Trainer::step() {
   const TierStats tier = optimizer_->tier_stats();
   metrics.tier_wait_s = tier.wait_s - tier_before.wait_s;
   metrics.tier_stream_s = tier.stream_s - tier_before.stream_s;
-  metrics.tier_bytes = tier.bytes_read + tier.bytes_written - tier_before.bytes_read -
-                       tier_before.bytes_written;
+  metrics.tier_bytes =
+      tier.bytes_read + tier.bytes_written - tier_before.bytes_read - tier_before.bytes_written;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   metrics.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is KiB

@@ -44,6 +44,18 @@ const OffloadLayout kOffloadLayouts[] = {
     {{"dp2_zero2_nvme_fp32", 2, 1, 1, 2, "1f1b", false, 2, "fp32"}},
     {{"dp2_pp2_tp2_1f1b_ckpt_zero2_nvme", 2, 2, 2, 2, "1f1b", true, 1}},
     {{"dp2_pp2_1f1b_ckpt_zero3_nvme_params", 2, 2, 1, 3, "1f1b", true, 1}, true},
+    // Buckets of ~100k elements per rank: several pieces of 64 Ki elements each.
+    {{"dp2_zero2_nvme_multi_piece",
+      2,
+      1,
+      1,
+      2,
+      "1f1b",
+      false,
+      2,
+      "fp64",
+      1 << 20,
+      {"model.hidden=64"}}},
 };
 
 /// Every weight of `a` equals `b`'s bit for bit (stage 3: gathered whole on purpose).
@@ -67,7 +79,8 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
   ParallelContext ctx(MPI_COMM_WORLD, base.dp, base.pp, base.tp, 120.0);
 
   Layout offloaded = base;
-  offloaded.sets = nvme_sets(dir + "/tier", GetParam().params);
+  for (const std::string& set : nvme_sets(dir + "/tier", GetParam().params))
+    offloaded.sets.push_back(set);
   Trainer tiered(layout_config(offloaded, kSteps), ctx);
   ASSERT_TRUE(tiered.optimizer().states_in_tier());
   // The tier holds no state in memory: what remains counted is the ring of buffers.
@@ -95,6 +108,7 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
     EXPECT_EQ(stats.bytes_read, kSteps * pass);
 
   Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, base.precision};
+  single.sets = base.sets;  // the same model
   ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 120.0);
   Trainer reference(layout_config(single, kSteps), solo);
   const RunTrace ref = train_steps(reference, kSteps);

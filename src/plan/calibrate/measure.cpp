@@ -11,6 +11,7 @@
 
 #include "parallel/communicator.h"   // Communicator::split
 #include "plan/calibrate/compute.h"  // matmul_tflops, block_s, stage_s, ...
+#include "plan/calibrate/disk.h"     // disk_bandwidth
 #include "plan/calibrate/links.h"    // sendrecv_s, communicator_all_reduce_s
 #include "plan/time_model.h"         // Link, all_reduce_s
 
@@ -23,7 +24,8 @@ constexpr double kTimeoutS = 600;
 
 }  // namespace
 
-plan::Cluster measure_once(Communicator& world, int cores, const Say& say) {
+plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
+                           const std::string& disk_dir) {
   const int rank = world.rank(), size = world.size();
   plan::Cluster c;
   c.devices_per_node = size;
@@ -50,6 +52,20 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say) {
   std::snprintf(line, sizeof line, "stream bandwidth (c = a + b, 64 MB fp32): %.2f GB/s per rank",
                 c.memory_gbps);
   say(line);
+  if (!disk_dir.empty()) {
+    // All ranks at once: a node's devices share its disk, as their tiers would.
+    world.barrier()->wait();
+    const DiskBandwidth disk = disk_bandwidth(disk_dir, 256LL << 20, 4LL << 20);
+    // The tier reads and writes each byte once: the mean of the two rates sets its time.
+    c.disk_gbps = (disk.write_gbps + disk.read_gbps) / 2;
+    std::snprintf(line, sizeof line,
+                  "disk under %s (%s, %s, 256 MiB in 4 MiB blocks): write %.2f, read %.2f GB/s "
+                  "per rank",
+                  disk_dir.c_str(), disk.backend.c_str(),
+                  disk.direct ? "O_DIRECT" : "page cache: O_DIRECT refused", disk.write_gbps,
+                  disk.read_gbps);
+    say(line);
+  }
 
   // A block so small that its arithmetic is negligible costs the fixed price of its ~40
   // operator calls and their autograd nodes.
@@ -157,6 +173,7 @@ plan::Cluster best_of(plan::Cluster a, const plan::Cluster& b) {
   keep_max(a.elementwise_gbps, b.elementwise_gbps);
   keep_min(a.sendrecv_seconds, b.sendrecv_seconds);
   a.memory_gbps = std::max(a.memory_gbps, b.memory_gbps);
+  a.disk_gbps = std::max(a.disk_gbps, b.disk_gbps);
   a.intra_node_gbps = a.inter_node_gbps = std::max(a.intra_node_gbps, b.intra_node_gbps);
   a.latency_us = std::min(a.latency_us, b.latency_us);
   a.layer_overhead_us = std::min(a.layer_overhead_us, b.layer_overhead_us);

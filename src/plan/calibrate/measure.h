@@ -17,7 +17,10 @@ using Say = std::function<void(const std::string&)>;
 
 /// One round of every measurement over the ranks of `world` (as devices of one node of
 /// `cores` cores); `say` receives a line per figure. Collective over `world`.
-plan::Cluster measure_once(Communicator& world, int cores, const Say& say);
+/// The disk under `disk_dir` is measured too (every rank at once, each its own file), for
+/// the nvme offload tier; an empty `disk_dir` skips it.
+plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
+                           const std::string& disk_dir = "");
 
 /// The better of two rounds, figure by figure: the highest rates, the lowest times (other
 /// work on a shared machine only ever slows a measurement down).
