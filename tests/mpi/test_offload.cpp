@@ -89,8 +89,11 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
 
   Trainer in_memory(layout_config(base, kSteps), ctx);
   const RunTrace want = train_steps(in_memory, kSteps);
+  // 3 buffers of both moments (fp64/fp32 parameters are their own master) of at most one
+  // update chunk each: the block size of 4096 bytes rounds up to one chunk.
+  const int64_t element = base.precision == "fp64" ? 8 : 4;
   EXPECT_GT(ring, 0);
-  EXPECT_LT(ring, in_memory.optimizer().bytes().optimizer_states);
+  EXPECT_LE(ring, 3 * 2 * ZeroOptimizer::kUpdateChunk * element);
   for (int s = 0; s < kSteps; ++s) {
     EXPECT_EQ(got.losses[s], want.losses[s]) << "step " << s + 1;
     EXPECT_EQ(got.grad_norms[s], want.grad_norms[s]) << "step " << s + 1;
