@@ -29,7 +29,9 @@ const std::vector<ChoiceName<PipelineSchedule>>& choice_names() {
 template <>
 const std::vector<ChoiceName<ActivationCheckpointing>>& choice_names() {
   static const std::vector<ChoiceName<ActivationCheckpointing>> names = {
-      {ActivationCheckpointing::kNone, "none"}, {ActivationCheckpointing::kFull, "full"}};
+      {ActivationCheckpointing::kNone, "none"},
+      {ActivationCheckpointing::kSelective, "selective"},
+      {ActivationCheckpointing::kFull, "full"}};
   return names;
 }
 

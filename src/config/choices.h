@@ -14,8 +14,9 @@ enum class ModelArch { kGpt2, kLlama };
 enum class Precision { kFp64, kFp32, kBf16 };
 /// parallel.schedule
 enum class PipelineSchedule { kGpipe, kOneFOneB };
-/// parallel.activation_checkpointing
-enum class ActivationCheckpointing { kNone, kFull };
+/// parallel.activation_checkpointing: keep everything; recompute only attention's core
+/// (scores, softmax, weighted sum of the values) in backward; recompute each stage's forward.
+enum class ActivationCheckpointing { kNone, kSelective, kFull };
 /// parallel.grad_reduce_dtype: the dtype gradients travel in between dp ranks.
 enum class ReduceDtype { kFp32, kBf16 };
 /// train.device: where tensors live and kernels run.

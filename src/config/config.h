@@ -41,7 +41,8 @@ struct ParallelConfig {
   int64_t zero_stage = 0;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
-  int64_t bucket_size = 1 << 20;  ///< elements per gradient bucket
+  bool sequence_parallel = false;  ///< shard norms and the residual stream over tp by sequence
+  int64_t bucket_size = 1 << 20;   ///< elements per gradient bucket
   double timeout_s = 300;
   ReduceDtype grad_reduce_dtype = ReduceDtype::kFp32;
   Toggle zero3_prefetch = Toggle::kOn;               ///< gather the next layer while one runs

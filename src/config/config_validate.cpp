@@ -75,6 +75,28 @@ void check_llama_shape(TrainConfig& c, const Origins& origins, int, Errors& erro
   }
 }
 
+/// Sequence parallelism splits the sequence over the tp ranks: it needs some to split over
+/// and an even split.
+void check_sequence_parallel(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ParallelConfig& p = c.parallel;
+  if (!p.sequence_parallel) return;
+  if (p.tp < 2) {
+    errors.push_back(origins.where("parallel.sequence_parallel") +
+                     ": parallel.sequence_parallel = true needs parallel.tp > 1 (it splits the "
+                     "sequence over the tensor-parallel ranks), but parallel.tp = " +
+                     std::to_string(p.tp) + "; set tp to 2 or more, or sequence_parallel = false");
+    return;
+  }
+  if (c.model.seq_len % p.tp != 0)
+    errors.push_back(origins.where("model.seq_len") +
+                     ": parallel.sequence_parallel = true splits the sequence over parallel.tp = " +
+                     std::to_string(p.tp) +
+                     " ranks, but model.seq_len = " + std::to_string(c.model.seq_len) +
+                     " is not divisible by it; use a seq_len "
+                     "that is a multiple of " +
+                     std::to_string(p.tp) + ", or sequence_parallel = false");
+}
+
 void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Errors& errors) {
   ParallelConfig& p = c.parallel;
   const int64_t model_parallel = p.pp * p.tp;
@@ -138,8 +160,9 @@ void check_schedule_lengths(TrainConfig& c, const Origins& origins, int, Errors&
 
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
-constexpr CrossCheck kCrossChecks[] = {check_model_shape, check_llama_shape, check_world_size,
-                                       check_batch, check_schedule_lengths};
+constexpr CrossCheck kCrossChecks[] = {
+    check_model_shape, check_llama_shape, check_sequence_parallel,
+    check_world_size,  check_batch,       check_schedule_lengths};
 
 }  // namespace
 

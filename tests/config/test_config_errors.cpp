@@ -79,9 +79,21 @@ TEST(ConfigErrors, choice_not_in_list_names_the_choices) {
   EXPECT_THAT(error_of("[train]\nprecision = \"fp16\"\n"),
               HasSubstr("it must be one of \"fp64\", \"fp32\", \"bf16\""));
   EXPECT_THAT(error_of("[parallel]\nactivation_checkpointing = \"some\"\n"),
-              HasSubstr("one of \"none\", \"full\""));
+              HasSubstr("one of \"none\", \"selective\", \"full\""));
   EXPECT_THAT(error_of("[parallel]\ngrad_reduce_dtype = \"fp16\"\n"),
               HasSubstr("one of \"fp32\", \"bf16\""));
+}
+
+TEST(ConfigErrors, sequence_parallel_needs_tp_and_a_divisible_sequence) {
+  EXPECT_THAT(error_of("[parallel]\nsequence_parallel = true\n"),
+              HasSubstr("configs/x.toml:2: parallel.sequence_parallel = true needs parallel.tp > "
+                        "1 (it splits the sequence over the tensor-parallel ranks), but "
+                        "parallel.tp = 1; set tp to 2 or more, or sequence_parallel = false"));
+  EXPECT_THAT(error_of("[model]\nseq_len = 30\nheads = 4\n[parallel]\ntp = 4\n"
+                       "sequence_parallel = true\n"),
+              HasSubstr("configs/x.toml:2: parallel.sequence_parallel = true splits the sequence "
+                        "over parallel.tp = 4 ranks, but model.seq_len = 30 is not divisible by "
+                        "it; use a seq_len that is a multiple of 4, or sequence_parallel = false"));
 }
 
 TEST(ConfigErrors, hidden_not_divisible_by_heads) {
