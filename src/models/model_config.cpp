@@ -33,6 +33,9 @@ GptOptions gpt_options(const TrainConfig& c) {
   o.seq_len = c.model.seq_len;
   o.seed = static_cast<uint64_t>(c.train.seed);
   o.dtype = precision_dtype(c.train.precision);
+  o.sequence_parallel = c.parallel.sequence_parallel;
+  o.recompute_attention =
+      c.parallel.activation_checkpointing == ActivationCheckpointing::kSelective;
   return o;
 }
 
@@ -71,6 +74,9 @@ LlamaOptions llama_options(const TrainConfig& c) {
   o.tie_embeddings = c.model.tie_embeddings;
   o.seed = static_cast<uint64_t>(c.train.seed);
   o.dtype = precision_dtype(c.train.precision);
+  o.sequence_parallel = c.parallel.sequence_parallel;
+  o.recompute_attention =
+      c.parallel.activation_checkpointing == ActivationCheckpointing::kSelective;
   return o;
 }
 

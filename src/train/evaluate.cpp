@@ -29,6 +29,13 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
     if (T < 1 || T > model.dims().seq_len)
       throw InputError("eval: --seq-len " + std::to_string(T) + " must be in [1, model.seq_len = " +
                        std::to_string(model.dims().seq_len) + "]");
+    const int64_t shards = model.dims().sequence_shards;
+    if (T % shards != 0)
+      throw InputError("eval: --seq-len " + std::to_string(T) +
+                       " is not divisible by parallel.tp = " + std::to_string(shards) +
+                       ", over which parallel.sequence_parallel splits the sequence; use a "
+                       "multiple of " +
+                       std::to_string(shards));
     const data::TokenFile file = data::TokenFile::open(data_path);
     if (file.size() < K * T + 1)
       throw data::DataError("eval: data file " + data_path + " has " + std::to_string(file.size()) +
@@ -65,7 +72,9 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
     if (model.is_first()) {
       input = ids;
     } else {
-      input = at::empty({B, T, model.dims().hidden}, at::TensorOptions().dtype(model.dims().dtype));
+      // With sequence parallelism each tp rank receives its slice of the sequence.
+      input = at::empty({B, T / model.dims().sequence_shards, model.dims().hidden},
+                        at::TensorOptions().dtype(model.dims().dtype));
       pp.recv(input, stage - 1, static_cast<int>(tag))->wait();
     }
     at::Tensor out = model.forward(input, targets, 1.0);
