@@ -40,9 +40,11 @@ struct PlanModel {
 /// activation checkpointing.
 struct Layout {
   int dp = 1, pp = 1, tp = 1;
-  int zero = 0;                ///< ZeRO stage 0..3
-  int64_t micro_batch = 1;     ///< sequences per micro-batch
-  bool checkpointing = false;  ///< "full": keep each micro-batch's stage input, recompute
+  int zero = 0;                    ///< ZeRO stage 0..3
+  int64_t micro_batch = 1;         ///< sequences per micro-batch
+  bool checkpointing = false;      ///< "full": keep each micro-batch's stage input, recompute
+  bool selective = false;          ///< without full: recompute attention's core only
+  bool sequence_parallel = false;  ///< with tp > 1: norms and residual stream split by sequence
 
   int world() const { return dp * pp * tp; }
   /// Micro-batches per step on each dp rank: global_batch / (micro_batch * dp).
