@@ -108,6 +108,29 @@ const Layout kLayouts[] = {
     {"dp2_pp2_tp2_1f1b_ckpt_zero3_fp32", 2, 2, 2, 3, "1f1b", true, 1, "fp32"},
 };
 
+/// A row with further config switches: "sp" turns on sequence parallelism, "selective"
+/// recomputes attention's core in backward.
+Layout with(Layout l, const std::vector<std::string>& switches) {
+  for (const std::string& s : switches) {
+    if (s == "sp") l.sets.push_back("parallel.sequence_parallel=true");
+    if (s == "selective") l.sets.push_back("parallel.activation_checkpointing=selective");
+  }
+  return l;
+}
+
+/// Sequence parallelism (norms and the residual stream split over tp by sequence) and
+/// selective recomputation, alone and combined with pp, dp, ZeRO 2/3 and full checkpointing.
+const Layout kSequenceLayouts[] = {
+    with({"sp_tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"sp"}),
+    with({"sp_tp4_m4", 1, 1, 4, 0, "1f1b", false, 2}, {"sp"}),
+    with({"sp_tp2_m4_fp32", 1, 1, 2, 0, "1f1b", false, 2, "fp32"}, {"sp"}),
+    with({"sp_dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"sp"}),
+    with({"sp_dp2_pp2_tp2_gpipe_selective_zero3", 2, 2, 2, 3, "gpipe", false, 1},
+         {"sp", "selective"}),
+    with({"selective_m4", 1, 1, 1, 0, "1f1b", false, 2}, {"selective"}),
+    with({"selective_tp2_pp2_1f1b", 1, 2, 2, 0, "1f1b", false, 2}, {"selective"}),
+};
+
 /// A row for the Llama: 4 heads over 2 kv heads, so tp 4 replicates each kv head on two
 /// ranks; `model` "llama" leaves the head untied, "llama_tied" ties it to the embedding.
 Layout llama(Layout l, const std::string& model = "llama") {
@@ -133,11 +156,17 @@ const Layout kLlamaLayouts[] = {
     llama({"dp2_zero3", 2, 1, 1, 3, "1f1b", false, 4}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}, "llama_tied"),
+    llama(with({"sp_tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"sp"})),
+    llama(with({"sp_tp4_m4", 1, 1, 4, 0, "1f1b", false, 2}, {"sp"})),
+    llama(with({"sp_dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"sp"}),
+          "llama_tied"),
+    llama(with({"sp_pp2_tp2_1f1b_selective", 1, 2, 2, 0, "1f1b", false, 2}, {"sp", "selective"})),
 };
 
 /// Every row of both tables.
 std::vector<Layout> all_layouts() {
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
+  all.insert(all.end(), std::begin(kSequenceLayouts), std::end(kSequenceLayouts));
   all.insert(all.end(), std::begin(kLlamaLayouts), std::end(kLlamaLayouts));
   return all;
 }
