@@ -18,12 +18,11 @@ using torch::autograd::variable_list;
 
 struct SequenceGatheredLinear : torch::autograd::Function<SequenceGatheredLinear> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                            const at::Tensor& bias, int64_t comm) {
+                            int64_t comm) {
     Communicator& tp = *reinterpret_cast<Communicator*>(comm);
     ctx->saved_data["comm"] = comm;
-    ctx->saved_data["bias"] = bias.defined();
     ctx->save_for_backward({x, weight});
-    return at::linear(all_gather_sequence(x, tp), weight, bias);  // (B, T, out/tp)
+    return at::linear(all_gather_sequence(x, tp), weight);  // (B, T, out/tp)
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -36,9 +35,8 @@ struct SequenceGatheredLinear : torch::autograd::Function<SequenceGatheredLinear
     const at::Tensor full = all_gather_sequence(x, tp);               // (B, T, in), gathered again
     const at::Tensor grad_2d = grad.reshape({-1, out});               // (B*T, out/tp)
     at::Tensor grad_weight = grad_2d.t().mm(full.reshape({-1, in}));  // (out/tp, in)
-    at::Tensor grad_bias = ctx->saved_data["bias"].toBool() ? grad_2d.sum(0) : at::Tensor();
     at::Tensor grad_x = reduce_scatter_sequence(at::matmul(grad, weight), tp);  // (B, T/tp, in)
-    return {grad_x, grad_weight, grad_bias, at::Tensor()};
+    return {grad_x, grad_weight, at::Tensor()};
   }
 };
 
@@ -46,7 +44,10 @@ struct SequenceGatheredLinear : torch::autograd::Function<SequenceGatheredLinear
 
 at::Tensor sequence_gathered_linear(const at::Tensor& x, const at::Tensor& weight,
                                     const at::Tensor& bias, Communicator& tp) {
-  return SequenceGatheredLinear::apply(x, weight, bias, reinterpret_cast<int64_t>(&tp));
+  // The bias is added outside the function: autograd functions take no undefined inputs, and
+  // the addition keeps nothing for backward.
+  at::Tensor y = SequenceGatheredLinear::apply(x, weight, reinterpret_cast<int64_t>(&tp));
+  return bias.defined() ? y + bias : y;
 }
 
 }  // namespace trident
