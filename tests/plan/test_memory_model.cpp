@@ -82,6 +82,31 @@ TEST(Activations, one_layer_by_hand) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 1, true, 4), 8388608.0);
 }
 
+// The same layer by Korthikanti's table 2 (16-bit bytes, s b h = 2,097,152, a s / h = 16):
+//   tp 4 + sequence parallel: (34 + 5*16) / 4 = 28.5      -> 59,768,832
+//   tp 4 selective:           10 + 24/4 = 16              -> 33,554,432
+//   tp 4 + sp, selective:     34 / 4 = 8.5                -> 17,825,792
+//   tp 4 + sp, full:          2 / 4 = 0.5                 ->  1,048,576
+//   no dropout, tp 4 + sp:    (32 + 2*16) / 4 = 16        -> 33,554,432
+TEST(Activations, sequence_parallel_and_selective_by_hand) {
+  const ActivationShape x{1024, 2, 1024, 16};
+  auto bytes = [&](bool sp, Recompute r, bool dropout = true) {
+    ActivationOptions o;
+    o.tp = 4;
+    o.sequence_parallel = sp;
+    o.recompute = r;
+    o.dropout = dropout;
+    return layer_activation_bytes(x, o, 2);
+  };
+  EXPECT_DOUBLE_EQ(bytes(false, Recompute::kNone), layer_activation_bytes(x, 4, false, 2));
+  EXPECT_DOUBLE_EQ(bytes(false, Recompute::kFull), layer_activation_bytes(x, 4, true, 2));
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kNone), 59768832.0);
+  EXPECT_DOUBLE_EQ(bytes(false, Recompute::kSelective), 33554432.0);
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kSelective), 17825792.0);
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kFull), 1048576.0);
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kNone, /*dropout=*/false), 33554432.0);
+}
+
 TEST(Activations, in_flight_micro_batches) {
   EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 0, 8), 4);  // first stage: pp
   EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 3, 8), 1);  // last stage: one
