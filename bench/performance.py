@@ -13,7 +13,10 @@ Runs, one after another on an otherwise idle machine:
      (2 and 3 alternate over two rounds, medians over both);
   4. trident at tp 2: its exposed communication;
   5. the pipeline bubble at pp 4, m 8 (and at pp 2, one stage per core here) from the
-     run's trace against (p - 1)/(m + p - 1).
+     run's trace against (p - 1)/(m + p - 1);
+  6. activation memory at tp 2 with and without sequence parallelism, and with no, selective
+     and full recomputation: each rank's measured peak against Korthikanti et al.'s formula
+     (without its dropout terms: the model has none), and the step time of each.
 Tokens/s are medians over the steps after the first two (allocation and first touches).
 The plain loop runs with the malloc settings trident's main() makes (MALLOC_ENV).
 "Exposed communication" is the time a rank spends inside a group's operations, posting,
@@ -73,8 +76,9 @@ class Bench:
         self.tmp = Path(tempfile.mkdtemp(prefix="trident-bench-"))
         self.rows = []  # (figure, measured, target, ok, detail)
 
-    def trident(self, name, ranks, sets, model=GPT, steps=None, trace=False):
-        """Trains with mpirun -np ranks; returns (metrics rows after warm-up, trace path)."""
+    def trident(self, name, ranks, sets, model=GPT, steps=None, trace=False, want_stdout=False):
+        """Trains with mpirun -np ranks; returns (metrics rows after warm-up, trace path, or
+        with want_stdout the run's standard output)."""
         steps = steps or self.steps
         metrics = self.tmp / f"{name}.jsonl"
         trace_path = self.tmp / f"{name}.trace.json"
@@ -82,11 +86,11 @@ class Bench:
         cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + \
             self.train_command(model, steps, metrics, sets)
         t0 = time.time()
-        run(cmd)
+        stdout = run(cmd)
         rows = [json.loads(l) for l in metrics.read_text().splitlines() if l.strip()]
         print(f"   {name}: {ranks} rank(s), {len(rows)} steps in {time.time() - t0:.0f} s, "
               f"{median(r['tokens_per_s'] for r in later(rows)):.0f} tokens/s", flush=True)
-        return later(rows), trace_path
+        return later(rows), (stdout if want_stdout else trace_path)
 
     def train_command(self, model, steps, metrics, sets):
         """`trident train` of `model` (fp32, one thread, no checkpoints), logging every step
@@ -283,12 +287,71 @@ class Bench:
         spread = "%.0f-%.0f" % (min(backwards), max(backwards))
         return median(fractions), (p - 1) / (m + p - 1), spread
 
+    def activation_memory(self):
+        """tp 2, one stage: the peak activation bytes `trident train` reports for rank 0
+        against the formula's L layers (plan/memory_model.h, fp32, no dropout); the rest of
+        the measured bytes is the embedding, the head and the micro-batch's data, which the
+        formula leaves out. Then selective and full recomputation's step time against none."""
+        model = {"hidden": 256, "layers": 4, "heads": 4, "seq": 256, "vocab": 256, "micro": 2}
+        s, b, h, a, t, L = model["seq"], model["micro"], model["hidden"], model["heads"], 2, model["layers"]
+
+        def formula(sp, recompute):
+            split = t if sp else 1
+            if recompute == "full":
+                return L * 2 * s * b * h / split * 2  # each layer's input, 4-byte elements
+            core = 0 if recompute == "selective" else 2 * a * s / (h * t)
+            return L * s * b * h * (8 / split + 24 / t + core) * 2
+
+        rates, peaks = {}, {}
+        for k in range(ROUNDS):
+            for recompute in ("none", "selective", "full"):
+                for sp in (False, True):
+                    name = f"tp2_{recompute}{'_sp' if sp else ''}"
+                    rows, out = self.trident(f"{name}.{k}", 2, [
+                        "parallel.tp=2", "parallel.zero_stage=0",
+                        "parallel.activation_checkpointing=%s" % recompute,
+                        "parallel.sequence_parallel=%s" % ("true" if sp else "false"),
+                        "train.global_batch_size=%d" % model["micro"]], model=model,
+                        want_stdout=True)
+                    rates.setdefault(name, []).extend(r["step_time_s"] for r in rows)
+                    peaks[name] = peak_activation_bytes(out)
+        for recompute in ("none", "selective"):
+            for sp in (False, True):
+                name = f"tp2_{recompute}{'_sp' if sp else ''}"
+                want = formula(sp, recompute)
+                self.add("activation bytes tp 2 %s%s / formula" % (recompute, ", sp" if sp else ""),
+                         "%.3f" % (peaks[name] / want), "(report)", None,
+                         "%d vs %d bytes (4 layers; the rest is embedding, head, data)"
+                         % (peaks[name], want))
+        for recompute in ("none", "selective", "full"):
+            ratio = peaks[f"tp2_{recompute}_sp"] / peaks[f"tp2_{recompute}"]
+            self.add("activation bytes tp 2 %s: sp / no sp" % recompute, "%.3f" % ratio,
+                     "(report)", None, "%d vs %d bytes" % (peaks[f"tp2_{recompute}_sp"],
+                                                           peaks[f"tp2_{recompute}"]))
+        for recompute in ("selective", "full"):
+            ratio = median(rates[f"tp2_{recompute}"]) / median(rates["tp2_none"])
+            self.add("step time tp 2 %s / none" % recompute, "%.3f" % ratio, "(report)", None,
+                     "median %.3f vs %.3f s" % (median(rates[f"tp2_{recompute}"]),
+                                                median(rates["tp2_none"])))
+        ratio = median(rates["tp2_none_sp"]) / median(rates["tp2_none"])
+        self.add("step time tp 2 sp / no sp", "%.3f" % ratio, "(report)", None,
+                 "median %.3f vs %.3f s" % (median(rates["tp2_none_sp"]), median(rates["tp2_none"])))
+
     def table(self):
         lines = ["| figure | measured | target | met | detail |", "|---|---|---|---|---|"]
         for figure, measured, target, ok, detail in self.rows:
             met = "" if ok is None else ("yes" if ok else "**no**")
             lines.append(f"| {figure} | {measured} | {target} | {met} | {detail} |")
         return "\n".join(lines)
+
+
+def peak_activation_bytes(stdout):
+    """Rank 0's peak activation bytes from `trident train`'s memory report
+    ("rank 0 (dp 0 pp 0 tp 0): params / grads / optimizer / activations")."""
+    for line in reversed(stdout.splitlines()):
+        if line.strip().startswith("rank 0 ("):
+            return int(line.rsplit("/", 1)[1])
+    sys.exit("bench: no memory report in trident train's output")
 
 
 def write_doc(path, table, header):
@@ -308,11 +371,12 @@ def main():
     ap.add_argument("--doc", default="")
     ap.add_argument("--parts", default="",
                     help="comma-separated subset of: ceiling, one_rank_and_data_parallel, "
-                         "tensor_parallel, pipeline, zero3 (default: all)")
+                         "tensor_parallel, pipeline, zero3, activation_memory (default: all)")
     a = ap.parse_args()
     b = Bench(a.build, a.steps)
     t0 = time.time()
-    parts = (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline, b.zero3)
+    parts = (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline, b.zero3,
+             b.activation_memory)
     if a.parts:
         wanted = a.parts.split(",")
         parts = tuple(p for p in parts if p.__name__ in wanted)
