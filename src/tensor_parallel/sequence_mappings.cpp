@@ -57,23 +57,29 @@ struct ReduceScatterToSequence : torch::autograd::Function<ReduceScatterToSequen
 
 }  // namespace
 
+// The collectives concatenate flat chunks, one per rank, while the sequence is dimension
+// 1: each helper makes one copy that puts the rank dimension first (or takes it out).
+
 at::Tensor all_gather_sequence(const at::Tensor& x, Communicator& tp) {
-  // The collective concatenates along dimension 0: gather (n, B, ...) into (n*tp, B, ...).
-  at::Tensor moved = x.transpose(0, 1).contiguous();  // (n, B, ...)
-  std::vector<int64_t> shape = moved.sizes().vec();
-  shape[0] *= tp.size();
-  at::Tensor gathered = at::empty(shape, x.options());
-  tp.all_gather(gathered, moved)->wait();
-  return gathered.transpose(0, 1).contiguous();  // (B, n*tp, ...)
+  const at::Tensor mine = x.contiguous();  // (B, n, ...)
+  std::vector<int64_t> shape = mine.sizes().vec();
+  shape.insert(shape.begin(), tp.size());
+  at::Tensor gathered = at::empty(shape, x.options());  // (tp, B, n, ...)
+  tp.all_gather(gathered.view(-1), mine.view(-1))->wait();
+  std::vector<int64_t> out = mine.sizes().vec();
+  out[1] *= tp.size();
+  return gathered.movedim(0, 1).reshape(out);  // (B, tp*n, ...), one copy
 }
 
 at::Tensor reduce_scatter_sequence(const at::Tensor& x, Communicator& tp) {
-  at::Tensor moved = x.transpose(0, 1).contiguous();  // (T, B, ...)
-  std::vector<int64_t> shape = moved.sizes().vec();
-  shape[0] /= tp.size();
-  at::Tensor mine = at::empty(shape, x.options());
-  tp.reduce_scatter(mine.view(-1), moved.view(-1))->wait();  // the collective takes flat chunks
-  return mine.transpose(0, 1).contiguous();                  // (B, T/tp, ...)
+  std::vector<int64_t> split = x.sizes().vec();  // (B, T, ...) -> (B, tp, T/tp, ...)
+  split[1] /= tp.size();
+  const std::vector<int64_t> mine_shape = split;
+  split.insert(split.begin() + 1, tp.size());
+  const at::Tensor chunks = x.reshape(split).movedim(1, 0).contiguous();  // (tp, B, T/tp, ...)
+  at::Tensor mine = at::empty(mine_shape, x.options());                   // (B, T/tp, ...)
+  tp.reduce_scatter(mine.view(-1), chunks.view(-1))->wait();
+  return mine;
 }
 
 at::Tensor scatter_to_sequence_region(const at::Tensor& x, Communicator& tp) {
