@@ -158,8 +158,6 @@ const Layout kLlamaLayouts[] = {
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}, "llama_tied"),
     llama(with({"sp_tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"sp"})),
     llama(with({"sp_tp4_m4", 1, 1, 4, 0, "1f1b", false, 2}, {"sp"})),
-    llama(with({"sp_dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"sp"}),
-          "llama_tied"),
     llama(with({"sp_pp2_tp2_1f1b_selective", 1, 2, 2, 0, "1f1b", false, 2}, {"sp", "selective"})),
 };
 
