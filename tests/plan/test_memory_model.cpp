@@ -133,6 +133,24 @@ TEST(Activations, first_stage_of_pp2_holds_two_micro_batches) {
   EXPECT_DOUBLE_EQ(last.activations, 2 * layer + (2 * 32 * 64 + 2 * 32 * 256) * 4.0);
 }
 
+TEST(Activations, stage_with_tp2_sequence_parallel_and_selective) {
+  // The model above at tp 2 on 2 stages: s b h = 2048, a s / h = 2 (16-bit constants, fp32).
+  PlanModel m;
+  m.layers = 4, m.hidden = 64, m.heads = 4, m.vocab = 256, m.seq_len = 32, m.global_batch = 4;
+  Layout l{1, 2, 2, 0, 1, false};
+  const double plain = stage_memory(m, l, 0).activations;
+  // tp only: 2048 * (10 + 24/2 + 5*2/2) * 2 = 110,592 per layer, 2 layers, 2 in flight.
+  EXPECT_DOUBLE_EQ(plain, 2 * 2 * 110592.0);
+  l.sequence_parallel = true;
+  // sp: 2048 * (34 + 10) / 2 * 2 = 90,112 per layer.
+  EXPECT_DOUBLE_EQ(stage_memory(m, l, 0).activations, 2 * 2 * 90112.0);
+  l.selective = true;
+  // sp and selective: 2048 * 34 / 2 * 2 = 69,632 per layer.
+  EXPECT_DOUBLE_EQ(stage_memory(m, l, 0).activations, 2 * 2 * 69632.0);
+  // The pipeline receives this rank's slice of the sequence: (B, T/2, C) twice.
+  EXPECT_DOUBLE_EQ(stage_memory(m, l, 0).communication, 2 * (32 * 64 / 2) * 4.0);
+}
+
 TEST(CommunicationBuffers, zero2_buckets_and_pipeline_receives) {
   PlanModel m;
   m.bucket_size = 1000;
