@@ -20,21 +20,6 @@ int64_t stash(Communicator& c) { return reinterpret_cast<int64_t>(&c); }
 Communicator& unstash(int64_t c) { return *reinterpret_cast<Communicator*>(c); }
 Communicator& unstash(AutogradContext* ctx) { return unstash(ctx->saved_data["comm"].toInt()); }
 
-at::Tensor slice_sequence(const at::Tensor& x, Communicator& tp) {
-  const int64_t n = x.size(1) / tp.size();
-  return x.narrow(1, tp.rank() * n, n).contiguous();
-}
-
-struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
-    ctx->saved_data["comm"] = comm;
-    return slice_sequence(x, unstash(comm));
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {all_gather_sequence(grad[0], unstash(ctx)), at::Tensor()};
-  }
-};
-
 struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
     ctx->saved_data["comm"] = comm;
@@ -82,9 +67,6 @@ at::Tensor reduce_scatter_sequence(const at::Tensor& x, Communicator& tp) {
   return mine;
 }
 
-at::Tensor scatter_to_sequence_region(const at::Tensor& x, Communicator& tp) {
-  return tp.size() == 1 ? x : ScatterToSequence::apply(x, stash(tp));
-}
 at::Tensor gather_from_sequence_region(const at::Tensor& x, Communicator& tp) {
   return tp.size() == 1 ? x : GatherFromSequence::apply(x, stash(tp));
 }

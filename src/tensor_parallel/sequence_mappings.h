@@ -7,10 +7,6 @@
 namespace trident {
 class Communicator;
 
-/// Forward: keep this rank's slice of the sequence, (B, T, ...) -> (B, T/tp, ...).
-/// Backward: all-gather the gradient along the sequence.
-at::Tensor scatter_to_sequence_region(const at::Tensor& x, Communicator& tp);
-
 /// Forward: all-gather the sequence, (B, T/tp, ...) -> (B, T, ...), the input of a layer
 /// every tp rank computes a part of. Backward: reduce-scatter, since each rank's gradient
 /// of the whole sequence is its part's contribution only.
