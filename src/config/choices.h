@@ -13,7 +13,7 @@ enum class ModelArch { kGpt2, kLlama };
 /// train.precision: the dtype of parameters and activations.
 enum class Precision { kFp64, kFp32, kBf16 };
 /// parallel.schedule
-enum class PipelineSchedule { kGpipe, kOneFOneB };
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved1F1B, kZbH1 };
 /// parallel.activation_checkpointing
 enum class ActivationCheckpointing { kNone, kFull };
 /// parallel.grad_reduce_dtype: the dtype gradients travel in between dp ranks.

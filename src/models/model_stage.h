@@ -45,6 +45,15 @@ class ModelStage : public torch::nn::Module {
     return {micro_batch_size, dims_.seq_len, dims_.hidden};
   }
 
+  /// Model chunks this stage holds (interleaved 1F1B's virtual stages); 1 for a plain stage.
+  virtual int num_chunks() const { return 1; }
+  /// Chunk c (0 <= c < num_chunks()): the stage of the virtual pipeline that the schedule's
+  /// instructions of chunk c run. A plain stage is its own chunk 0.
+  virtual ModelStage& chunk(int c) {
+    (void)c;
+    return *this;
+  }
+
   /// This stage's parameters (its tp shard), in construction order.
   ParamRegistry& params() { return params_; }
   const StageDims& dims() const { return dims_; }
