@@ -159,8 +159,8 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
     const int64_t vocab_start = o_.tie_embeddings ? embed_->vocab_start() : head_vocab_start_;
     at::Tensor logits = at::matmul(copy_to_tp_region(normed, tp_).reshape({B * T, o_.hidden}),
                                    head.t());  // (B*T, V/tp)
-    at::Tensor losses =
-        vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_, vocab_start, o_.vocab);
+    at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
+                                                     vocab_start, o_.vocab, reentrant_backward_);
     return losses.sum() * loss_scale;
   });
 }

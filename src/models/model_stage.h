@@ -64,6 +64,9 @@ class ModelStage : public torch::nn::Module {
   const std::vector<std::vector<size_t>>& layer_units() const { return units_; }
   /// Reports every layer's forward and backward to `scope` (nullptr: to no one).
   void set_layer_scope(LayerScope* scope) { scope_ = scope; }
+  /// Whether a graph's backward may run twice (a zero-bubble schedule's input half, then
+  /// its weight half, over one retained graph): the loss then keeps what it saved intact.
+  void set_reentrant_backward(bool on) { reentrant_backward_ = on; }
 
  protected:
   /// Closes a layer: its parameters are the registry entries from `first` on.
@@ -78,6 +81,7 @@ class ModelStage : public torch::nn::Module {
   ParamRegistry params_;
   std::vector<std::vector<size_t>> units_;
   LayerScope* scope_ = nullptr;
+  bool reentrant_backward_ = false;
 
  private:
   StageDims dims_;

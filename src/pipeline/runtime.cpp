@@ -138,8 +138,12 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
   result.start_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
   const int64_t bytes_at_start = live_tensor_bytes();
   int weight_backwards_left = 0;
-  for (const auto& ins : schedule)
+  bool split = false;  // a backward in two halves runs over one graph twice
+  for (const auto& ins : schedule) {
     weight_backwards_left += ins.op == Op::kBackward || ins.op == Op::kBackwardWeight ? 1 : 0;
+    split = split || ins.op == Op::kBackwardInput;
+  }
+  for (int c = 0; c < chunks; ++c) stage_.chunk(c).set_reentrant_backward(split);
 
   auto batch = [&](int k) -> const MicroBatch& {
     auto it = batches.find(k);
