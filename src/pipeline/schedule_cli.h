@@ -17,10 +17,10 @@ struct ScheduleReportOptions {
   int pp = 1;                     // pipeline stages, >= 1
   int micro_batches = 1;          // per optimizer step, >= 1
   std::string schedule = "1f1b";  // as parallel.schedule names it
-  int virtual_stages = 1;         // model chunks per stage (interleaved-1f1b), >= 1
   bool full = false;              // also every instruction, sends and receives included
   double forward_cost = 1.0;
   double backward_cost = 2.0;
+  int virtual_stages = 1;  // model chunks per stage (interleaved-1f1b), >= 1
 };
 
 /// Prints the report of `options` to `out`: the compute order of every stage (with --full

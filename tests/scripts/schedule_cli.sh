@@ -65,7 +65,7 @@ check_bad "--micro-batches needs a value" --pp 2 --micro-batches
 check_bad "--pp is required" --micro-batches 4
 check_bad "--micro-batches is required" --pp 2
 check_bad "--pp and --micro-batches are required" --schedule gpipe
-check_bad "--schedule must be 1f1b or gpipe, got 'zb'" --pp 2 --micro-batches 4 --schedule zb
+check_bad "--schedule must be 1f1b, gpipe, interleaved-1f1b or zb-h1, got 'zb'" --pp 2 --micro-batches 4 --schedule zb
 check_bad "unknown option --verbose" --pp 2 --micro-batches 4 --verbose
 check_bad "--backward-cost expects a positive number, got '-1'" --pp 2 --micro-batches 4 \
   --backward-cost -1
