@@ -118,12 +118,12 @@ void check_schedule_micro_batches(TrainConfig& c, const Origins& origins, int, E
   if (c.train.global_batch_size % (c.train.micro_batch_size * p.dp) != 0) return;  // said above
   const int64_t m = c.train.global_batch_size / (c.train.micro_batch_size * p.dp);
   if (m % p.pp == 0) return;
-  errors.push_back(origins.where("train.global_batch_size") +
-                   ": parallel.schedule = \"interleaved-1f1b\" runs the micro-batches in rounds "
-                   "of parallel.pp = " +
-                   std::to_string(p.pp) + ", but there are " + std::to_string(m) +
-                   " per step (global_batch_size / (micro_batch_size * dp)); make it a multiple "
-                   "of " +
+  errors.push_back(origins.where("train.global_batch_size") + ": train.global_batch_size = " +
+                   std::to_string(c.train.global_batch_size) + " gives " + std::to_string(m) +
+                   " micro-batches per step (global_batch_size / (micro_batch_size * dp)), but "
+                   "parallel.schedule = \"interleaved-1f1b\" runs them in rounds of "
+                   "parallel.pp = " +
+                   std::to_string(p.pp) + "; make that count a multiple of " +
                    std::to_string(p.pp));
 }
 
