@@ -131,10 +131,11 @@ TEST(ConfigErrors, interleaved_micro_batches_run_in_rounds_of_pp) {
   const std::string text =
       "[model]\nlayers = 8\n[parallel]\npp = 4\nschedule = \"interleaved-1f1b\"\n"
       "virtual_stages = 2\n[train]\nglobal_batch_size = 8\nmicro_batch_size = 4\n";
-  EXPECT_THAT(
-      error_of(text, {}, 4),
-      HasSubstr("train.global_batch_size: parallel.schedule = \"interleaved-1f1b\" runs "
-                "the micro-batches in rounds of parallel.pp = 4, but there are 2 per step"));
+  EXPECT_THAT(error_of(text, {}, 4),
+              HasSubstr("configs/x.toml:8: train.global_batch_size = 8 gives 2 micro-batches per "
+                        "step (global_batch_size / (micro_batch_size * dp)), but parallel.schedule "
+                        "= \"interleaved-1f1b\" runs them in rounds of parallel.pp = 4; make that "
+                        "count a multiple of 4"));
   EXPECT_NO_THROW(parse_config(text, "configs/x.toml", {"train.micro_batch_size=1"}, 4));
 }
 
