@@ -64,6 +64,7 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.global_batch = c.train.global_batch_size;
   m.precision = name_of(c.train.precision);
   m.schedule = name_of(c.parallel.schedule);
+  m.virtual_stages = c.parallel.virtual_stages;
   m.grad_reduce_dtype = name_of(c.parallel.grad_reduce_dtype);
   m.bucket_size = c.parallel.bucket_size;
   m.llama = c.model.arch == ModelArch::kLlama;

@@ -13,7 +13,7 @@ enum class ModelArch { kGpt2, kLlama };
 /// train.precision: the dtype of parameters and activations.
 enum class Precision { kFp64, kFp32, kBf16 };
 /// parallel.schedule
-enum class PipelineSchedule { kGpipe, kOneFOneB };
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved1F1B, kZbH1 };
 /// parallel.activation_checkpointing: keep everything; recompute only attention's core
 /// (scores, softmax, weighted sum of the values) in backward; recompute each stage's forward.
 enum class ActivationCheckpointing { kNone, kSelective, kFull };

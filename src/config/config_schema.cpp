@@ -131,7 +131,12 @@ std::vector<KeySpec> build_schema() {
        "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients, "
        "3 also shard parameters (gathered per layer on use)"},
       {"parallel", "schedule", choice_field(kParallel, &P::schedule),
-       choices_of<PipelineSchedule>(), "pipeline schedule"},
+       choices_of<PipelineSchedule>(),
+       "pipeline schedule: gpipe, 1f1b, interleaved-1f1b (virtual stages, Megatron's order) or "
+       "zb-h1 (backward split into input and weight halves, Qi et al.)"},
+      {"parallel", "virtual_stages", field(kParallel, &P::virtual_stages), at_least(1),
+       "interleaved-1f1b: model chunks per pipeline stage (chunk c of stage s holds virtual "
+       "stage c * pp + s); model.layers divisible by pp * virtual_stages"},
       {"parallel", "activation_checkpointing",
        choice_field(kParallel, &P::activation_checkpointing), choices_of<ActivationCheckpointing>(),
        "none keeps every activation; selective recomputes only attention's scores, softmax and "

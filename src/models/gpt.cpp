@@ -157,8 +157,8 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
     const int64_t B = n.size(0), T = n.size(1);
     // Tied head on this rank's vocabulary slice: (B*T, C) x (V/tp, C)^T -> (B*T, V/tp).
     at::Tensor logits = at::matmul(n.reshape({B * T, o_.hidden}), wte_->weight().t());
-    at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
-                                                     wte_->vocab_start(), o_.vocab);
+    at::Tensor losses = vocab_parallel_cross_entropy(
+        logits, targets.reshape({B * T}), tp_, wte_->vocab_start(), o_.vocab, reentrant_backward_);
     return losses.sum() * loss_scale;
   });
 }

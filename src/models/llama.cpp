@@ -172,8 +172,8 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
     const at::Tensor& head = o_.tie_embeddings ? embed_->weight() : lm_head_;  // (V/tp, C)
     const int64_t vocab_start = o_.tie_embeddings ? embed_->vocab_start() : head_vocab_start_;
     at::Tensor logits = at::matmul(normed.reshape({B * T, o_.hidden}), head.t());  // (B*T, V/tp)
-    at::Tensor losses =
-        vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_, vocab_start, o_.vocab);
+    at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
+                                                     vocab_start, o_.vocab, reentrant_backward_);
     return losses.sum() * loss_scale;
   });
 }

@@ -50,6 +50,15 @@ class ModelStage : public torch::nn::Module {
     return {micro_batch_size, dims_.seq_len / dims_.sequence_shards, dims_.hidden};
   }
 
+  /// Model chunks this stage holds (interleaved 1F1B's virtual stages); 1 for a plain stage.
+  virtual int num_chunks() const { return 1; }
+  /// Chunk c (0 <= c < num_chunks()): the stage of the virtual pipeline that the schedule's
+  /// instructions of chunk c run. A plain stage is its own chunk 0.
+  virtual ModelStage& chunk(int c) {
+    (void)c;
+    return *this;
+  }
+
   /// This stage's parameters (its tp shard), in construction order.
   ParamRegistry& params() { return params_; }
   const StageDims& dims() const { return dims_; }
@@ -60,6 +69,9 @@ class ModelStage : public torch::nn::Module {
   const std::vector<std::vector<size_t>>& layer_units() const { return units_; }
   /// Reports every layer's forward and backward to `scope` (nullptr: to no one).
   void set_layer_scope(LayerScope* scope) { scope_ = scope; }
+  /// Whether a graph's backward may run twice (a zero-bubble schedule's input half, then
+  /// its weight half, over one retained graph): the loss then keeps what it saved intact.
+  void set_reentrant_backward(bool on) { reentrant_backward_ = on; }
 
  protected:
   /// Closes a layer: its parameters are the registry entries from `first` on.
@@ -74,6 +86,7 @@ class ModelStage : public torch::nn::Module {
   ParamRegistry params_;
   std::vector<std::vector<size_t>> units_;
   LayerScope* scope_ = nullptr;
+  bool reentrant_backward_ = false;
 
  private:
   StageDims dims_;

@@ -58,8 +58,15 @@ double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
   return (2.0 * sb * static_cast<double>(m.hidden) + 2.0 * sb * v) * bytes_per_element;
 }
 
-int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m) {
+int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m,
+                                int64_t virtual_stages) {
   if (schedule == "gpipe") return m;
+  if (schedule == "zb-h1") return std::min<int64_t>(pp, m);
+  if (schedule == "interleaved-1f1b") {
+    const int64_t v = virtual_stages, total = v * m;
+    if (m == pp) return total;
+    return std::min<int64_t>(2 * (pp - stage - 1) + (v - 1) * pp + 1, total);
+  }
   return std::min<int64_t>(pp - stage, m);
 }
 
@@ -78,8 +85,12 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   options.recompute = l.selective ? Recompute::kSelective : Recompute::kNone;
   double full = static_cast<double>(layers) * layer_activation_bytes(shape, options, b.activation);
   if (last) full += head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
-  const int64_t in_flight = in_flight_micro_batches(m.schedule, l.pp, stage, l.micro_batches(m));
-  if (!l.checkpointing) return static_cast<double>(in_flight) * full;
+  const int64_t v = m.schedule == "interleaved-1f1b" ? std::max<int64_t>(m.virtual_stages, 1) : 1;
+  // In stage-sized units: an interleaved stage's in-flight count is of 1/v-sized chunks.
+  const double in_flight =
+      static_cast<double>(in_flight_micro_batches(m.schedule, l.pp, stage, l.micro_batches(m), v)) /
+      static_cast<double>(v);
+  if (!l.checkpointing) return in_flight * full;
   // trident checkpoints whole stages: every in-flight micro-batch keeps its stage input
   // (token ids on the first stage, s b h activations elsewhere), and the backward of one
   // micro-batch rebuilds that micro-batch's complete activations.
@@ -88,7 +99,7 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   const double slices = l.sequence_parallel ? static_cast<double>(l.tp) : 1.0;
   const double input =
       stage == 0 ? 2.0 * sb * 8.0 : sb * static_cast<double>(m.hidden) * b.activation / slices;
-  return static_cast<double>(in_flight) * input + full;
+  return in_flight * input + full;
 }
 
 /// ZeRO-2's two bucket buffers (double buffering), each a bucket and its reduced shard.

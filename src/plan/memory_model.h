@@ -71,8 +71,12 @@ double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
                              double bytes_per_element);
 
 /// Micro-batches whose activations stage `stage` holds at once: GPipe holds all m;
-/// 1F1B holds min(pp - stage, m) (the first stage the most).
-int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m);
+/// 1F1B holds min(pp - stage, m) (the first stage the most); ZB-H1, whose later stages
+/// defer weight gradients, min(pp, m) on every stage. Interleaved 1F1B counts model-chunk
+/// micro-batches, each 1/v of a stage's: min(2 (pp - stage - 1) + (v - 1) pp + 1, v m)
+/// (all v m when m == pp), as the schedule checker measures them.
+int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m,
+                                int64_t virtual_stages = 1);
 
 /// Memory of one device by part, in bytes.
 struct MemoryBreakdown {

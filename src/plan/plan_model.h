@@ -18,7 +18,8 @@ struct PlanModel {
   int64_t seq_len = 32;
   int64_t global_batch = 8;                 ///< sequences per optimizer step
   std::string precision = "fp32";           ///< "fp32", "fp64" or "bf16"
-  std::string schedule = "1f1b";            ///< "1f1b" or "gpipe"
+  std::string schedule = "1f1b";            ///< as parallel.schedule names it
+  int64_t virtual_stages = 1;               ///< interleaved-1f1b: model chunks per stage
   std::string grad_reduce_dtype = "fp32";   ///< payload of bf16 gradient reductions
   int64_t bucket_size = 1 << 20;            ///< elements per gradient bucket
   int64_t zero3_max_live_layers = 2;        ///< ZeRO 3: layers gathered at once

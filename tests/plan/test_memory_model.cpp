@@ -112,6 +112,13 @@ TEST(Activations, in_flight_micro_batches) {
   EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 3, 8), 1);  // last stage: one
   EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 0, 2), 2);  // never more than m
   EXPECT_EQ(in_flight_micro_batches("gpipe", 4, 3, 8), 8);
+  // As the schedule checker measures them at pp 4, m 8: ZB-H1's deferred weight halves
+  // keep every stage at pp; interleaved 1F1B (v 2) counts chunk-micro-batches.
+  EXPECT_EQ(in_flight_micro_batches("zb-h1", 4, 3, 8), 4);
+  EXPECT_EQ(in_flight_micro_batches("zb-h1", 4, 0, 2), 2);
+  EXPECT_EQ(in_flight_micro_batches("interleaved-1f1b", 4, 0, 8, 2), 11);
+  EXPECT_EQ(in_flight_micro_batches("interleaved-1f1b", 4, 3, 8, 2), 5);
+  EXPECT_EQ(in_flight_micro_batches("interleaved-1f1b", 4, 1, 4, 2), 8);  // m == pp: all
 }
 
 TEST(Activations, first_stage_of_pp2_holds_two_micro_batches) {
