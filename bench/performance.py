@@ -12,9 +12,13 @@ Runs, one after another on an otherwise idle machine:
      ZeRO 0 and 2 against one rank; the exposed communication of each
      (2 and 3 alternate over two rounds, medians over both);
   4. trident at tp 2: its exposed communication;
-  5. the pipeline bubble at pp 4, m 8 (and at pp 2, one stage per core here) from the
-     run's trace against (p - 1)/(m + p - 1);
-  6. the nvme offload tier (bench/offload.py): peak RSS with and without it, the disk's
+  5. the pipeline bubble of GPipe, 1F1B, interleaved 1F1B (v 2) and ZB-H1 at pp 4, m 8
+     (and at pp 2, one stage per core here) from the run's trace against each schedule's
+     formula, and what ZB-H1's split backward costs against a whole one.
+  6. activation memory at tp 2 with and without sequence parallelism, and with no, selective
+     and full recomputation: each rank's measured peak against Korthikanti et al.'s formula
+     (without its dropout terms: the model has none), and the step time of each.
+  7. the nvme offload tier (bench/offload.py): peak RSS with and without it, the disk's
      O_DIRECT bandwidth against the tier's, and training under a memory cap.
 Tokens/s are medians over the steps after the first two (allocation and first touches).
 The plain loop runs with the malloc settings trident's main() makes (MALLOC_ENV).
@@ -77,8 +81,9 @@ class Bench:
         self.tmp = Path(tempfile.mkdtemp(prefix="trident-bench-"))
         self.rows = []  # (figure, measured, target, ok, detail)
 
-    def trident(self, name, ranks, sets, model=GPT, steps=None, trace=False):
-        """Trains with mpirun -np ranks; returns (metrics rows after warm-up, trace path)."""
+    def trident(self, name, ranks, sets, model=GPT, steps=None, trace=False, want_stdout=False):
+        """Trains with mpirun -np ranks; returns (metrics rows after warm-up, trace path, or
+        with want_stdout the run's standard output)."""
         steps = steps or self.steps
         metrics = self.tmp / f"{name}.jsonl"
         trace_path = self.tmp / f"{name}.trace.json"
@@ -86,11 +91,11 @@ class Bench:
         cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + \
             self.train_command(model, steps, metrics, sets)
         t0 = time.time()
-        run(cmd)
+        stdout = run(cmd)
         rows = [json.loads(l) for l in metrics.read_text().splitlines() if l.strip()]
         print(f"   {name}: {ranks} rank(s), {len(rows)} steps in {time.time() - t0:.0f} s, "
               f"{median(r['tokens_per_s'] for r in later(rows)):.0f} tokens/s", flush=True)
-        return later(rows), trace_path
+        return later(rows), (stdout if want_stdout else trace_path)
 
     def train_command(self, model, steps, metrics, sets):
         """`trident train` of `model` (fp32, one thread, no checkpoints), logging every step
@@ -246,35 +251,61 @@ class Bench:
                  "tp 2 / 1 rank: %.3f (%.0f tokens/s)" % (tps / self.dp1, tps))
 
     def pipeline(self):
-        """The bubble at pp 4 (the target) and at pp 2, where every stage has a core of its
-        own on a two-core machine."""
+        """The bubble of each schedule at pp 4 (1F1B's is the target) and at pp 2, where
+        every stage has a core of its own on a two-core machine, against its formula: GPipe
+        and 1F1B (p-1)/(m+p-1), interleaved 1F1B with v = 2 (p-1)/(v*m+p-1), ZB-H1
+        (p-1)/(3m+p-1) (equal F, B, W; the detail adds (p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W))
+        with the measured medians). Also what a split backward costs: B + W and W alone
+        over 1F1B's whole backward."""
+        m = 8
         for p in (4, 2):
-            measured, formula, spread = self.bubble(p, 8)
-            ratio = measured / formula
-            detail = ("%.3f vs %.3f; %d ranks on %d cores; one stage's backwards %s ms"
-                      % (measured, formula, p, os.cpu_count(), spread))
-            if p == 4:
-                self.add("pipeline bubble pp 4, m 8: measured / (p-1)/(m+p-1)", "%.3f" % ratio,
-                         "<= 1.10", ratio <= 1.10, detail)
-            else:
-                self.add("pipeline bubble pp 2, m 8: measured / (p-1)/(m+p-1)", "%.3f" % ratio,
-                         "(report)", None, detail)
+            whole_backward = None
+            for schedule, v in (("gpipe", 1), ("1f1b", 1), ("interleaved-1f1b", 2), ("zb-h1", 1)):
+                r = self.bubble(p, m, schedule, v)
+                if schedule == "1f1b":
+                    whole_backward = r["backward"]
+                if schedule == "interleaved-1f1b":
+                    formula, name = (p - 1) / (v * m + p - 1), "(p-1)/(v*m+p-1), v 2"
+                elif schedule == "zb-h1":
+                    # Against the paper's F = B = W figure; the formula with the measured
+                    # costs goes in the detail (0 once W >= F + B: the cool-down is full).
+                    f, b, w = r["forward"], r["backward-input"], r["backward-weight"]
+                    idle = (p - 1) * max(f + b - w, 0.0)
+                    measured_costs = idle / (m * (f + b + w) + idle)
+                    formula, name = (p - 1) / (3 * m + p - 1), "(p-1)/(3m+p-1)"
+                else:
+                    formula, name = (p - 1) / (m + p - 1), "(p-1)/(m+p-1)"
+                ratio = r["bubble"] / formula
+                detail = "%.3f vs %.3f; %d ranks on %d cores; one stage's compute %s ms" % (
+                    r["bubble"], formula, p, os.cpu_count(), r["spread"])
+                if schedule == "zb-h1" and whole_backward:
+                    detail += ("; F %.1f, B %.1f, W %.1f ms, formula with these costs %.3f; "
+                               "B+W / 1F1B's backward %.2f, W / 1F1B's backward %.2f" % (
+                                   f, b, w, measured_costs, (b + w) / whole_backward,
+                                   w / whole_backward))
+                target, ok = "(report)", None
+                if p == 4 and schedule == "1f1b":
+                    target, ok = "<= 1.10", ratio <= 1.10
+                self.add("pipeline bubble %s pp %d, m %d: measured / %s" % (schedule, p, m, name),
+                         "%.3f" % ratio, target, ok, detail)
 
-    def bubble(self, p, m):
-        """(measured idle fraction, (p-1)/(m+p-1), the range of the last stage's backward
-        durations) from a run's trace. Eight layers and a small vocabulary, so that the
-        stages are equal as the formula assumes."""
+    def bubble(self, p, m, schedule="1f1b", v=1):
+        """The measured idle fraction of `schedule` at pp p, m micro-batches, from a run's
+        trace, with the median duration of each compute kind on the last stage and their
+        range. Eight layers and a small vocabulary, so that the stages are equal as the
+        formulas assume."""
         model = {"hidden": 256, "layers": 8, "heads": 4, "seq": 128, "vocab": 256, "micro": 2}
         steps = max(self.steps, 10)
-        _, trace = self.trident(f"pp{p}", p, ["parallel.pp=%d" % p, "parallel.schedule=1f1b",
-                                              "parallel.zero_stage=0",
-                                              "train.global_batch_size=%d" % (m * model["micro"])],
+        kinds = ("forward", "backward", "backward-input", "backward-weight")
+        _, trace = self.trident(f"pp{p}_{schedule}", p,
+                                ["parallel.pp=%d" % p, "parallel.schedule=%s" % schedule,
+                                 "parallel.virtual_stages=%d" % v, "parallel.zero_stage=0",
+                                 "train.global_batch_size=%d" % (m * model["micro"])],
                                 model=model, steps=steps, trace=True)
         events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"]
-        fractions, backwards = [], []
+        fractions, durations = [], {k: [] for k in kinds}
         for step in range(3, steps + 1):
-            compute = [e for e in events
-                       if e["args"]["step"] == step and e["cat"] in ("forward", "backward")]
+            compute = [e for e in events if e["args"]["step"] == step and e["cat"] in kinds]
             if not compute:
                 continue
             start = min(e["ts"] for e in compute)
@@ -282,10 +313,66 @@ class Bench:
             busy = sum(e["dur"] for e in compute)
             fractions.append(1 - busy / (p * (end - start)))
             last = max(e["pid"] for e in compute)
-            backwards += [e["dur"] / 1e3 for e in compute
-                          if e["pid"] == last and e["cat"] == "backward"]
-        spread = "%.0f-%.0f" % (min(backwards), max(backwards))
-        return median(fractions), (p - 1) / (m + p - 1), spread
+            for e in compute:
+                if e["pid"] == last:
+                    durations[e["cat"]].append(e["dur"] / 1e3)
+        every = [d for k in kinds for d in durations[k]]
+        out = {k: (median(durations[k]) if durations[k] else 0.0) for k in kinds}
+        out["bubble"] = median(fractions)
+        out["spread"] = "%.0f-%.0f" % (min(every), max(every))
+        return out
+
+    def activation_memory(self):
+        """tp 2, one stage: the peak activation bytes `trident train` reports for rank 0
+        against the formula's L layers (plan/memory_model.h, fp32, no dropout); the rest of
+        the measured bytes is the embedding, the head and the micro-batch's data, which the
+        formula leaves out. Then selective and full recomputation's step time against none."""
+        model = {"hidden": 256, "layers": 4, "heads": 4, "seq": 256, "vocab": 256, "micro": 2}
+        s, b, h, a, t, L = model["seq"], model["micro"], model["hidden"], model["heads"], 2, model["layers"]
+
+        def formula(sp, recompute):
+            split = t if sp else 1
+            if recompute == "full":
+                return L * 2 * s * b * h / split * 2  # each layer's input, 4-byte elements
+            core = 0 if recompute == "selective" else 2 * a * s / (h * t)
+            return L * s * b * h * (8 / split + 24 / t + core) * 2
+
+        rates, peaks = {}, {}
+        for k in range(ROUNDS):
+            for recompute in ("none", "selective", "full"):
+                for sp in (False, True):
+                    name = f"tp2_{recompute}{'_sp' if sp else ''}"
+                    rows, out = self.trident(f"{name}.{k}", 2, [
+                        "parallel.tp=2", "parallel.zero_stage=0",
+                        "parallel.activation_checkpointing=%s" % recompute,
+                        "parallel.sequence_parallel=%s" % ("true" if sp else "false"),
+                        "train.global_batch_size=%d" % model["micro"]], model=model,
+                        want_stdout=True)
+                    rates.setdefault(name, []).extend(r["step_time_s"] for r in rows)
+                    peaks[name] = peak_activation_bytes(out)
+        for recompute in ("none", "selective"):
+            for sp in (False, True):
+                name = f"tp2_{recompute}{'_sp' if sp else ''}"
+                want = formula(sp, recompute)
+                self.add("activation bytes tp 2 %s%s / formula" % (recompute, ", sp" if sp else ""),
+                         "%.3f" % (peaks[name] / want), "(report)", None,
+                         "%d vs %d bytes (4 layers; the rest is embedding, head, data)"
+                         % (peaks[name], want))
+        for recompute in ("none", "selective", "full"):
+            ratio = peaks[f"tp2_{recompute}_sp"] / peaks[f"tp2_{recompute}"]
+            # Full recomputation keeps each stage's input: at pp 1 the token ids and targets.
+            what = " (the stage's input: token ids at pp 1)" if recompute == "full" else ""
+            self.add("activation bytes tp 2 %s: sp / no sp" % recompute, "%.3f" % ratio,
+                     "(report)", None, "%d vs %d bytes%s" % (peaks[f"tp2_{recompute}_sp"],
+                                                             peaks[f"tp2_{recompute}"], what))
+        for recompute in ("selective", "full"):
+            ratio = median(rates[f"tp2_{recompute}"]) / median(rates["tp2_none"])
+            self.add("step time tp 2 %s / none" % recompute, "%.3f" % ratio, "(report)", None,
+                     "median %.3f vs %.3f s" % (median(rates[f"tp2_{recompute}"]),
+                                                median(rates["tp2_none"])))
+        ratio = median(rates["tp2_none_sp"]) / median(rates["tp2_none"])
+        self.add("step time tp 2 sp / no sp", "%.3f" % ratio, "(report)", None,
+                 "median %.3f vs %.3f s" % (median(rates["tp2_none_sp"]), median(rates["tp2_none"])))
 
     def offload(self):
         """The nvme tier: peak RSS, disk and tier bandwidth, and capacity under a cap."""
@@ -297,6 +384,15 @@ class Bench:
             met = "" if ok is None else ("yes" if ok else "**no**")
             lines.append(f"| {figure} | {measured} | {target} | {met} | {detail} |")
         return "\n".join(lines)
+
+
+def peak_activation_bytes(stdout):
+    """Rank 0's peak activation bytes from `trident train`'s memory report
+    ("rank 0 (dp 0 pp 0 tp 0): params / grads / optimizer / activations")."""
+    for line in reversed(stdout.splitlines()):
+        if line.strip().startswith("rank 0 ("):
+            return int(line.rsplit("/", 1)[1])
+    sys.exit("bench: no memory report in trident train's output")
 
 
 def write_doc(path, table, header):
@@ -316,12 +412,13 @@ def main():
     ap.add_argument("--doc", default="")
     ap.add_argument("--parts", default="",
                     help="comma-separated subset of: ceiling, one_rank_and_data_parallel, "
-                         "tensor_parallel, pipeline, zero3, offload (default: all)")
+                         "tensor_parallel, pipeline, zero3, activation_memory, offload "
+                         "(default: all)")
     a = ap.parse_args()
     b = Bench(a.build, a.steps)
     t0 = time.time()
     parts = (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline, b.zero3,
-             b.offload)
+             b.activation_memory, b.offload)
     if a.parts:
         wanted = a.parts.split(",")
         parts = tuple(p for p in parts if p.__name__ in wanted)

@@ -21,7 +21,8 @@ int cmd_check(const Args& args) {
             << " x tp " << p.tp << " (rank = tp + tp*(dp + dp*pp))\n";
   std::cout << "#   ZeRO stage " << p.zero_stage << ", schedule " << p.schedule << " over "
             << config.micro_batches() << " micro-batches of " << config.train.micro_batch_size
-            << " per dp rank, activation checkpointing " << p.activation_checkpointing << "\n";
+            << " per dp rank, activation checkpointing " << p.activation_checkpointing
+            << (p.sequence_parallel ? ", sequence parallel over tp" : "") << "\n";
   std::cout << "#   " << config.model.layers / p.pp << " layers per stage, "
             << config.model.heads / p.tp << " heads per tp rank, vocab padded to "
             << config.padded_vocab() << "\n";

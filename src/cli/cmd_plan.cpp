@@ -64,6 +64,7 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.global_batch = c.train.global_batch_size;
   m.precision = name_of(c.train.precision);
   m.schedule = name_of(c.parallel.schedule);
+  m.virtual_stages = c.parallel.virtual_stages;
   m.grad_reduce_dtype = name_of(c.parallel.grad_reduce_dtype);
   m.bucket_size = c.parallel.bucket_size;
   m.llama = c.model.arch == ModelArch::kLlama;
@@ -96,6 +97,8 @@ plan::Layout parse_layout(const std::string& text, const TrainConfig& c) {
   l.zero = v.size() > 3 ? static_cast<int>(v[3]) : static_cast<int>(c.parallel.zero_stage);
   l.micro_batch = v.size() > 4 ? v[4] : c.train.micro_batch_size;
   l.checkpointing = c.parallel.activation_checkpointing == ActivationCheckpointing::kFull;
+  l.selective = c.parallel.activation_checkpointing == ActivationCheckpointing::kSelective;
+  l.sequence_parallel = c.parallel.sequence_parallel && l.tp > 1;
   if (v.size() > 5) {
     const std::string ckpt = words.empty() ? std::to_string(v[5]) : words.back();
     if (ckpt == "full" || ckpt == "1")

@@ -14,6 +14,7 @@ int cmd_schedule(const Args& args) {
   options.pp = args.get_positive_int("pp", 1);
   options.micro_batches = args.get_positive_int("micro-batches", 1);
   options.schedule = args.get("schedule", "1f1b");
+  options.virtual_stages = args.get_positive_int("virtual-stages", 1);
   options.full = args.has("full");
   options.forward_cost = args.get_positive_double("forward-cost", 1.0);
   options.backward_cost = args.get_positive_double("backward-cost", 2.0);

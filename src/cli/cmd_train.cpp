@@ -44,7 +44,8 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
   std::cout << "trident: " << params << " parameters, " << world << " ranks = dp " << p.dp
             << " x pp " << p.pp << " x tp " << p.tp << ", ZeRO stage " << p.zero_stage << ", "
             << p.schedule << " over " << config.micro_batches() << " micro-batches, checkpointing "
-            << p.activation_checkpointing << ", " << config.train.precision << "\n";
+            << p.activation_checkpointing << (p.sequence_parallel ? ", sequence parallel" : "")
+            << ", " << config.train.precision << "\n";
   if (p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone)
     std::cout << "offload: " << offload_line(p, trainer.optimizer()) << "\n";
   std::cout << "data: " << trainer.data_description() << "\n";

@@ -45,16 +45,25 @@ const std::vector<Command>& commands() {
        "validate a config and print the resolved config and layout",
        cmd_check},
       {{"schedule",
-        "trident schedule --pp P --micro-batches M [--schedule 1f1b|gpipe] [--full]\n"
-        "                        [--forward-cost F] [--backward-cost B]",
+        "trident schedule --pp P --micro-batches M\n"
+        "                        [--schedule 1f1b|gpipe|interleaved-1f1b|zb-h1]\n"
+        "                        [--virtual-stages V] [--full] [--forward-cost F]\n"
+        "                        [--backward-cost B]",
         "Prints the pipeline schedule of every stage, checks all stages together\n"
         "(every send meets its receive, no deadlock) and reports the bubble.",
         {{"pp", "P", "number of pipeline stages", kRequired},
          {"micro-batches", "M", "micro-batches per optimizer step", kRequired},
-         {"schedule", "NAME", "1f1b (default) or gpipe", false, false, {"1f1b", "gpipe"}},
+         {"schedule",
+          "NAME",
+          "1f1b (default), gpipe, interleaved-1f1b or zb-h1",
+          false,
+          false,
+          {"1f1b", "gpipe", "interleaved-1f1b", "zb-h1"}},
+         {"virtual-stages", "V", "model chunks per stage (interleaved-1f1b; default 1)"},
          {"full", "", "also print every instruction, sends and receives included"},
          {"forward-cost", "F", "time of one forward (default 1)"},
-         {"backward-cost", "B", "time of one backward (default 2)"}},
+         {"backward-cost", "B",
+          "time of one backward (default 2); zb-h1's B and W halves take half each"}},
         0,
         0,
         "",

@@ -22,14 +22,19 @@ const std::vector<ChoiceName<Precision>>& choice_names() {
 template <>
 const std::vector<ChoiceName<PipelineSchedule>>& choice_names() {
   static const std::vector<ChoiceName<PipelineSchedule>> names = {
-      {PipelineSchedule::kGpipe, "gpipe"}, {PipelineSchedule::kOneFOneB, "1f1b"}};
+      {PipelineSchedule::kGpipe, "gpipe"},
+      {PipelineSchedule::kOneFOneB, "1f1b"},
+      {PipelineSchedule::kInterleaved1F1B, "interleaved-1f1b"},
+      {PipelineSchedule::kZbH1, "zb-h1"}};
   return names;
 }
 
 template <>
 const std::vector<ChoiceName<ActivationCheckpointing>>& choice_names() {
   static const std::vector<ChoiceName<ActivationCheckpointing>> names = {
-      {ActivationCheckpointing::kNone, "none"}, {ActivationCheckpointing::kFull, "full"}};
+      {ActivationCheckpointing::kNone, "none"},
+      {ActivationCheckpointing::kSelective, "selective"},
+      {ActivationCheckpointing::kFull, "full"}};
   return names;
 }
 

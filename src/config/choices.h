@@ -13,9 +13,10 @@ enum class ModelArch { kGpt2, kLlama };
 /// train.precision: the dtype of parameters and activations.
 enum class Precision { kFp64, kFp32, kBf16 };
 /// parallel.schedule
-enum class PipelineSchedule { kGpipe, kOneFOneB };
-/// parallel.activation_checkpointing
-enum class ActivationCheckpointing { kNone, kFull };
+enum class PipelineSchedule { kGpipe, kOneFOneB, kInterleaved1F1B, kZbH1 };
+/// parallel.activation_checkpointing: keep everything; recompute only attention's core
+/// (scores, softmax, weighted sum of the values) in backward; recompute each stage's forward.
+enum class ActivationCheckpointing { kNone, kSelective, kFull };
 /// parallel.grad_reduce_dtype: the dtype gradients travel in between dp ranks.
 enum class ReduceDtype { kFp32, kBf16 };
 /// train.device: where tensors live and kernels run.

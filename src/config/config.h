@@ -40,8 +40,10 @@ struct ParallelConfig {
   int64_t tp = 1;
   int64_t zero_stage = 0;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaved-1f1b)
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
-  int64_t bucket_size = 1 << 20;  ///< elements per gradient bucket
+  bool sequence_parallel = false;  ///< shard norms and the residual stream over tp by sequence
+  int64_t bucket_size = 1 << 20;   ///< elements per gradient bucket
   double timeout_s = 300;
   ReduceDtype grad_reduce_dtype = ReduceDtype::kFp32;
   Toggle zero3_prefetch = Toggle::kOn;                 ///< gather the next layer while one runs

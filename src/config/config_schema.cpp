@@ -131,10 +131,22 @@ std::vector<KeySpec> build_schema() {
        "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients, "
        "3 also shard parameters (gathered per layer on use)"},
       {"parallel", "schedule", choice_field(kParallel, &P::schedule),
-       choices_of<PipelineSchedule>(), "pipeline schedule"},
+       choices_of<PipelineSchedule>(),
+       "pipeline schedule: gpipe, 1f1b, interleaved-1f1b (virtual stages, Megatron's order) or "
+       "zb-h1 (backward split into input and weight halves, Qi et al.)"},
+      {"parallel", "virtual_stages", field(kParallel, &P::virtual_stages), at_least(1),
+       "interleaved-1f1b: model chunks per pipeline stage (chunk c of stage s holds virtual "
+       "stage c * pp + s); model.layers divisible by pp * virtual_stages"},
       {"parallel", "activation_checkpointing",
        choice_field(kParallel, &P::activation_checkpointing), choices_of<ActivationCheckpointing>(),
-       "recompute each stage's forward before its backward"},
+       "none keeps every activation; selective recomputes only attention's scores, softmax and "
+       "weighted values in backward (Megatron's selective recomputation); full keeps each "
+       "stage's input and recomputes its forward before its backward"},
+      {"parallel", "sequence_parallel", field(kParallel, &P::sequence_parallel), any(),
+       "with tp > 1: layer norms and the residual stream are split over the tp ranks along "
+       "the sequence (all-gather before and reduce-scatter after each tp region instead of "
+       "all-reduces), dividing their activations and the pipeline's traffic by tp; "
+       "model.seq_len must be divisible by tp"},
       {"parallel", "bucket_size", field(kParallel, &P::bucket_size), at_least(1),
        "elements per gradient bucket for reduce-scatter / all-reduce"},
       {"parallel", "timeout_s", field(kParallel, &P::timeout_s), above(0),

@@ -2,6 +2,8 @@
 // (the layout divides the model and the batch, dp*pp*tp matches the world size).
 #include "config/config_validate.h"
 
+#include <algorithm>  // std::max
+
 #include "config/config_schema.h"
 
 namespace trident::config_detail {
@@ -73,6 +75,78 @@ void check_llama_shape(TrainConfig& c, const Origins& origins, int, Errors& erro
                      "to be a multiple of kv_heads; use tp in " +
                      divisors_of(kv) + " or a multiple of " + std::to_string(kv));
   }
+}
+
+/// Sequence parallelism splits the sequence over the tp ranks: it needs some to split over
+/// and an even split.
+void check_sequence_parallel(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ParallelConfig& p = c.parallel;
+  if (!p.sequence_parallel) return;
+  if (p.tp < 2) {
+    errors.push_back(origins.where("parallel.sequence_parallel") +
+                     ": parallel.sequence_parallel = true needs parallel.tp > 1 (it splits the "
+                     "sequence over the tensor-parallel ranks), but parallel.tp = " +
+                     std::to_string(p.tp) + "; set tp to 2 or more, or sequence_parallel = false");
+    return;
+  }
+  if (c.model.seq_len % p.tp != 0)
+    errors.push_back(origins.where("model.seq_len") +
+                     ": parallel.sequence_parallel = true splits the sequence over parallel.tp = " +
+                     std::to_string(p.tp) +
+                     " ranks, but model.seq_len = " + std::to_string(c.model.seq_len) +
+                     " is not divisible by it; use a seq_len "
+                     "that is a multiple of " +
+                     std::to_string(p.tp) + ", or sequence_parallel = false");
+}
+
+/// Interleaved 1F1B splits each stage into virtual_stages chunks of equal layers and, as in
+/// Megatron, runs rounds of pp micro-batches; the other schedules run one chunk per stage.
+void check_virtual_stages(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ParallelConfig& p = c.parallel;
+  const std::string where = origins.where("parallel.virtual_stages");
+  if (p.schedule != PipelineSchedule::kInterleaved1F1B) {
+    if (p.virtual_stages != 1)
+      errors.push_back(where + ": parallel.virtual_stages = " + std::to_string(p.virtual_stages) +
+                       " needs parallel.schedule = \"interleaved-1f1b\"; set it to 1 or change "
+                       "the schedule");
+    return;
+  }
+  if (p.pp < 2)
+    errors.push_back(origins.where("parallel.schedule") +
+                     ": parallel.schedule = \"interleaved-1f1b\" needs parallel.pp >= 2, got " +
+                     std::to_string(p.pp) + "; use pp >= 2 or schedule \"1f1b\"");
+  if (p.pp > 0 && p.virtual_stages > 0 && c.model.layers % (p.pp * p.virtual_stages) != 0)
+    errors.push_back(
+        where + ": model.layers = " + std::to_string(c.model.layers) +
+        " is not divisible by parallel.pp * parallel.virtual_stages = " + std::to_string(p.pp) +
+        " * " + std::to_string(p.virtual_stages) + " = " + std::to_string(p.pp * p.virtual_stages) +
+        "; use virtual_stages in " + divisors_of(c.model.layers / std::max<int64_t>(1, p.pp)) +
+        " or change layers");
+  if (p.zero_stage == 3)
+    errors.push_back(origins.where("parallel.zero_stage") +
+                     ": parallel.zero_stage = 3 does not run with parallel.schedule = "
+                     "\"interleaved-1f1b\" yet; use zero_stage 0, 1 or 2, or schedule \"1f1b\"");
+}
+
+/// The micro-batch count the schedules need: interleaved 1F1B runs rounds of pp.
+void check_schedule_micro_batches(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ParallelConfig& p = c.parallel;
+  if (p.dp <= 0 || c.train.micro_batch_size <= 0) return;
+  if (p.schedule == PipelineSchedule::kZbH1 && p.zero_stage == 3)
+    errors.push_back(origins.where("parallel.zero_stage") +
+                     ": parallel.zero_stage = 3 does not run with parallel.schedule = \"zb-h1\" "
+                     "yet; use zero_stage 0, 1 or 2, or schedule \"1f1b\"");
+  if (p.schedule != PipelineSchedule::kInterleaved1F1B || p.pp < 2) return;
+  if (c.train.global_batch_size % (c.train.micro_batch_size * p.dp) != 0) return;  // said above
+  const int64_t m = c.train.global_batch_size / (c.train.micro_batch_size * p.dp);
+  if (m % p.pp == 0) return;
+  errors.push_back(origins.where("train.global_batch_size") + ": train.global_batch_size = " +
+                   std::to_string(c.train.global_batch_size) + " gives " + std::to_string(m) +
+                   " micro-batches per step (global_batch_size / (micro_batch_size * dp)), but "
+                   "parallel.schedule = \"interleaved-1f1b\" runs them in rounds of "
+                   "parallel.pp = " +
+                   std::to_string(p.pp) + "; make that count a multiple of " +
+                   std::to_string(p.pp));
 }
 
 void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Errors& errors) {
@@ -170,8 +244,10 @@ void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) 
 
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
-constexpr CrossCheck kCrossChecks[] = {check_model_shape, check_llama_shape,      check_world_size,
-                                       check_batch,       check_schedule_lengths, check_offload};
+constexpr CrossCheck kCrossChecks[] = {
+    check_model_shape, check_llama_shape, check_sequence_parallel,      check_virtual_stages,
+    check_world_size,  check_batch,       check_schedule_micro_batches, check_schedule_lengths,
+    check_offload};
 
 }  // namespace
 

@@ -6,9 +6,11 @@
 
 #include <cmath>
 
+#include "models/attention_core.h"
 #include "parallel/communicator.h"
 #include "tensor_parallel/cross_entropy.h"
 #include "tensor_parallel/mappings.h"
+#include "tensor_parallel/sequence_mappings.h"
 
 namespace trident {
 
@@ -22,57 +24,66 @@ at::Tensor norm_param(ParamRegistry& params, const std::string& name, int64_t hi
 }  // namespace
 
 GptBlock::GptBlock(ParamRegistry& params, Communicator& tp, const GptOptions& o, int64_t index)
-    : o_(o), local_heads_(o.heads / tp.size()) {
+    : tp_(tp), o_(o), local_heads_(o.heads / tp.size()) {
   TORCH_CHECK(o.heads % tp.size() == 0, "model.heads = ", o.heads,
               " is not divisible by parallel.tp = ", tp.size());
   const std::string p = "h." + std::to_string(index) + ".";
   const int64_t c = o.hidden;
   // GPT-2: residual projections scaled by 1/sqrt(2 * layers).
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(o.layers));
+  auto linear = [&o](int64_t in, int64_t out, double std, int fused_chunks = 1) {
+    LinearOptions l{in, out, std, fused_chunks};
+    l.sequence_parallel = o.sequence_parallel;
+    return l;
+  };
   ln_1_weight_ =
       register_parameter("ln_1_weight", norm_param(params, p + "ln_1.weight", c, InitKind::kOnes));
   ln_1_bias_ =
       register_parameter("ln_1_bias", norm_param(params, p + "ln_1.bias", c, InitKind::kZeros));
-  qkv_ = register_module("qkv", std::make_shared<ColumnParallelLinear>(
-                                    params, tp, p + "attn.qkv", LinearOptions{c, 3 * c, 0.02, 3}));
+  qkv_ = register_module("qkv", std::make_shared<ColumnParallelLinear>(params, tp, p + "attn.qkv",
+                                                                       linear(c, 3 * c, 0.02, 3)));
   attn_proj_ = register_module(
-      "attn_proj", std::make_shared<RowParallelLinear>(params, tp, p + "attn.proj",
-                                                       LinearOptions{c, c, residual_std}));
+      "attn_proj",
+      std::make_shared<RowParallelLinear>(params, tp, p + "attn.proj", linear(c, c, residual_std)));
   ln_2_weight_ =
       register_parameter("ln_2_weight", norm_param(params, p + "ln_2.weight", c, InitKind::kOnes));
   ln_2_bias_ =
       register_parameter("ln_2_bias", norm_param(params, p + "ln_2.bias", c, InitKind::kZeros));
-  fc_ = register_module("fc", std::make_shared<ColumnParallelLinear>(
-                                  params, tp, p + "mlp.fc", LinearOptions{c, 4 * c, 0.02}));
-  mlp_proj_ = register_module(
-      "mlp_proj", std::make_shared<RowParallelLinear>(params, tp, p + "mlp.proj",
-                                                      LinearOptions{4 * c, c, residual_std}));
+  fc_ = register_module("fc", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.fc",
+                                                                     linear(c, 4 * c, 0.02)));
+  mlp_proj_ =
+      register_module("mlp_proj", std::make_shared<RowParallelLinear>(
+                                      params, tp, p + "mlp.proj", linear(4 * c, c, residual_std)));
+}
+
+at::Tensor GptBlock::replicated(const at::Tensor& w) {
+  return o_.sequence_parallel ? sum_grad_over_sequence(w, tp_) : w;
 }
 
 at::Tensor GptBlock::attention(const at::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1);
   const int64_t hd = o_.hidden / o_.heads;
+  at::Tensor qkv = qkv_->forward(x);  // (B, T, 3C/tp), the whole sequence
+  const int64_t B = qkv.size(0), T = qkv.size(1);
   // (B, T, 3C/tp) -> (3, B, nh/tp, T, hd): this rank's q heads, then k, then v.
-  at::Tensor qkv = qkv_->forward(x).view({B, T, 3, local_heads_, hd}).permute({2, 0, 3, 1, 4});
-  at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
-  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  at::Tensor future = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).triu(1);
-  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
-  att = at::softmax(att, -1);                                // (B, nh/tp, T, T)
-  at::Tensor y = at::matmul(att, v);                         // (B, nh/tp, T, hd)
+  qkv = qkv.view({B, T, 3, local_heads_, hd}).permute({2, 0, 3, 1, 4});
+  at::Tensor y = causal_attention(qkv[0], qkv[1], qkv[2], o_.recompute_attention);
   y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
   return attn_proj_->forward(y);
 }
 
 at::Tensor GptBlock::forward(const at::Tensor& x) {
   const double eps = GptOptions::kLayerNormEps;
-  at::Tensor h = x + attention(at::layer_norm(x, {o_.hidden}, ln_1_weight_, ln_1_bias_, eps));
-  at::Tensor m = at::layer_norm(h, {o_.hidden}, ln_2_weight_, ln_2_bias_, eps);
+  at::Tensor h = x + attention(at::layer_norm(x, {o_.hidden}, replicated(ln_1_weight_),
+                                              replicated(ln_1_bias_), eps));
+  at::Tensor m =
+      at::layer_norm(h, {o_.hidden}, replicated(ln_2_weight_), replicated(ln_2_bias_), eps);
   return h + mlp_proj_->forward(at::gelu(fc_->forward(m), "tanh"));
 }
 
 GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
-    : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype}, o.seed, tp, stage, stages),
+    : ModelStage(
+          StageDims{o.hidden, o.vocab, o.seq_len, o.dtype, o.sequence_parallel ? tp.size() : 1},
+          o.seed, tp, stage, stages),
       o_(o) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
               " is not divisible by parallel.pp = ", stages);
@@ -82,7 +93,7 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
   if (is_first()) {
     wte_ = register_module("wte", std::make_shared<VocabParallelEmbedding>(
                                       params_, tp, "wte", o.vocab, o.padded_vocab, o.hidden,
-                                      /*tied_copy=*/false));
+                                      /*tied_copy=*/false, o.sequence_parallel));
     wpe_ = register_parameter("wpe", params_.create({"wpe.weight",
                                                      {o.seq_len, o.hidden},
                                                      ShardSpec{},
@@ -122,9 +133,16 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
                              double loss_scale) {
   int unit = 0;
   at::Tensor x = input;
+  const bool sp = o_.sequence_parallel;
+  // A replicated parameter that meets only this rank's slice of the sequence.
+  auto replicated = [&](const at::Tensor& w) { return sp ? sum_grad_over_sequence(w, tp_) : w; };
   if (is_first()) {
-    x = run_layer(scope_, unit++, input, [this](const at::Tensor& ids) {
-      return wte_->forward(ids) + wpe_.narrow(0, 0, ids.size(1));  // (B, T, C)
+    x = run_layer(scope_, unit++, input, [&](const at::Tensor& ids) {
+      // Sequence parallel: the embedding's sum over tp arrives as this rank's slice of the
+      // sequence, and the slice's positions are added to it.
+      const int64_t n = ids.size(1) / (sp ? tp_.size() : 1);
+      const int64_t first = sp ? tp_.rank() * n : 0;
+      return wte_->forward(ids) + replicated(wpe_).narrow(0, first, n);  // (B, n, C)
     });
   }
   for (auto& block : blocks_)
@@ -132,14 +150,15 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
   if (!is_last()) return x;
 
   return run_layer(scope_, unit, x, [&](const at::Tensor& h) {
-    const int64_t B = h.size(0), T = h.size(1);
-    at::Tensor n =
-        at::layer_norm(h, {o_.hidden}, ln_f_weight_, ln_f_bias_, GptOptions::kLayerNormEps);
+    at::Tensor n = at::layer_norm(h, {o_.hidden}, replicated(ln_f_weight_), replicated(ln_f_bias_),
+                                  GptOptions::kLayerNormEps);
+    // The head reads the whole sequence: gathered from the slices under sequence parallelism.
+    n = sp ? gather_from_sequence_region(n, tp_) : copy_to_tp_region(n, tp_);  // (B, T, C)
+    const int64_t B = n.size(0), T = n.size(1);
     // Tied head on this rank's vocabulary slice: (B*T, C) x (V/tp, C)^T -> (B*T, V/tp).
-    at::Tensor logits =
-        at::matmul(copy_to_tp_region(n, tp_).reshape({B * T, o_.hidden}), wte_->weight().t());
-    at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
-                                                     wte_->vocab_start(), o_.vocab);
+    at::Tensor logits = at::matmul(n.reshape({B * T, o_.hidden}), wte_->weight().t());
+    at::Tensor losses = vocab_parallel_cross_entropy(
+        logits, targets.reshape({B * T}), tp_, wte_->vocab_start(), o_.vocab, reentrant_backward_);
     return losses.sum() * loss_scale;
   });
 }

@@ -24,6 +24,10 @@ struct GptOptions {
   int64_t seq_len = 32;
   uint64_t seed = 1234;
   at::ScalarType dtype = at::kFloat;
+  /// Norms and the residual stream hold this tp rank's slice of the sequence.
+  bool sequence_parallel = false;
+  /// Recompute attention's core in backward instead of keeping it ("selective").
+  bool recompute_attention = false;
   static constexpr double kLayerNormEps = 1e-5;
 };
 
@@ -31,11 +35,16 @@ struct GptOptions {
 class GptBlock : public torch::nn::Module {
  public:
   GptBlock(ParamRegistry& params, Communicator& tp, const GptOptions& o, int64_t index);
-  /// x (B, T, C) replicated over tp -> (B, T, C).
+  /// x (B, T, C) replicated over tp -> (B, T, C); with sequence parallelism this rank's
+  /// slice (B, T/tp, C) -> (B, T/tp, C).
   at::Tensor forward(const at::Tensor& x);
 
  private:
-  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C), or slices as forward
+  /// A replicated parameter as the block uses it: with sequence parallelism it meets only
+  /// this rank's slice, so its gradient is summed over tp.
+  at::Tensor replicated(const at::Tensor& w);
+  Communicator& tp_;
   GptOptions o_;
   int64_t local_heads_;
   at::Tensor ln_1_weight_, ln_1_bias_, ln_2_weight_, ln_2_bias_;

@@ -5,11 +5,12 @@
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
 #include <cmath>
-#include <limits>
 
+#include "models/attention_core.h"
 #include "parallel/communicator.h"
 #include "tensor_parallel/cross_entropy.h"
 #include "tensor_parallel/mappings.h"
+#include "tensor_parallel/sequence_mappings.h"
 
 namespace trident {
 
@@ -22,10 +23,11 @@ at::Tensor norm_param(ParamRegistry& params, const std::string& name, int64_t hi
   return params.create({name, {hidden}, ShardSpec{}, InitKind::kOnes});
 }
 
-LinearOptions no_bias(int64_t in, int64_t out, int replicas = 1) {
+LinearOptions no_bias(bool sequence_parallel, int64_t in, int64_t out, int replicas = 1) {
   LinearOptions o{in, out, kInitStd};
   o.bias = false;
   o.replicas = replicas;
+  o.sequence_parallel = sequence_parallel;
   return o;
 }
 
@@ -33,7 +35,7 @@ LinearOptions no_bias(int64_t in, int64_t out, int replicas = 1) {
 
 LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptions& o,
                        int64_t index, const RopeTables& rope)
-    : o_(o), rope_(rope) {
+    : tp_(tp), o_(o), rope_(rope) {
   const int t = tp.size();
   TORCH_CHECK(
       o.heads % t == 0 && o.heads % o.kv_heads == 0 && (o.kv_heads % t == 0 || t % o.kv_heads == 0),
@@ -43,27 +45,35 @@ LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptio
   local_kv_heads_ = o.kv_heads * replicas / t;
   const std::string p = "h." + std::to_string(index) + ".";
   const int64_t c = o.hidden, hd = o.head_dim();
+  const bool sp = o.sequence_parallel;
   norm_1_weight_ = register_parameter("norm_1_weight", norm_param(params, p + "norm_1.weight", c));
   q_ = register_module("q", std::make_shared<ColumnParallelLinear>(params, tp, p + "attn.q",
-                                                                   no_bias(c, o.heads * hd)));
-  k_ = register_module("k", std::make_shared<ColumnParallelLinear>(
-                                params, tp, p + "attn.k", no_bias(c, o.kv_heads * hd, replicas)));
-  v_ = register_module("v", std::make_shared<ColumnParallelLinear>(
-                                params, tp, p + "attn.v", no_bias(c, o.kv_heads * hd, replicas)));
-  o_proj_ = register_module(
-      "o", std::make_shared<RowParallelLinear>(params, tp, p + "attn.o", no_bias(o.heads * hd, c)));
+                                                                   no_bias(sp, c, o.heads * hd)));
+  k_ = register_module(
+      "k", std::make_shared<ColumnParallelLinear>(params, tp, p + "attn.k",
+                                                  no_bias(sp, c, o.kv_heads * hd, replicas)));
+  v_ = register_module(
+      "v", std::make_shared<ColumnParallelLinear>(params, tp, p + "attn.v",
+                                                  no_bias(sp, c, o.kv_heads * hd, replicas)));
+  o_proj_ = register_module("o", std::make_shared<RowParallelLinear>(params, tp, p + "attn.o",
+                                                                     no_bias(sp, o.heads * hd, c)));
   norm_2_weight_ = register_parameter("norm_2_weight", norm_param(params, p + "norm_2.weight", c));
-  gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.gate",
-                                                                         no_bias(c, o.ffn_hidden)));
+  gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(
+                                      params, tp, p + "mlp.gate", no_bias(sp, c, o.ffn_hidden)));
   up_ = register_module("up", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.up",
-                                                                     no_bias(c, o.ffn_hidden)));
-  down_ = register_module("down", std::make_shared<RowParallelLinear>(params, tp, p + "mlp.down",
-                                                                      no_bias(o.ffn_hidden, c)));
+                                                                     no_bias(sp, c, o.ffn_hidden)));
+  down_ = register_module("down", std::make_shared<RowParallelLinear>(
+                                      params, tp, p + "mlp.down", no_bias(sp, o.ffn_hidden, c)));
+}
+
+at::Tensor LlamaBlock::replicated(const at::Tensor& w) {
+  return o_.sequence_parallel ? sum_grad_over_sequence(w, tp_) : w;
 }
 
 at::Tensor LlamaBlock::attention(const at::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), hd = o_.head_dim();
-  at::Tensor q = q_->forward(x).view({B, T, local_heads_, hd}).transpose(1, 2);  // (B, H/tp, T, hd)
+  at::Tensor q = q_->forward(x);  // (B, T, H/tp * hd), the whole sequence
+  const int64_t B = q.size(0), T = q.size(1), hd = o_.head_dim();
+  q = q.view({B, T, local_heads_, hd}).transpose(1, 2);  // (B, H/tp, T, hd)
   at::Tensor k =
       k_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);  // (B, KVl, T, hd)
   at::Tensor v = v_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);
@@ -76,23 +86,21 @@ at::Tensor LlamaBlock::attention(const at::Tensor& x) {
     k = k.repeat_interleave(group, 1);  // (B, H/tp, T, hd)
     v = v.repeat_interleave(group, 1);
   }
-  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  at::Tensor future = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).triu(1);
-  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
-  att = at::softmax(att, -1);                                // (B, H/tp, T, T)
-  at::Tensor y = at::matmul(att, v);                         // (B, H/tp, T, hd)
-  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
+  at::Tensor y = causal_attention(q, k, v, o_.recompute_attention);  // (B, H/tp, T, hd)
+  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});          // (B, T, C/tp)
   return o_proj_->forward(y);
 }
 
 at::Tensor LlamaBlock::forward(const at::Tensor& x) {
-  at::Tensor h = x + attention(rms_norm(x, norm_1_weight_, o_.norm_eps));
-  at::Tensor m = rms_norm(h, norm_2_weight_, o_.norm_eps);
+  at::Tensor h = x + attention(rms_norm(x, replicated(norm_1_weight_), o_.norm_eps));
+  at::Tensor m = rms_norm(h, replicated(norm_2_weight_), o_.norm_eps);
   return h + down_->forward(at::silu(gate_->forward(m)) * up_->forward(m));  // (B, T, C)
 }
 
 LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages)
-    : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype}, o.seed, tp, stage, stages),
+    : ModelStage(
+          StageDims{o.hidden, o.vocab, o.seq_len, o.dtype, o.sequence_parallel ? tp.size() : 1},
+          o.seed, tp, stage, stages),
       o_(o),
       rope_(rope_tables(o.seq_len, o.head_dim(), o.rope_theta, o.dtype)) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
@@ -105,7 +113,7 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
   if (is_first()) {
     embed_ = register_module("embed", std::make_shared<VocabParallelEmbedding>(
                                           params_, tp, embed_name, o.vocab, o.padded_vocab,
-                                          o.hidden, /*tied_copy=*/false));
+                                          o.hidden, /*tied_copy=*/false, o.sequence_parallel));
     add_unit(0);
   }
   const int64_t per_stage = o.layers / stages;
@@ -146,21 +154,26 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
   at::Tensor x = input;
   if (is_first())
     x = run_layer(scope_, unit++, input, [this](const at::Tensor& ids) {
-      return embed_->forward(ids);  // (B, T, C)
+      return embed_->forward(ids);  // (B, T, C); sequence parallel: (B, T/tp, C)
     });
   for (auto& block : blocks_)
     x = run_layer(scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); });
   if (!is_last()) return x;
 
   return run_layer(scope_, unit, x, [&](const at::Tensor& h) {
-    const int64_t B = h.size(0), T = h.size(1);
-    const at::Tensor normed = rms_norm(h, norm_f_weight_, o_.norm_eps);
+    const bool sp = o_.sequence_parallel;
+    const at::Tensor norm_weight =
+        sp ? sum_grad_over_sequence(norm_f_weight_, tp_) : norm_f_weight_;
+    // The head reads the whole sequence: gathered from the slices under sequence parallelism.
+    const at::Tensor normed =
+        sp ? gather_from_sequence_region(rms_norm(h, norm_weight, o_.norm_eps), tp_)
+           : copy_to_tp_region(rms_norm(h, norm_weight, o_.norm_eps), tp_);
+    const int64_t B = normed.size(0), T = normed.size(1);
     const at::Tensor& head = o_.tie_embeddings ? embed_->weight() : lm_head_;  // (V/tp, C)
     const int64_t vocab_start = o_.tie_embeddings ? embed_->vocab_start() : head_vocab_start_;
-    at::Tensor logits = at::matmul(copy_to_tp_region(normed, tp_).reshape({B * T, o_.hidden}),
-                                   head.t());  // (B*T, V/tp)
-    at::Tensor losses =
-        vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_, vocab_start, o_.vocab);
+    at::Tensor logits = at::matmul(normed.reshape({B * T, o_.hidden}), head.t());  // (B*T, V/tp)
+    at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
+                                                     vocab_start, o_.vocab, reentrant_backward_);
     return losses.sum() * loss_scale;
   });
 }

@@ -29,6 +29,10 @@ struct LlamaOptions {
   bool tie_embeddings = false;
   uint64_t seed = 1234;
   at::ScalarType dtype = at::kFloat;
+  /// Norms and the residual stream hold this tp rank's slice of the sequence.
+  bool sequence_parallel = false;
+  /// Recompute attention's core in backward instead of keeping it ("selective").
+  bool recompute_attention = false;
 
   int64_t head_dim() const { return hidden / heads; }
   /// tp ranks that hold the same kv heads: tp / kv_heads when tp exceeds kv_heads.
@@ -42,11 +46,16 @@ class LlamaBlock : public torch::nn::Module {
  public:
   LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptions& o, int64_t index,
              const RopeTables& rope);
-  /// x (B, T, C) replicated over tp -> (B, T, C).
+  /// x (B, T, C) replicated over tp -> (B, T, C); with sequence parallelism this rank's
+  /// slice (B, T/tp, C) -> (B, T/tp, C).
   at::Tensor forward(const at::Tensor& x);
 
  private:
-  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C), or slices as forward
+  /// A norm weight as the block uses it: with sequence parallelism it meets only this
+  /// rank's slice, so its gradient is summed over tp.
+  at::Tensor replicated(const at::Tensor& w);
+  Communicator& tp_;
   LlamaOptions o_;
   const RopeTables& rope_;
   int64_t local_heads_, local_kv_heads_;

@@ -5,8 +5,11 @@
 #include <ATen/detail/CUDAHooksInterface.h>  // at::detail::getCUDAHooks
 
 #include <stdexcept>  // std::logic_error
+#include <utility>    // std::move
+#include <vector>     // std::vector
 
 #include "config/input_error.h"     // InputError
+#include "models/chunked_stage.h"   // ChunkedStage
 #include "parallel/nccl_backend.h"  // nccl_built
 
 namespace trident {
@@ -33,6 +36,9 @@ GptOptions gpt_options(const TrainConfig& c) {
   o.seq_len = c.model.seq_len;
   o.seed = static_cast<uint64_t>(c.train.seed);
   o.dtype = precision_dtype(c.train.precision);
+  o.sequence_parallel = c.parallel.sequence_parallel;
+  o.recompute_attention =
+      c.parallel.activation_checkpointing == ActivationCheckpointing::kSelective;
   return o;
 }
 
@@ -71,10 +77,15 @@ LlamaOptions llama_options(const TrainConfig& c) {
   o.tie_embeddings = c.model.tie_embeddings;
   o.seed = static_cast<uint64_t>(c.train.seed);
   o.dtype = precision_dtype(c.train.precision);
+  o.sequence_parallel = c.parallel.sequence_parallel;
+  o.recompute_attention =
+      c.parallel.activation_checkpointing == ActivationCheckpointing::kSelective;
   return o;
 }
 
-std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
+namespace {
+
+std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communicator& tp, int stage,
                                              int stages) {
   switch (config.model.arch) {
     case ModelArch::kGpt2:
@@ -83,6 +94,20 @@ std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communic
       return std::make_unique<LlamaStage>(llama_options(config), tp, stage, stages);
   }
   throw std::logic_error("make_model_stage: a model.arch without a model");
+}
+
+}  // namespace
+
+std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
+                                             int stages) {
+  const int chunks = static_cast<int>(config.parallel.virtual_stages);
+  if (chunks <= 1) return make_plain_stage(config, tp, stage, stages);
+  // Megatron's assignment: chunk c of stage s is virtual stage c * stages + s, so the
+  // embedding goes with stage 0's first chunk and the head with the last stage's last.
+  std::vector<std::unique_ptr<ModelStage>> parts;
+  for (int c = 0; c < chunks; ++c)
+    parts.push_back(make_plain_stage(config, tp, c * stages + stage, stages * chunks));
+  return std::make_unique<ChunkedStage>(std::move(parts), tp, stage, stages);
 }
 
 }  // namespace trident

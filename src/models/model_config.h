@@ -26,7 +26,8 @@ void check_device(Device device);
 LlamaOptions llama_options(const TrainConfig& config);
 
 /// Pipeline stage `stage` of `stages` of the model family model.arch names, sharded over
-/// the tp group `tp`.
+/// the tp group `tp`. With parallel.virtual_stages = v > 1 the stage holds v chunks
+/// (a ChunkedStage): chunk c is virtual stage c * stages + stage of stages * v.
 std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
                                              int stages);
 

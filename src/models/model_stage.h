@@ -20,6 +20,9 @@ struct StageDims {
   int64_t vocab = 0;    // valid token ids are [0, vocab)
   int64_t seq_len = 0;  // the longest sequence the model takes
   at::ScalarType dtype = at::kFloat;
+  /// Sequence parallelism: the activations between layers and stages are this many
+  /// slices of the sequence, one per tp rank (1 without it).
+  int64_t sequence_shards = 1;
 };
 
 /// One pipeline stage of a model: stage `stage` of `stages` holds its share of the blocks,
@@ -33,16 +36,27 @@ class ModelStage : public torch::nn::Module {
   bool is_last() const { return stage_ == stages_ - 1; }
 
   /// First stage: `input` is token ids (B, T) int64; otherwise the previous stage's
-  /// activations (B, T, C). Returns the activations (B, T, C) for the next stage, or, on
+  /// activations (B, T, C) (with sequence parallelism (B, T/tp, C), this tp rank's slice).
+  /// Returns the activations in the same shape for the next stage, or, on
   /// the last stage, the scalar sum of the per-token losses times `loss_scale` (one over
   /// the global batch's token count, so that summing over micro-batches and dp ranks
   /// gives the global mean).
   virtual at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
                              double loss_scale) = 0;
 
-  /// The shape of the activations this stage receives or sends for a micro-batch.
+  /// The shape of the activations this stage receives or sends for a micro-batch: with
+  /// sequence parallelism, this tp rank's slice of the sequence.
   std::vector<int64_t> activation_shape(int64_t micro_batch_size) const {
-    return {micro_batch_size, dims_.seq_len, dims_.hidden};
+    return {micro_batch_size, dims_.seq_len / dims_.sequence_shards, dims_.hidden};
+  }
+
+  /// Model chunks this stage holds (interleaved 1F1B's virtual stages); 1 for a plain stage.
+  virtual int num_chunks() const { return 1; }
+  /// Chunk c (0 <= c < num_chunks()): the stage of the virtual pipeline that the schedule's
+  /// instructions of chunk c run. A plain stage is its own chunk 0.
+  virtual ModelStage& chunk(int c) {
+    (void)c;
+    return *this;
   }
 
   /// This stage's parameters (its tp shard), in construction order.
@@ -55,6 +69,9 @@ class ModelStage : public torch::nn::Module {
   const std::vector<std::vector<size_t>>& layer_units() const { return units_; }
   /// Reports every layer's forward and backward to `scope` (nullptr: to no one).
   void set_layer_scope(LayerScope* scope) { scope_ = scope; }
+  /// Whether a graph's backward may run twice (a zero-bubble schedule's input half, then
+  /// its weight half, over one retained graph): the loss then keeps what it saved intact.
+  void set_reentrant_backward(bool on) { reentrant_backward_ = on; }
 
  protected:
   /// Closes a layer: its parameters are the registry entries from `first` on.
@@ -69,6 +86,7 @@ class ModelStage : public torch::nn::Module {
   ParamRegistry params_;
   std::vector<std::vector<size_t>> units_;
   LayerScope* scope_ = nullptr;
+  bool reentrant_backward_ = false;
 
  private:
   StageDims dims_;

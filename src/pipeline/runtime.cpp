@@ -20,9 +20,14 @@ namespace {
 using pipeline::Op;
 using Clock = std::chrono::steady_clock;
 
-// Activations and gradients travel on separate tags so that a channel never confuses them.
-int activation_tag(int k) { return 2 * k; }
-int grad_tag(int k) { return 2 * k + 1; }
+// Each boundary between virtual stages j and j + 1 (of stages * chunks) carries one
+// activation and one gradient per micro-batch, on tags of their own.
+int activation_tag(int k, int boundary, int virtual_stages) {
+  return 2 * (k * virtual_stages + boundary);
+}
+int grad_tag(int k, int boundary, int virtual_stages) {
+  return 2 * (k * virtual_stages + boundary) + 1;
+}
 
 /// Frees a tensor's storage but keeps its autograd node: backward needs the node (which
 /// holds what it saved), not the output's values.
@@ -55,25 +60,29 @@ void PipelineRuntime::wait_for_sends() {
   pending_sends_.clear();
 }
 
-void PipelineRuntime::forward(int k, InFlight& f, const MicroBatch& mb, double loss_scale) {
-  at::Tensor input = stage_.is_first() ? mb.input : f.input;
+void PipelineRuntime::forward(ModelStage& chunk, InFlight& f, const MicroBatch& mb,
+                              double loss_scale) {
+  at::Tensor input = chunk.is_first() ? mb.input : f.input;
   if (options_.checkpointing) {
     // Keep only the input; the graph is rebuilt just before this micro-batch's backward.
     at::NoGradGuard no_grad;
-    f.output = stage_.forward(input, mb.targets, loss_scale);
+    f.output = chunk.forward(input, mb.targets, loss_scale);
   } else {
-    f.output = stage_.forward(input, mb.targets, loss_scale);
+    f.output = chunk.forward(input, mb.targets, loss_scale);
   }
-  (void)k;
 }
 
-void PipelineRuntime::backward(int k, InFlight& f, const MicroBatch& mb, double loss_scale) {
-  (void)k;
-  if (options_.checkpointing) {
-    at::Tensor input = stage_.is_first() ? mb.input : f.input;
-    f.output = stage_.forward(input, mb.targets, loss_scale);
-  }
-  if (stage_.is_last()) {
+void PipelineRuntime::recompute(ModelStage& chunk, InFlight& f, const MicroBatch& mb,
+                                double loss_scale) {
+  if (!options_.checkpointing) return;
+  at::Tensor input = chunk.is_first() ? mb.input : f.input;
+  f.output = chunk.forward(input, mb.targets, loss_scale);
+}
+
+void PipelineRuntime::backward(ModelStage& chunk, int k, InFlight& f, const MicroBatch& mb,
+                               double loss_scale) {
+  recompute(chunk, f, mb, loss_scale);
+  if (chunk.is_last()) {
     f.output.backward();
   } else {
     TORCH_CHECK(f.grad.defined(), "pipeline: backward of micro-batch ", k,
@@ -82,42 +91,108 @@ void PipelineRuntime::backward(int k, InFlight& f, const MicroBatch& mb, double 
   }
 }
 
+void PipelineRuntime::backward_input(ModelStage& chunk, int k, InFlight& f, const MicroBatch& mb,
+                                     double loss_scale) {
+  recompute(chunk, f, mb, loss_scale);
+  // The first chunk's input is token ids: there is no input gradient, and W does it all.
+  if (chunk.is_first()) return;
+  TORCH_CHECK(chunk.is_last() || f.grad.defined(), "pipeline: backward of micro-batch ", k,
+              " before its gradient was received");
+  // Only the path to the input runs: autograd skips each node's weight-gradient outputs
+  // (no AccumulateGrad is reached), and the graph with its saved tensors stays for W.
+  const torch::autograd::variable_list grad_out =
+      chunk.is_last() ? torch::autograd::variable_list{} : torch::autograd::variable_list{f.grad};
+  f.input_grad = torch::autograd::grad({f.output}, {f.input}, grad_out, /*retain_graph=*/true)[0];
+}
+
+void PipelineRuntime::backward_weight(ModelStage& chunk, int k, InFlight& f) {
+  TORCH_CHECK(f.output.defined(), "pipeline: weight gradient of micro-batch ", k,
+              " before its input gradient");
+  std::vector<at::Tensor> weights;
+  for (const Parameter& p : chunk.params().params()) weights.push_back(p.tensor);
+  const torch::autograd::variable_list grad_out =
+      chunk.is_last() ? torch::autograd::variable_list{} : torch::autograd::variable_list{f.grad};
+  // The graph BI kept, with only the weights as inputs: the input's own gradient is not
+  // recomputed, and the AccumulateGrad nodes (ZeRO's gradient hooks) fire here.
+  torch::autograd::backward({f.output}, grad_out, /*retain_graph=*/false, /*create_graph=*/false,
+                            weights);
+}
+
 StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
                                 const std::function<MicroBatch(int)>& micro_batch,
                                 double loss_scale, StepHooks& hooks) {
   StepResult result;
-  std::map<int, InFlight> in_flight;
+  const int chunks = stage_.num_chunks();
+  std::map<int, InFlight> in_flight;  // key: micro-batch * chunks + chunk
   std::map<int, MicroBatch> batches;
+  std::map<int, int> chunks_done;  // per micro-batch: chunks whose work is over
   Communicator& pp = ctx_.pp();
   const int stage = ctx_.coord().pp;
+  const int stages = ctx_.grid().pp();
+  const int virtual_stages = stages * chunks;
+  const int next = (stage + 1) % stages;           // chunk c's successor: c or c + 1
+  const int prev = (stage + stages - 1) % stages;  // chunk c's predecessor: c or c - 1
   const std::vector<int64_t> shape = stage_.activation_shape(options_.micro_batch_size);
   const auto act_options = at::TensorOptions().dtype(options_.dtype);
   const auto t0 = Clock::now();
   result.start_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
   const int64_t bytes_at_start = live_tensor_bytes();
-  int backwards_left = 0;
-  for (const auto& ins : schedule) backwards_left += ins.op == Op::kBackward ? 1 : 0;
+  int weight_backwards_left = 0;
+  bool split = false;  // a backward in two halves runs over one graph twice
+  for (const auto& ins : schedule) {
+    weight_backwards_left += ins.op == Op::kBackward || ins.op == Op::kBackwardWeight ? 1 : 0;
+    split = split || ins.op == Op::kBackwardInput;
+  }
+  for (int c = 0; c < chunks; ++c) stage_.chunk(c).set_reentrant_backward(split);
 
   auto batch = [&](int k) -> const MicroBatch& {
     auto it = batches.find(k);
     if (it == batches.end()) it = batches.emplace(k, micro_batch(k)).first;
     return it->second;
   };
+  // A chunk's micro-batch is over once its weights are done and its gradient is sent.
+  auto retire_if_done = [&](int k, int c) {
+    const auto it = in_flight.find(k * chunks + c);
+    if (it == in_flight.end() || !it->second.weights_done || !it->second.grad_sent) return;
+    in_flight.erase(it);
+    if (++chunks_done[k] == chunks) {
+      batches.erase(k);
+      chunks_done.erase(k);
+    }
+  };
+  auto weight_backward = [&](const pipeline::Instruction& ins, ModelStage& chunk,
+                             const std::function<void(InFlight&)>& run_backward) {
+    --weight_backwards_left;
+    if (hooks.begin_backward) hooks.begin_backward(weight_backwards_left == 0);
+    InFlight& f = in_flight[ins.micro_batch * chunks + ins.chunk];
+    run_backward(f);
+    if (hooks.end_backward) hooks.end_backward();
+    f.output = at::Tensor();
+    f.grad = at::Tensor();
+    f.weights_done = true;
+    f.grad_sent = f.grad_sent || chunk.is_first();
+  };
 
   for (const auto& ins : schedule) {
     const int k = ins.micro_batch;
+    const int c = ins.chunk;
+    TORCH_CHECK(ins.micro_batch < 0 || (c >= 0 && c < chunks), "pipeline: instruction ",
+                pipeline::to_string(ins), " names chunk ", c, " but this stage holds ", chunks);
+    ModelStage& chunk = stage_.chunk(ins.micro_batch < 0 ? 0 : c);
+    const int vstage = c * stages + stage;  // this chunk's place in the virtual pipeline
     InstructionRecord record{ins, std::chrono::duration<double>(Clock::now() - t0).count()};
     switch (ins.op) {
       case Op::kRecvActivation: {
         at::Tensor buffer = at::empty(shape, act_options);
-        pp.recv(buffer, stage - 1, activation_tag(k))->wait();
-        in_flight[k].input = buffer.requires_grad_(true);
+        pp.recv(buffer, prev, activation_tag(k, vstage - 1, virtual_stages))->wait();
+        in_flight[k * chunks + c].input = buffer.requires_grad_(true);
         break;
       }
       case Op::kForward: {
-        forward(k, in_flight[k], batch(k), loss_scale);
+        InFlight& f = in_flight[k * chunks + c];
+        forward(chunk, f, batch(k), loss_scale);
         result.max_in_flight = std::max(result.max_in_flight, static_cast<int>(in_flight.size()));
-        if (stage_.is_last()) result.loss += in_flight[k].output.item<double>();
+        if (chunk.is_last()) result.loss += f.output.item<double>();
         // What the stage holds for its in-flight micro-batches once this forward is done.
         // Sends are tested first: a send that completes releases its buffer, so the bytes
         // still in transit and the live bytes are read in one consistent state.
@@ -127,42 +202,45 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
         break;
       }
       case Op::kSendActivation: {
-        InFlight& f = in_flight[k];
+        InFlight& f = in_flight[k * chunks + c];
         // The send owns a detached copy's storage; the output itself keeps only its node.
         at::Tensor payload = f.output.detach().contiguous();
-        pending_sends_.push_back({pp.send(payload, stage + 1, activation_tag(k)),
+        pending_sends_.push_back({pp.send(payload, next, activation_tag(k, vstage, virtual_stages)),
                                   static_cast<int64_t>(payload.nbytes())});
         free_data(f.output);
         break;
       }
       case Op::kRecvGrad: {
         at::Tensor buffer = at::empty(shape, act_options);
-        pp.recv(buffer, stage + 1, grad_tag(k))->wait();
-        in_flight[k].grad = buffer;
+        pp.recv(buffer, next, grad_tag(k, vstage, virtual_stages))->wait();
+        in_flight[k * chunks + c].grad = buffer;
         break;
       }
       case Op::kBackward: {
-        --backwards_left;
         record.recompute = options_.checkpointing;
-        if (hooks.begin_backward) hooks.begin_backward(backwards_left == 0);
-        InFlight& f = in_flight[k];
-        backward(k, f, batch(k), loss_scale);
-        if (hooks.end_backward) hooks.end_backward();
-        f.output = at::Tensor();
-        f.grad = at::Tensor();
-        if (stage_.is_first()) {
-          in_flight.erase(k);
-          batches.erase(k);
-        }
+        weight_backward(ins, chunk,
+                        [&](InFlight& f) { backward(chunk, k, f, batch(k), loss_scale); });
+        retire_if_done(k, c);
+        break;
+      }
+      case Op::kBackwardInput: {
+        record.recompute = options_.checkpointing;
+        backward_input(chunk, k, in_flight[k * chunks + c], batch(k), loss_scale);
+        break;
+      }
+      case Op::kBackwardWeight: {
+        weight_backward(ins, chunk, [&](InFlight& f) { backward_weight(chunk, k, f); });
+        retire_if_done(k, c);
         break;
       }
       case Op::kSendGrad: {
-        InFlight& f = in_flight[k];
-        at::Tensor grad = f.input.grad().contiguous();
-        pending_sends_.push_back(
-            {pp.send(grad, stage - 1, grad_tag(k)), static_cast<int64_t>(grad.nbytes())});
-        in_flight.erase(k);
-        batches.erase(k);
+        InFlight& f = in_flight[k * chunks + c];
+        at::Tensor grad = (f.input_grad.defined() ? f.input_grad : f.input.grad()).contiguous();
+        pending_sends_.push_back({pp.send(grad, prev, grad_tag(k, vstage - 1, virtual_stages)),
+                                  static_cast<int64_t>(grad.nbytes())});
+        f.input_grad = at::Tensor();
+        f.grad_sent = true;
+        retire_if_done(k, c);
         break;
       }
       case Op::kReduceGrads: {

@@ -1,7 +1,9 @@
 // The pipeline runtime: executes one stage's instruction list for one optimizer step —
-// forward and backward of micro-batches (recomputing the forward first under activation
-// checkpointing), point-to-point transfers with the neighbouring stages — and records when
-// each instruction ran. It decides nothing: the order comes from the schedule.
+// forward and backward of micro-batches on the stage's model chunks (recomputing the
+// forward first under activation checkpointing, splitting the backward into its input and
+// weight halves where the schedule says so), point-to-point transfers with the
+// neighbouring stages — and records when each instruction ran. It decides nothing: the
+// order comes from the schedule.
 #pragma once
 #include <ATen/core/Tensor.h>  // at::Tensor
 
@@ -24,6 +26,8 @@ struct MicroBatch {
 };
 
 /// The optimizer's part in a step; the runtime calls these at the matching instructions.
+/// begin_backward/end_backward wrap each backward that accumulates weight gradients: a
+/// whole backward (B) or a weight half (W), never an input half (BI).
 struct StepHooks {
   std::function<void(bool last_micro_batch)> begin_backward;
   std::function<void()> end_backward;
@@ -71,12 +75,22 @@ class PipelineRuntime {
 
  private:
   struct InFlight {
-    at::Tensor input;   // what the stage's forward consumed (activations require grad)
-    at::Tensor output;  // the activations sent on, or the scaled loss on the last stage
-    at::Tensor grad;    // the gradient received for `output`
+    at::Tensor input;           // what the chunk's forward consumed (activations require grad)
+    at::Tensor output;          // the activations sent on, or the scaled loss on the last chunk
+    at::Tensor grad;            // the gradient received for `output`
+    at::Tensor input_grad;      // the input half's result (BI), until it is sent
+    bool weights_done = false;  // B or W ran: the chunk's weight gradients are accumulated
+    bool grad_sent = false;     // SG ran, or the chunk has no previous stage to send to
   };
-  void forward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
-  void backward(int k, InFlight& f, const MicroBatch& mb, double loss_scale);
+  void forward(ModelStage& chunk, InFlight& f, const MicroBatch& mb, double loss_scale);
+  /// Rebuilds the graph under activation checkpointing (its forward kept only the input).
+  void recompute(ModelStage& chunk, InFlight& f, const MicroBatch& mb, double loss_scale);
+  void backward(ModelStage& chunk, int k, InFlight& f, const MicroBatch& mb, double loss_scale);
+  /// BI: the gradient of the chunk's input only; the graph is kept for W.
+  void backward_input(ModelStage& chunk, int k, InFlight& f, const MicroBatch& mb,
+                      double loss_scale);
+  /// W: the weight gradients, through the graph BI kept.
+  void backward_weight(ModelStage& chunk, int k, InFlight& f);
   /// Tests the pending sends and drops the completed ones.
   void progress();
   /// Bytes of sends posted but not completed (tests them first).

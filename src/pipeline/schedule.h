@@ -1,6 +1,6 @@
-// Pipeline schedules as data: the instruction set, the compute orders of GPipe and
-// 1F1B, the lowering pass that inserts point-to-point communication, and the short
-// text form ("F0 F1 B0 ...") that schedules print as and parse from.
+// Pipeline schedules as data: the instruction set, the compute orders of GPipe, 1F1B,
+// interleaved 1F1B and ZB-H1, the lowering pass that inserts point-to-point communication, and the
+// short text form ("F0 F1 B0 ...") that schedules print as and parse from.
 #pragma once
 
 #include <string>  // std::string
@@ -18,6 +18,9 @@ enum class Op {
                     ///< stage's kRecvActivation of the same micro-batch
   kRecvGrad,        ///< block until the next stage's input-gradient arrives
   kBackward,        ///< backward of one micro-batch through this stage's layers
+  kBackwardInput,   ///< zero-bubble "B": only the input-gradient half of a backward; the
+                    ///< graph is kept for the micro-batch's kBackwardWeight
+  kBackwardWeight,  ///< zero-bubble "W": the weight-gradient half, after kBackwardInput
   kSendGrad,        ///< post (non-blocking) this stage's input-gradient; met by the
                     ///< previous stage's kRecvGrad of the same micro-batch
   kReduceGrads,     ///< data-parallel gradient reduction, once per step
@@ -46,12 +49,25 @@ Schedule gpipe(int stages, int stage, int micro_batches);
 /// then cool-down backwards; lowered.
 Schedule one_f_one_b(int stages, int stage, int micro_batches);
 
-/// Builds the schedule of one stage. Throws std::invalid_argument for counts out of range.
-Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_batches);
+/// Interleaved 1F1B (Megatron's virtual pipeline): each stage holds `chunks` model chunks;
+/// chunk c of stage s is virtual stage c * stages + s. Needs micro_batches divisible by
+/// stages. Lowered.
+Schedule interleaved_1f1b(int stages, int stage, int micro_batches, int chunks);
 
-/// As above, for the schedule called `name` ("gpipe" or "1f1b", as parallel.schedule names
-/// them). Throws std::invalid_argument for an unknown name.
-Schedule make_schedule(const std::string& name, int stages, int stage, int micro_batches);
+/// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism"): 1F1B's order with each backward
+/// split into B (input gradient, kBackwardInput) and W (weight gradient, kBackwardWeight);
+/// the W's a stage cannot run at once are deferred into its cool-down bubble. Lowered.
+Schedule zb_h1(int stages, int stage, int micro_batches);
+
+/// Builds the schedule of one stage; `chunks` (parallel.virtual_stages) must be 1 except
+/// for interleaved 1F1B. Throws std::invalid_argument for counts out of range.
+Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_batches,
+                       int chunks = 1);
+
+/// As above, for the schedule called `name` (as parallel.schedule names them: "gpipe",
+/// "1f1b", "interleaved-1f1b", "zb-h1"). Throws std::invalid_argument for an unknown name.
+Schedule make_schedule(const std::string& name, int stages, int stage, int micro_batches,
+                       int chunks = 1);
 
 /// The compute order (forwards and backwards only) of GPipe for one stage.
 Schedule gpipe_compute_order(int stages, int stage, int micro_batches);
@@ -59,16 +75,30 @@ Schedule gpipe_compute_order(int stages, int stage, int micro_batches);
 /// The compute order (forwards and backwards only) of 1F1B for one stage.
 Schedule one_f_one_b_compute_order(int stages, int stage, int micro_batches);
 
+/// The compute order of interleaved 1F1B for one stage: Megatron's order. Forward k
+/// (0-based) of the stage is micro-batch (k / (stages * chunks)) * stages + k % stages of
+/// chunk (k / stages) % chunks; backwards visit the chunks in reverse. Warm-up is
+/// 2 * (stages - stage - 1) + (chunks - 1) * stages forwards (all of them when
+/// micro_batches == stages), then F/B pairs, then the remaining backwards.
+Schedule interleaved_1f1b_compute_order(int stages, int stage, int micro_batches, int chunks);
+
+/// The compute order (F, B-input, W) of ZB-H1 for one stage.
+Schedule zb_h1_compute_order(int stages, int stage, int micro_batches);
+
 /// Inserts communication around a compute order and appends ReduceGrads and
 /// OptimizerStep. A chunk c of stage s is virtual stage c * stages + s out of
 /// stages * chunks; the first virtual stage receives no activations and the last
 /// receives no gradients. Sends are non-blocking, receives block (see docs/pipeline.md).
 Schedule lower(const Schedule& compute_order, int stages, int stage, int chunks = 1);
 
-/// Keeps only the forwards and backwards of a schedule.
+/// Whether `op` computes (F, B, the B and W halves) rather than communicates or updates.
+bool is_compute(Op op);
+
+/// Keeps only the computing instructions (F, B, BI, W) of a schedule.
 Schedule compute_only(const Schedule& schedule);
 
-/// The mnemonic of one instruction: F3, B3, RA3, SA3, RG3, SG3, RED, OPT; a chunk
+/// The mnemonic of one instruction: F3, B3, BI3 (input half), W3 (weight half), RA3, SA3,
+/// RG3, SG3, RED, OPT; a chunk
 /// other than 0 is appended as "c<chunk>", e.g. F3c1.
 std::string to_string(const Instruction& instruction);
 

@@ -25,7 +25,8 @@ struct Progress {
   bool forwarded = false;
   bool activation_sent = false;
   bool grad_received = false;
-  bool backwarded = false;
+  bool input_grad_done = false;  // B, or BI: the gradient for the previous stage exists
+  bool backwarded = false;       // B, or W: the weight gradient is accumulated too
   bool grad_sent = false;
 };
 
@@ -145,7 +146,11 @@ class Simulator {
         forward(s, in);
         break;
       case Op::kBackward:
+      case Op::kBackwardInput:
         backward(s, in);
+        break;
+      case Op::kBackwardWeight:
+        backward_weight(s, in);
         break;
       case Op::kSendActivation:
         send(s, in, Kind::kActivation);
@@ -212,7 +217,7 @@ class Simulator {
     if (act && !p.forwarded)
       fail(s,
            "sends the activation of " + mb_text(in.micro_batch, in.chunk) + " before its forward");
-    if (!act && !p.backwarded)
+    if (!act && !p.input_grad_done)
       fail(s,
            "sends the gradient of " + mb_text(in.micro_batch, in.chunk) + " before its backward");
     bool& sent = act ? p.activation_sent : p.grad_sent;
@@ -239,16 +244,36 @@ class Simulator {
     report_.max_in_flight[s] = std::max(report_.max_in_flight[s], st.in_flight);
   }
 
+  // A whole backward (B) or its input-gradient half (BI).
   void backward(int s, const Instruction& in) {
     Progress& p = progress_of(s, in);
     const std::string what = mb_text(in.micro_batch, in.chunk);
-    if (p.backwarded) fail(s, what + " is backwarded twice");
+    if (p.input_grad_done) fail(s, what + " is backwarded twice");
     if (!p.forwarded) fail(s, what + " is backwarded before it is forwarded");
     if (!is_last(s, in.chunk) && !p.grad_received) {
       fail(s, "backwards " + what + " before receiving its gradient");
     }
+    p.input_grad_done = true;
+    if (in.op == Op::kBackwardInput) {
+      // The other half of the backward cost comes with W; the activations stay until then.
+      compute(s, backward_cost_ / 2);
+      return;
+    }
     p.backwarded = true;
     compute(s, backward_cost_);
+    --state_[s].in_flight;
+  }
+
+  // The weight-gradient half (W): after the micro-batch's BI, once.
+  void backward_weight(int s, const Instruction& in) {
+    Progress& p = progress_of(s, in);
+    const std::string what = mb_text(in.micro_batch, in.chunk);
+    if (p.backwarded) fail(s, "the weight gradient of " + what + " is computed twice");
+    if (!p.input_grad_done) {
+      fail(s, "computes the weight gradient of " + what + " before its input gradient (BI)");
+    }
+    p.backwarded = true;
+    compute(s, backward_cost_ / 2);
     --state_[s].in_flight;
   }
 
@@ -399,6 +424,31 @@ class Simulator {
 
 double bubble_formula(int stages, int micro_batches) {
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+}
+
+double interleaved_bubble_formula(int stages, int micro_batches, int chunks) {
+  return static_cast<double>(stages - 1) / static_cast<double>(chunks * micro_batches + stages - 1);
+}
+
+double zb_h1_bubble_formula(int stages, int micro_batches, double forward_cost,
+                            double backward_cost) {
+  const double f = forward_cost, b = backward_cost / 2, w = backward_cost / 2;
+  const double idle = (stages - 1) * (f + b - w);
+  return idle / (micro_batches * (f + b + w) + idle);
+}
+
+double schedule_bubble_formula(PipelineSchedule kind, int stages, int micro_batches, int chunks,
+                               double forward_cost, double backward_cost) {
+  switch (kind) {
+    case PipelineSchedule::kInterleaved1F1B:
+      return interleaved_bubble_formula(stages, micro_batches, chunks);
+    case PipelineSchedule::kZbH1:
+      return zb_h1_bubble_formula(stages, micro_batches, forward_cost, backward_cost);
+    case PipelineSchedule::kGpipe:
+    case PipelineSchedule::kOneFOneB:
+      break;
+  }
+  return bubble_formula(stages, micro_batches);
 }
 
 CheckReport check_schedules(const std::vector<Schedule>& per_stage, int micro_batches,

@@ -31,7 +31,10 @@ struct CheckReport {
 /// Checks the schedules of all stages of one pipeline (per_stage[s] is stage s) for
 /// one step of `micro_batches` micro-batches. Sends take no time and never block; a
 /// receive waits for the matching send; each neighbour channel is FIFO per direction
-/// and kind. A Forward costs `forward_cost`, a Backward `backward_cost`.
+/// and kind. A Forward costs `forward_cost`, a Backward `backward_cost`, and each half of
+/// a split backward (BI, W) half of it. Chunks are virtual stages: chunk c of stage s is
+/// virtual stage c * stages + s, and a chunk's compute costs what a whole stage's does,
+/// which leaves the bubble fraction unchanged by the scale.
 /// Throws std::invalid_argument for an empty pipeline, micro_batches < 1 or a cost
 /// that is not positive; a wrong schedule is reported, not thrown.
 CheckReport check_schedules(const std::vector<Schedule>& per_stage, int micro_batches,
@@ -39,5 +42,17 @@ CheckReport check_schedules(const std::vector<Schedule>& per_stage, int micro_ba
 
 /// (p - 1) / (m + p - 1): the bubble of GPipe and 1F1B with equal stages.
 double bubble_formula(int stages, int micro_batches);
+
+/// (p - 1) / (v m + p - 1): the bubble of interleaved 1F1B with v chunks per stage.
+double interleaved_bubble_formula(int stages, int micro_batches, int chunks);
+
+/// ZB-H1's bubble (Qi et al.): (p - 1)(F + B - W) / (m (F + B + W) + (p - 1)(F + B - W)),
+/// with B and W each half of `backward_cost`; (p - 1) / (3m + p - 1) when F = B = W.
+double zb_h1_bubble_formula(int stages, int micro_batches, double forward_cost = 1.0,
+                            double backward_cost = 2.0);
+
+/// The bubble formula of `kind`, as the report and the benchmark compare against.
+double schedule_bubble_formula(PipelineSchedule kind, int stages, int micro_batches, int chunks,
+                               double forward_cost, double backward_cost);
 
 }  // namespace trident::pipeline

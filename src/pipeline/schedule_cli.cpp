@@ -22,31 +22,47 @@ std::string fixed(double value, int digits) {
 bool print_schedule_report(const ScheduleReportOptions& a, std::ostream& out) {
   const int pp = a.pp;
   const int m = a.micro_batches;
+  const int v = a.virtual_stages;
   std::vector<Schedule> per_stage;
-  for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(a.schedule, pp, s, m));
+  for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(a.schedule, pp, s, m, v));
+  const PipelineSchedule kind = *parse_choice<PipelineSchedule>(a.schedule);  // made above
   const CheckReport report = check_schedules(per_stage, m, a.forward_cost, a.backward_cost);
 
-  out << "schedule " << a.schedule << ", pp " << pp << ", micro-batches " << m << ", forward cost "
-      << a.forward_cost << ", backward cost " << a.backward_cost << "\n\n";
+  out << "schedule " << a.schedule << ", pp " << pp << ", micro-batches " << m;
+  if (kind == PipelineSchedule::kInterleaved1F1B) out << ", virtual stages " << v;
+  out << ", forward cost " << a.forward_cost << ", backward cost " << a.backward_cost;
+  if (kind == PipelineSchedule::kZbH1) out << " (B and W " << a.backward_cost / 2 << " each)";
+  if (kind == PipelineSchedule::kInterleaved1F1B) out << " per chunk";
+  out << "\n\n";
   out << "compute order:\n";
   for (int s = 0; s < pp; ++s) out << "  stage " << s << ": " << to_string(per_stage[s]) << "\n";
   if (a.full) {
-    out << "\ninstructions (RA/SA = recv/send activation, RG/SG = recv/send gradient):\n";
+    out << "\ninstructions (RA/SA = recv/send activation, RG/SG = recv/send gradient";
+    if (kind == PipelineSchedule::kZbH1) out << ", BI/W = input/weight half of a backward";
+    if (kind == PipelineSchedule::kInterleaved1F1B) out << ", cN = model chunk N";
+    out << "):\n";
     for (int s = 0; s < pp; ++s) {
       out << "  stage " << s << ": " << to_string(per_stage[s], /*compute_only=*/false) << "\n";
     }
   }
-  const size_t unit = 1 + std::to_string(m - 1).size();  // as in render_timeline
+  const int unit = timeline_unit(per_stage);
   out << "\ntimeline (" << unit << " columns per forward-cost unit, '.' = idle):\n"
       << render_timeline(per_stage, report, a.forward_cost);
   out << "\nmax in-flight micro-batches (forwarded, not yet backwarded):\n";
   for (int s = 0; s < pp && s < static_cast<int>(report.max_in_flight.size()); ++s) {
     out << "  stage " << s << ": " << report.max_in_flight[s] << "\n";
   }
-  const double formula = bubble_formula(pp, m);
+  const double formula = schedule_bubble_formula(kind, pp, m, v, a.forward_cost, a.backward_cost);
   out << "\nbubble fraction: " << fixed(report.bubble_fraction, 6)
-      << " (idle / total stage-time); (p-1)/(m+p-1) = " << pp - 1 << "/" << m + pp - 1 << " = "
-      << fixed(formula, 6) << "\n";
+      << " (idle / total stage-time); ";
+  if (kind == PipelineSchedule::kInterleaved1F1B) {
+    out << "(p-1)/(v*m+p-1) = " << pp - 1 << "/" << v * m + pp - 1;
+  } else if (kind == PipelineSchedule::kZbH1) {
+    out << "(p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W))";
+  } else {
+    out << "(p-1)/(m+p-1) = " << pp - 1 << "/" << m + pp - 1;
+  }
+  out << " = " << fixed(formula, 6) << "\n";
   if (report.ok) {
     out << "checker: ok (every send meets its receive in FIFO order, no deadlock, every "
            "micro-batch forwarded and backwarded once per stage)\n";
@@ -56,15 +72,19 @@ bool print_schedule_report(const ScheduleReportOptions& a, std::ostream& out) {
   return report.ok;
 }
 
-std::string render_timeline(const std::vector<Schedule>& per_stage, const CheckReport& report,
-                            double forward_cost) {
-  int widest = 1;  // widest micro-batch number
+int timeline_unit(const std::vector<Schedule>& per_stage) {
+  int widest = 2;  // "F0"
   for (const Schedule& list : per_stage) {
     for (const Instruction& in : compute_only(list)) {
-      widest = std::max(widest, static_cast<int>(std::to_string(in.micro_batch).size()));
+      widest = std::max(widest, static_cast<int>(to_string(in).size()));
     }
   }
-  const int unit = widest + 1;  // columns per forward-cost unit: "F" + the number
+  return widest;
+}
+
+std::string render_timeline(const std::vector<Schedule>& per_stage, const CheckReport& report,
+                            double forward_cost) {
+  const int unit = timeline_unit(per_stage);
   const auto column = [&](double t) {
     return static_cast<int>(std::lround(t / forward_cost * unit));
   };

@@ -16,9 +16,10 @@ struct Mnemonic {
 
 // A token's whole run of capital letters is compared, so "RA" never reads as "R" + "A".
 constexpr Mnemonic kMnemonics[] = {
-    {"RA", Op::kRecvActivation}, {"F", Op::kForward},         {"SA", Op::kSendActivation},
-    {"RG", Op::kRecvGrad},       {"B", Op::kBackward},        {"SG", Op::kSendGrad},
-    {"RED", Op::kReduceGrads},   {"OPT", Op::kOptimizerStep},
+    {"RA", Op::kRecvActivation}, {"F", Op::kForward},        {"SA", Op::kSendActivation},
+    {"RG", Op::kRecvGrad},       {"B", Op::kBackward},       {"SG", Op::kSendGrad},
+    {"BI", Op::kBackwardInput},  {"W", Op::kBackwardWeight}, {"RED", Op::kReduceGrads},
+    {"OPT", Op::kOptimizerStep},
 };
 
 bool takes_micro_batch(Op op) { return op != Op::kReduceGrads && op != Op::kOptimizerStep; }
@@ -60,7 +61,7 @@ Instruction parse_token(const std::string& token, int index, size_t position) {
   if (found == nullptr) {
     bad_token(token, index, position,
               "unknown instruction '" + letters +
-                  "' (expected F, B, RA, SA, RG, SG with a micro-batch, or RED, OPT)");
+                  "' (expected F, B, BI, W, RA, SA, RG, SG with a micro-batch, or RED, OPT)");
   }
   Instruction in{found->op};
   if (!takes_micro_batch(in.op)) {
@@ -95,7 +96,7 @@ std::string to_string(const Instruction& instruction) {
 std::string to_string(const Schedule& schedule, bool compute_only) {
   std::string text;
   for (const Instruction& in : schedule) {
-    if (compute_only && in.op != Op::kForward && in.op != Op::kBackward) continue;
+    if (compute_only && !is_compute(in.op)) continue;
     if (!text.empty()) text += ' ';
     text += to_string(in);
   }

@@ -36,6 +36,21 @@ double layer_activation_bytes(const ActivationShape& x, int tp, bool recompute,
   return s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t)) * scale;
 }
 
+double layer_activation_bytes(const ActivationShape& x, const ActivationOptions& o,
+                              double bytes_per_element) {
+  const double s = static_cast<double>(x.seq_len), b = static_cast<double>(x.micro_batch);
+  const double h = static_cast<double>(x.hidden), a = static_cast<double>(x.heads);
+  const double t = static_cast<double>(std::max(o.tp, 1));
+  const double scale = bytes_per_element / 2.0;  // the constants are for 2-byte elements
+  // Sequence parallelism splits what plain tp replicates: the norms' inputs, the inputs of
+  // the column-parallel layers, and the dropout masks after the row-parallel ones.
+  const double replicated_split = o.sequence_parallel ? t : 1.0;
+  if (o.recompute == Recompute::kFull) return 2.0 * s * b * h / replicated_split * scale;
+  const double replicated = (o.dropout ? 10.0 : 8.0) / replicated_split;
+  const double core = o.recompute == Recompute::kSelective ? 0.0 : (o.dropout ? 5.0 : 2.0);
+  return s * b * h * (replicated + 24.0 / t + core * a * s / (h * t)) * scale;
+}
+
 double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
                              double bytes_per_element) {
   const double sb = static_cast<double>(m.seq_len * micro_batch);
@@ -43,8 +58,15 @@ double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
   return (2.0 * sb * static_cast<double>(m.hidden) + 2.0 * sb * v) * bytes_per_element;
 }
 
-int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m) {
+int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m,
+                                int64_t virtual_stages) {
   if (schedule == "gpipe") return m;
+  if (schedule == "zb-h1") return std::min<int64_t>(pp, m);
+  if (schedule == "interleaved-1f1b") {
+    const int64_t v = virtual_stages, total = v * m;
+    if (m == pp) return total;
+    return std::min<int64_t>(2 * (pp - stage - 1) + (v - 1) * pp + 1, total);
+  }
   return std::min<int64_t>(pp - stage, m);
 }
 
@@ -57,18 +79,27 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   const int64_t layers = m.layers / l.pp;
   const bool last = stage == l.pp - 1;
   // One micro-batch's complete activations through this stage.
-  double full = static_cast<double>(layers) *
-                layer_activation_bytes(shape, l.tp, /*recompute=*/false, b.activation);
+  ActivationOptions options;
+  options.tp = l.tp;
+  options.sequence_parallel = l.sequence_parallel;
+  options.recompute = l.selective ? Recompute::kSelective : Recompute::kNone;
+  double full = static_cast<double>(layers) * layer_activation_bytes(shape, options, b.activation);
   if (last) full += head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
-  const int64_t in_flight = in_flight_micro_batches(m.schedule, l.pp, stage, l.micro_batches(m));
-  if (!l.checkpointing) return static_cast<double>(in_flight) * full;
+  const int64_t v = m.schedule == "interleaved-1f1b" ? std::max<int64_t>(m.virtual_stages, 1) : 1;
+  // In stage-sized units: an interleaved stage's in-flight count is of 1/v-sized chunks.
+  const double in_flight =
+      static_cast<double>(in_flight_micro_batches(m.schedule, l.pp, stage, l.micro_batches(m), v)) /
+      static_cast<double>(v);
+  if (!l.checkpointing) return in_flight * full;
   // trident checkpoints whole stages: every in-flight micro-batch keeps its stage input
   // (token ids on the first stage, s b h activations elsewhere), and the backward of one
   // micro-batch rebuilds that micro-batch's complete activations.
+  // With sequence parallelism the input between stages is this rank's slice of the sequence.
   const double sb = static_cast<double>(m.seq_len * l.micro_batch);
+  const double slices = l.sequence_parallel ? static_cast<double>(l.tp) : 1.0;
   const double input =
-      stage == 0 ? 2.0 * sb * 8.0 : sb * static_cast<double>(m.hidden) * b.activation;
-  return static_cast<double>(in_flight) * input + full;
+      stage == 0 ? 2.0 * sb * 8.0 : sb * static_cast<double>(m.hidden) * b.activation / slices;
+  return in_flight * input + full;
 }
 
 /// ZeRO-2's two bucket buffers (double buffering), each a bucket and its reduced shard.
@@ -83,7 +114,8 @@ double bucket_buffers(const PlanModel& m, const Layout& l, int64_t psi) {
 double pipeline_buffers(const PlanModel& m, const Layout& l) {
   if (l.pp <= 1) return 0;
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
-  return 2.0 * static_cast<double>(m.seq_len * l.micro_batch * m.hidden) * b.activation;
+  const double slices = l.sequence_parallel ? static_cast<double>(l.tp) : 1.0;
+  return 2.0 * static_cast<double>(m.seq_len * l.micro_batch * m.hidden) * b.activation / slices;
 }
 
 }  // namespace

@@ -40,6 +40,30 @@ struct ActivationShape {
 double layer_activation_bytes(const ActivationShape& shape, int tp, bool recompute,
                               double bytes_per_element);
 
+/// What a layer keeps for backward: everything, all but attention's core (scores,
+/// softmax, weighted values: Megatron's selective recomputation), or only its input.
+enum class Recompute { kNone, kSelective, kFull };
+
+/// How a layer is parallelised and recomputed, for layer_activation_bytes.
+struct ActivationOptions {
+  int tp = 1;
+  bool sequence_parallel = false;  ///< norms, residual stream and dropout split by sequence
+  Recompute recompute = Recompute::kNone;
+  /// Korthikanti's model has dropout after attention's softmax and after both row-parallel
+  /// layers (a 1-byte mask each and the softmax dropout's output); trident's has none.
+  bool dropout = true;
+};
+
+/// Korthikanti et al. 2022, table 2, per layer and micro-batch, in 16-bit elements' bytes
+/// scaled by `bytes_per_element` / 2:
+///   none:       s b h (10 + 24 / t + 5 a s / (h t)),  sequence parallel: s b h (34 + 5 a s / h) /
+///   t selective:  s b h (10 + 24 / t),                  sequence parallel: s b h 34 / t full: 2 s
+///   b h,                              sequence parallel: 2 s b h / t
+/// Without dropout the 10 (or 34) loses the two s b h dropout masks, 8 (or 32), and the
+/// 5 a s / h becomes 2 a s / h (the softmax's output only, no mask nor dropped copy).
+double layer_activation_bytes(const ActivationShape& shape, const ActivationOptions& options,
+                              double bytes_per_element);
+
 /// Activations of the output side of the last stage for one micro-batch: the final
 /// norm's input and output (2 s b h) and the logits with the softmax that the
 /// cross-entropy keeps (2 s b V / t), in elements times `bytes_per_element`.
@@ -47,8 +71,12 @@ double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
                              double bytes_per_element);
 
 /// Micro-batches whose activations stage `stage` holds at once: GPipe holds all m;
-/// 1F1B holds min(pp - stage, m) (the first stage the most).
-int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m);
+/// 1F1B holds min(pp - stage, m) (the first stage the most); ZB-H1, whose later stages
+/// defer weight gradients, min(pp, m) on every stage. Interleaved 1F1B counts model-chunk
+/// micro-batches, each 1/v of a stage's: min(2 (pp - stage - 1) + (v - 1) pp + 1, v m)
+/// (all v m when m == pp), as the schedule checker measures them.
+int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, int64_t m,
+                                int64_t virtual_stages = 1);
 
 /// Memory of one device by part, in bytes.
 struct MemoryBreakdown {

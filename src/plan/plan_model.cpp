@@ -16,7 +16,8 @@ int64_t Layout::micro_batches(const PlanModel& m) const {
 std::string Layout::name() const {
   std::ostringstream out;
   out << "dp" << dp << " pp" << pp << " tp" << tp << " zero" << zero << " mb" << micro_batch
-      << (checkpointing ? " ckpt" : "");
+      << (checkpointing ? " ckpt" : "") << (selective && !checkpointing ? " selective" : "")
+      << (sequence_parallel ? " sp" : "");
   return out.str();
 }
 

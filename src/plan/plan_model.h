@@ -18,7 +18,8 @@ struct PlanModel {
   int64_t seq_len = 32;
   int64_t global_batch = 8;                 ///< sequences per optimizer step
   std::string precision = "fp32";           ///< "fp32", "fp64" or "bf16"
-  std::string schedule = "1f1b";            ///< "1f1b" or "gpipe"
+  std::string schedule = "1f1b";            ///< as parallel.schedule names it
+  int64_t virtual_stages = 1;               ///< interleaved-1f1b: model chunks per stage
   std::string grad_reduce_dtype = "fp32";   ///< payload of bf16 gradient reductions
   int64_t bucket_size = 1 << 20;            ///< elements per gradient bucket
   int64_t zero3_max_live_layers = 2;        ///< ZeRO 3: layers gathered at once
@@ -44,9 +45,11 @@ struct PlanModel {
 /// activation checkpointing.
 struct Layout {
   int dp = 1, pp = 1, tp = 1;
-  int zero = 0;                ///< ZeRO stage 0..3
-  int64_t micro_batch = 1;     ///< sequences per micro-batch
-  bool checkpointing = false;  ///< "full": keep each micro-batch's stage input, recompute
+  int zero = 0;                    ///< ZeRO stage 0..3
+  int64_t micro_batch = 1;         ///< sequences per micro-batch
+  bool checkpointing = false;      ///< "full": keep each micro-batch's stage input, recompute
+  bool selective = false;          ///< without full: recompute attention's core only
+  bool sequence_parallel = false;  ///< with tp > 1: norms and residual stream split by sequence
 
   int world() const { return dp * pp * tp; }
   /// Micro-batches per step on each dp rank: global_batch / (micro_batch * dp).

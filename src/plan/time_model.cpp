@@ -198,7 +198,19 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     const double embedding = static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
     out.pp += all_reduce_s(embedding * b.transport, 2, link);
   }
-  out.bubble = static_cast<double>(l.pp - 1) * (slow.compute + slow.tp + pp_per_mb);
+  // The idle time of the first stage: p - 1 micro-batches' worth (GPipe, 1F1B); 1/v of it
+  // with v interleaved chunks, whose sends are v times as many; ZB-H1 fills the
+  // cool-down with deferred weight gradients, leaving (p - 1)(F + B - W), which is the
+  // forward when B and W halve the backward (Qi et al.).
+  double idle_per_mb = slow.compute + slow.tp + pp_per_mb;
+  if (m.schedule == "interleaved-1f1b" && m.virtual_stages > 1) {
+    const double v = static_cast<double>(m.virtual_stages);
+    out.pp += (v - 1.0) * mbs * pp_per_mb;
+    idle_per_mb = (slow.compute + slow.tp) / v + pp_per_mb;
+  } else if (m.schedule == "zb-h1") {
+    idle_per_mb = (slow.compute - slow.backward) + slow.tp / 2 + pp_per_mb;
+  }
+  out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
   const double share = core_share(l, c);
   if (share > 1) {
     // More ranks than cores: they time-share the cores, which are never idle while any

@@ -20,7 +20,7 @@ using torch::autograd::variable_list;
 struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits_in,
                             const at::Tensor& targets, int64_t comm_ptr, int64_t vocab_start,
-                            int64_t vocab) {
+                            int64_t vocab, bool reentrant) {
     Communicator& tp = *reinterpret_cast<Communicator*>(comm_ptr);
     // Reductions in at least float32: bf16 logits are upcast here.
     const at::ScalarType dtype = logits_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
@@ -59,30 +59,33 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
     shifted.div_(sum_exp.unsqueeze(-1));
     ctx->save_for_backward({probs, safe_target, mine});
     ctx->saved_data["dtype"] = static_cast<int64_t>(logits_in.scalar_type());
+    ctx->saved_data["reentrant"] = reentrant;
     return sum_exp.log() - picked;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
-    // The saved softmax becomes the gradient in place: trident runs each graph's backward
-    // once (graphs are never retained), and a copy would cost one more pass over the
-    // logits, the largest activation of the model.
+    // The saved softmax becomes the gradient in place when the graph's backward runs once
+    // (a copy would cost one more pass over the logits, the largest activation of the
+    // model); a graph retained for a second backward keeps it intact.
     at::Tensor grad = saved[0];  // softmax (N, Vl)
+    if (ctx->saved_data["reentrant"].toBool()) grad = grad.clone();
     const at::Tensor& target = saved[1];
     const at::Tensor& mine = saved[2];
     grad.scatter_add_(1, target.unsqueeze(-1), mine.to(grad.scalar_type()).neg().unsqueeze(-1));
     grad.mul_(grad_out[0].unsqueeze(-1));
     const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
-    return {grad.to(dtype), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad.to(dtype), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& targets,
-                                        Communicator& tp, int64_t vocab_start, int64_t vocab) {
+                                        Communicator& tp, int64_t vocab_start, int64_t vocab,
+                                        bool reentrant) {
   return VocabParallelCrossEntropy::apply(logits, targets, reinterpret_cast<int64_t>(&tp),
-                                          vocab_start, vocab);
+                                          vocab_start, vocab, reentrant);
 }
 
 }  // namespace trident

@@ -6,12 +6,14 @@
 
 #include "parallel/communicator.h"
 #include "tensor_parallel/mappings.h"
+#include "tensor_parallel/sequence_linear.h"
+#include "tensor_parallel/sequence_mappings.h"
 
 namespace trident {
 
 ColumnParallelLinear::ColumnParallelLinear(ParamRegistry& params, Communicator& tp,
                                            const std::string& name, const LinearOptions& o)
-    : tp_(tp), replicas_(o.replicas) {
+    : tp_(tp), replicas_(o.replicas), sequence_parallel_(o.sequence_parallel && tp.size() > 1) {
   const ShardSpec split{0, o.fused_chunks, o.replicas};
   weight_ = register_parameter("weight", params.create({name + ".weight",
                                                         {o.out, o.in},
@@ -26,13 +28,16 @@ ColumnParallelLinear::ColumnParallelLinear(ParamRegistry& params, Communicator& 
 }
 
 at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
+  if (sequence_parallel_)
+    return sequence_gathered_linear(x, reduce_grad_over_replicas(weight_, tp_, replicas_), bias_,
+                                    tp_);
   return at::linear(copy_to_tp_region(x, tp_), reduce_grad_over_replicas(weight_, tp_, replicas_),
                     bias_);
 }
 
 RowParallelLinear::RowParallelLinear(ParamRegistry& params, Communicator& tp,
                                      const std::string& name, const LinearOptions& o)
-    : tp_(tp) {
+    : tp_(tp), sequence_parallel_(o.sequence_parallel && tp.size() > 1) {
   weight_ = register_parameter("weight", params.create({name + ".weight",
                                                         {o.out, o.in},
                                                         ShardSpec{1, 1},
@@ -49,14 +54,20 @@ at::Tensor RowParallelLinear::forward(const at::Tensor& x) {
   // The bias is added once, after the partial products are summed over tp; without tp
   // the matmul adds it itself.
   if (tp_.size() == 1) return at::linear(x, weight_, bias_);
+  if (sequence_parallel_) {
+    // The bias meets only this rank's slice of the sequence: its gradient is summed over tp.
+    at::Tensor y = reduce_scatter_to_sequence_region(at::linear(x, weight_), tp_);
+    return bias_.defined() ? y + sum_grad_over_sequence(bias_, tp_) : y;
+  }
   at::Tensor y = reduce_from_tp_region(at::linear(x, weight_), tp_);
   return bias_.defined() ? y + bias_ : y;
 }
 
 VocabParallelEmbedding::VocabParallelEmbedding(ParamRegistry& params, Communicator& tp,
                                                const std::string& name, int64_t vocab,
-                                               int64_t padded_vocab, int64_t hidden, bool tied_copy)
-    : tp_(tp) {
+                                               int64_t padded_vocab, int64_t hidden, bool tied_copy,
+                                               bool sequence_parallel)
+    : tp_(tp), sequence_parallel_(sequence_parallel && tp.size() > 1) {
   ParamSpec spec{name + ".weight",
                  {padded_vocab, hidden},
                  ShardSpec{0, 1},
@@ -76,7 +87,8 @@ at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids) {
   at::Tensor outside = (local < 0).logical_or(local >= rows);  // (B, T)
   at::Tensor emb = at::embedding(weight_, local.masked_fill(outside, 0));
   emb = emb.masked_fill(outside.unsqueeze(-1), 0.0);
-  return reduce_from_tp_region(emb, tp_);
+  return sequence_parallel_ ? reduce_scatter_to_sequence_region(emb, tp_)
+                            : reduce_from_tp_region(emb, tp_);
 }
 
 }  // namespace trident

@@ -18,6 +18,10 @@ struct LinearOptions {
   int fused_chunks = 1;    // column-parallel only: QKV is 3 blocks split separately
   bool bias = true;        // Llama's projections have none
   int replicas = 1;        // column-parallel only: tp ranks sharing a shard (kv heads)
+  /// Sequence parallelism: a column-parallel layer takes (and keeps for backward) this
+  /// rank's slice of the sequence and gathers the rest; a row-parallel layer
+  /// reduce-scatters its output to slices of the sequence instead of all-reducing it.
+  bool sequence_parallel = false;
 };
 
 /// y = x W^T + b with W's output dimension split over tp: each rank computes out/tp
@@ -28,12 +32,14 @@ class ColumnParallelLinear : public torch::nn::Module {
  public:
   ColumnParallelLinear(ParamRegistry& params, Communicator& tp, const std::string& name,
                        const LinearOptions& options);
-  /// x (..., in) replicated over tp -> (..., out * replicas / tp).
+  /// x (..., in) replicated over tp -> (..., out * replicas / tp); with sequence
+  /// parallelism x (B, T/tp, in), this rank's slice of the sequence -> (B, T, out*replicas/tp).
   at::Tensor forward(const at::Tensor& x);
 
  private:
   Communicator& tp_;
   int replicas_;
+  bool sequence_parallel_;
   at::Tensor weight_, bias_;  // bias_ undefined without a bias
 };
 
@@ -44,11 +50,13 @@ class RowParallelLinear : public torch::nn::Module {
  public:
   RowParallelLinear(ParamRegistry& params, Communicator& tp, const std::string& name,
                     const LinearOptions& options);
-  /// x (..., in/tp) -> (..., out) replicated over tp.
+  /// x (..., in/tp) -> (..., out) replicated over tp; with sequence parallelism
+  /// x (B, T, in/tp) -> (B, T/tp, out), this rank's slice of the sequence.
   at::Tensor forward(const at::Tensor& x);
 
  private:
   Communicator& tp_;
+  bool sequence_parallel_;
   at::Tensor weight_, bias_;
 };
 
@@ -58,8 +66,10 @@ class RowParallelLinear : public torch::nn::Module {
 class VocabParallelEmbedding : public torch::nn::Module {
  public:
   VocabParallelEmbedding(ParamRegistry& params, Communicator& tp, const std::string& name,
-                         int64_t vocab, int64_t padded_vocab, int64_t hidden, bool tied_copy);
-  /// ids (B, T) int64 -> (B, T, hidden) replicated over tp.
+                         int64_t vocab, int64_t padded_vocab, int64_t hidden, bool tied_copy,
+                         bool sequence_parallel = false);
+  /// ids (B, T) int64 -> (B, T, hidden) replicated over tp; with sequence parallelism the
+  /// sum over tp is reduce-scattered: -> (B, T/tp, hidden), this rank's slice.
   at::Tensor forward(const at::Tensor& ids);
   /// The local (V/tp, hidden) weight, for the tied output head.
   const at::Tensor& weight() const { return weight_; }
@@ -67,6 +77,7 @@ class VocabParallelEmbedding : public torch::nn::Module {
 
  private:
   Communicator& tp_;
+  bool sequence_parallel_;
   at::Tensor weight_;
   int64_t vocab_start_ = 0;
 };

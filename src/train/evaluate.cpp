@@ -29,6 +29,13 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
     if (T < 1 || T > model.dims().seq_len)
       throw InputError("eval: --seq-len " + std::to_string(T) + " must be in [1, model.seq_len = " +
                        std::to_string(model.dims().seq_len) + "]");
+    const int64_t shards = model.dims().sequence_shards;
+    if (T % shards != 0)
+      throw InputError("eval: --seq-len " + std::to_string(T) +
+                       " is not divisible by parallel.tp = " + std::to_string(shards) +
+                       ", over which parallel.sequence_parallel splits the sequence; use a "
+                       "multiple of " +
+                       std::to_string(shards));
     const data::TokenFile file = data::TokenFile::open(data_path);
     if (file.size() < K * T + 1)
       throw data::DataError("eval: data file " + data_path + " has " + std::to_string(file.size()) +
@@ -53,26 +60,36 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
   const int stage = pp.rank(), stages = pp.size();
   double loss_sum = 0.0;
   const int64_t windows = static_cast<int64_t>(mine.size());
-  for (int64_t first = 0, tag = 0; first < windows; first += micro_batch, ++tag) {
+  const int chunks = model.num_chunks();
+  for (int64_t first = 0, mb = 0; first < windows; first += micro_batch, ++mb) {
     const int64_t B = std::min(micro_batch, windows - first);
-    at::Tensor ids, targets, input;
+    at::Tensor ids, targets;
     if (model.is_first() || model.is_last()) {
       at::Tensor block =
           at::from_blob(tokens.data() + first * (T + 1), {B, T + 1}, at::kInt).to(at::kLong);
       ids = block.narrow(1, 0, T).contiguous();      // (B, T)
       targets = block.narrow(1, 1, T).contiguous();  // (B, T)
     }
-    if (model.is_first()) {
-      input = ids;
-    } else {
-      input = at::empty({B, T, model.dims().hidden}, at::TensorOptions().dtype(model.dims().dtype));
-      pp.recv(input, stage - 1, static_cast<int>(tag))->wait();
-    }
-    at::Tensor out = model.forward(input, targets, 1.0);
-    if (model.is_last()) {
-      loss_sum += out.item<double>();  // the sum of the micro-batch's token losses
-    } else {
-      pp.send(out.contiguous(), stage + 1, static_cast<int>(tag))->wait();
+    // Through the virtual pipeline: chunk c of stage s is virtual stage c * stages + s, so
+    // each chunk takes its input from the previous rank (round the ring between chunks).
+    for (int c = 0; c < chunks; ++c) {
+      ModelStage& chunk = model.chunk(c);
+      const int tag = static_cast<int>(mb * chunks + c);
+      at::Tensor input;
+      if (chunk.is_first()) {
+        input = ids;
+      } else {
+        // With sequence parallelism each tp rank receives its slice of the sequence.
+        input = at::empty({B, T / model.dims().sequence_shards, model.dims().hidden},
+                          at::TensorOptions().dtype(model.dims().dtype));
+        pp.recv(input, (stage + stages - 1) % stages, stage > 0 ? tag : tag - 1)->wait();
+      }
+      at::Tensor out = chunk.forward(input, targets, 1.0);
+      if (chunk.is_last()) {
+        loss_sum += out.item<double>();  // the sum of the micro-batch's token losses
+      } else {
+        pp.send(out.contiguous(), (stage + 1) % stages, tag)->wait();
+      }
     }
   }
   at::Tensor total = at::full({1}, loss_sum, at::kDouble);

@@ -27,6 +27,7 @@ void write_run_info(const TrainConfig& config, int64_t parameters, std::optional
       {"zero_stage", p.zero_stage},
       {"schedule", name_of(p.schedule)},
       {"activation_checkpointing", name_of(p.activation_checkpointing)},
+      {"sequence_parallel", p.sequence_parallel},
       {"precision", name_of(config.train.precision)},
       {"title", "dp " + std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " x tp " +
                     std::to_string(p.tp) + ", ZeRO " + std::to_string(p.zero_stage) + ", " +

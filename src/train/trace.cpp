@@ -20,6 +20,10 @@ const char* category_of(Op op) {
       return "forward";
     case Op::kBackward:
       return "backward";
+    case Op::kBackwardInput:
+      return "backward-input";
+    case Op::kBackwardWeight:
+      return "backward-weight";
     case Op::kRecvActivation:
     case Op::kRecvGrad:
       return "recv";
@@ -35,20 +39,26 @@ const char* category_of(Op op) {
 }
 
 std::string name_of(const InstructionRecord& r) {
-  const int k = r.instruction.micro_batch;
+  const int c = r.instruction.chunk;
+  const std::string k =
+      std::to_string(r.instruction.micro_batch) + (c != 0 ? " chunk " + std::to_string(c) : "");
   switch (r.instruction.op) {
     case Op::kForward:
-      return "forward " + std::to_string(k);
+      return "forward " + k;
     case Op::kBackward:
-      return (r.recompute ? "recompute+backward " : "backward ") + std::to_string(k);
+      return (r.recompute ? "recompute+backward " : "backward ") + k;
+    case Op::kBackwardInput:
+      return (r.recompute ? "recompute+backward input " : "backward input ") + k;
+    case Op::kBackwardWeight:
+      return "backward weight " + k;
     case Op::kRecvActivation:
-      return "recv activation " + std::to_string(k);
+      return "recv activation " + k;
     case Op::kRecvGrad:
-      return "recv grad " + std::to_string(k);
+      return "recv grad " + k;
     case Op::kSendActivation:
-      return "send activation " + std::to_string(k);
+      return "send activation " + k;
     case Op::kSendGrad:
-      return "send grad " + std::to_string(k);
+      return "send grad " + k;
     case Op::kReduceGrads:
       return "reduce grads";
     case Op::kOptimizerStep:
@@ -63,7 +73,7 @@ void TraceRecorder::add(int64_t step, const StepResult& result) {
   for (const auto& r : result.records) {
     const double d = r.end - r.start;
     const Op op = r.instruction.op;
-    if (op == Op::kForward || op == Op::kBackward || op == Op::kOptimizerStep) split_.compute += d;
+    if (pipeline::is_compute(op) || op == Op::kOptimizerStep) split_.compute += d;
     if (op == Op::kRecvActivation || op == Op::kRecvGrad || op == Op::kReduceGrads)
       split_.communication += d;
     if (step <= max_steps_)

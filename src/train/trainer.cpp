@@ -66,8 +66,10 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   // Every stage's list is checked together before anything runs.
   const int stages = static_cast<int>(p.pp);
   const int m = static_cast<int>(config.micro_batches());
+  const int chunks = static_cast<int>(p.virtual_stages);
   std::vector<pipeline::Schedule> all;
-  for (int s = 0; s < stages; ++s) all.push_back(pipeline::make_schedule(p.schedule, stages, s, m));
+  for (int s = 0; s < stages; ++s)
+    all.push_back(pipeline::make_schedule(p.schedule, stages, s, m, chunks));
   const pipeline::CheckReport report = pipeline::check_schedules(all, m);
   TORCH_CHECK(report.ok, "pipeline schedule '", p.schedule, "' failed its check: ", report.error);
   schedule_ = all[ctx.coord().pp];

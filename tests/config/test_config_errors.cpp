@@ -70,7 +70,7 @@ TEST(ConfigErrors, out_of_range_names_the_valid_range) {
 TEST(ConfigErrors, choice_not_in_list_names_the_choices) {
   EXPECT_THAT(error_of("[parallel]\nschedule = \"interleaved\"\n"),
               HasSubstr("configs/x.toml:2: parallel.schedule = \"interleaved\" is not valid; it "
-                        "must be one of \"gpipe\", \"1f1b\""));
+                        "must be one of \"gpipe\", \"1f1b\", \"interleaved-1f1b\", \"zb-h1\""));
   EXPECT_THAT(error_of("[parallel]\nzero_stage = 4\n"),
               HasSubstr("parallel.zero_stage = 4 is not valid; it must be one of 0, 1, 2, 3"));
   EXPECT_THAT(error_of("[parallel]\nzero3_prefetch = \"yes\"\n"),
@@ -79,9 +79,21 @@ TEST(ConfigErrors, choice_not_in_list_names_the_choices) {
   EXPECT_THAT(error_of("[train]\nprecision = \"fp16\"\n"),
               HasSubstr("it must be one of \"fp64\", \"fp32\", \"bf16\""));
   EXPECT_THAT(error_of("[parallel]\nactivation_checkpointing = \"some\"\n"),
-              HasSubstr("one of \"none\", \"full\""));
+              HasSubstr("one of \"none\", \"selective\", \"full\""));
   EXPECT_THAT(error_of("[parallel]\ngrad_reduce_dtype = \"fp16\"\n"),
               HasSubstr("one of \"fp32\", \"bf16\""));
+}
+
+TEST(ConfigErrors, sequence_parallel_needs_tp_and_a_divisible_sequence) {
+  EXPECT_THAT(error_of("[parallel]\nsequence_parallel = true\n"),
+              HasSubstr("configs/x.toml:2: parallel.sequence_parallel = true needs parallel.tp > "
+                        "1 (it splits the sequence over the tensor-parallel ranks), but "
+                        "parallel.tp = 1; set tp to 2 or more, or sequence_parallel = false"));
+  EXPECT_THAT(error_of("[model]\nseq_len = 30\nheads = 4\n[parallel]\ntp = 4\n"
+                       "sequence_parallel = true\n"),
+              HasSubstr("configs/x.toml:2: parallel.sequence_parallel = true splits the sequence "
+                        "over parallel.tp = 4 ranks, but model.seq_len = 30 is not divisible by "
+                        "it; use a seq_len that is a multiple of 4, or sequence_parallel = false"));
 }
 
 TEST(ConfigErrors, hidden_not_divisible_by_heads) {
@@ -107,6 +119,36 @@ TEST(ConfigErrors, global_batch_not_divisible_by_micro_batch_times_dp) {
               HasSubstr("configs/x.toml:3: train.global_batch_size = 10 is not divisible by "
                         "train.micro_batch_size * parallel.dp = 2 * 2 = 4; use a multiple of "
                         "4, e.g. 8 or 12"));
+}
+
+TEST(ConfigErrors, virtual_stages_need_interleaved_1f1b_and_must_divide_the_layers) {
+  EXPECT_THAT(error_of("[parallel]\npp = 2\nvirtual_stages = 2\n", {}, 2),
+              HasSubstr("configs/x.toml:3: parallel.virtual_stages = 2 needs parallel.schedule = "
+                        "\"interleaved-1f1b\"; set it to 1 or change the schedule"));
+  EXPECT_THAT(error_of("[model]\nlayers = 4\n[parallel]\npp = 2\nschedule = \"interleaved-1f1b\"\n"
+                       "virtual_stages = 4\n",
+                       {}, 2),
+              HasSubstr("configs/x.toml:6: model.layers = 4 is not divisible by parallel.pp * "
+                        "parallel.virtual_stages = 2 * 4 = 8; use virtual_stages in {1, 2} or "
+                        "change layers"));
+  EXPECT_THAT(error_of("[parallel]\nschedule = \"interleaved-1f1b\"\n", {}, 1),
+              HasSubstr("configs/x.toml:2: parallel.schedule = \"interleaved-1f1b\" needs "
+                        "parallel.pp >= 2, got 1"));
+  EXPECT_THAT(error_of("[parallel]\npp = 2\nzero_stage = 3\nschedule = \"zb-h1\"\n", {}, 2),
+              HasSubstr("parallel.zero_stage = 3 does not run with parallel.schedule = \"zb-h1\""));
+}
+
+TEST(ConfigErrors, interleaved_micro_batches_run_in_rounds_of_pp) {
+  // pp 4, dp 1: 8 / 2 = 4 micro-batches is fine, 8 / 4 = 2 is not.
+  const std::string text =
+      "[model]\nlayers = 8\n[parallel]\npp = 4\nschedule = \"interleaved-1f1b\"\n"
+      "virtual_stages = 2\n[train]\nglobal_batch_size = 8\nmicro_batch_size = 4\n";
+  EXPECT_THAT(error_of(text, {}, 4),
+              HasSubstr("configs/x.toml:8: train.global_batch_size = 8 gives 2 micro-batches per "
+                        "step (global_batch_size / (micro_batch_size * dp)), but parallel.schedule "
+                        "= \"interleaved-1f1b\" runs them in rounds of parallel.pp = 4; make that "
+                        "count a multiple of 4"));
+  EXPECT_NO_THROW(parse_config(text, "configs/x.toml", {"train.micro_batch_size=1"}, 4));
 }
 
 TEST(ConfigErrors, layout_does_not_match_world_size_dp2_pp2_tp2_world4) {

@@ -45,8 +45,8 @@ TEST(ConfigDocs, reference_lists_every_key_with_its_default) {
   EXPECT_THAT(md, ::testing::HasSubstr("## [model]"));
   EXPECT_THAT(md, ::testing::HasSubstr("| `layers` | integer | `2` | >= 1 |"));
   EXPECT_THAT(md, ::testing::HasSubstr("| `lr` | float | `0.001` | > 0 |"));
-  EXPECT_THAT(md, ::testing::HasSubstr(
-                      "| `schedule` | string | `\"1f1b\"` | one of \"gpipe\", \"1f1b\" |"));
+  EXPECT_THAT(md, ::testing::HasSubstr("| `schedule` | string | `\"1f1b\"` | one of \"gpipe\", "
+                                       "\"1f1b\", \"interleaved-1f1b\", \"zb-h1\" |"));
   EXPECT_THAT(md, ::testing::HasSubstr("| `dp` | integer | `0` (derived) |"));
 }
 

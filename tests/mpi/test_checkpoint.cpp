@@ -97,6 +97,31 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
       {"dp4_pp1_tp2_zero2", 4, 1, 2, 2, "1f1b", false, 1},
       {"dp1_pp2_tp2_zero0_on_4_ranks", 1, 2, 2, 0, "gpipe", false, 4},
       {"dp1_pp1_tp1", 1, 1, 1, 0, "1f1b", false, 2},
+      // Two model chunks per stage: each chunk reads its layers' slices by global name.
+      {"dp2_pp2_tp2_zero2_interleaved_v2",
+       2,
+       2,
+       2,
+       2,
+       "interleaved-1f1b",
+       false,
+       1,
+       "fp64",
+       2000,
+       {"parallel.virtual_stages=2"}},
+      // Sequence parallelism and selective recomputation change no parameter: the same
+      // checkpoint resumes into them.
+      {"dp2_pp2_tp2_zero3_sp_selective",
+       2,
+       2,
+       2,
+       3,
+       "1f1b",
+       false,
+       1,
+       "fp64",
+       2000,
+       {"parallel.sequence_parallel=true", "parallel.activation_checkpointing=selective"}},
   };
   for (const Layout& target : targets)
     expect_resume_matches(target, ref.saved_at_5, kSaveAt, kSteps, ref.trace.losses,

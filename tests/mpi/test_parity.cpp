@@ -19,6 +19,8 @@ namespace trident::testing {
 namespace {
 
 constexpr int kSteps = 5;
+constexpr const char* kV2 = "parallel.virtual_stages=2";
+constexpr const char* kL8 = "model.layers=8";  // pp 4 x 2 chunks: one layer per chunk
 
 // name, dp, pp, tp, zero, schedule, checkpointing, micro-batch size, precision.
 const Layout kLayouts[] = {
@@ -106,6 +108,76 @@ const Layout kLayouts[] = {
      2000,
      {"parallel.zero3_reshard_after_forward=off"}},
     {"dp2_pp2_tp2_1f1b_ckpt_zero3_fp32", 2, 2, 2, 3, "1f1b", true, 1, "fp32"},
+    // Interleaved 1F1B with two model chunks per stage (pp 4 needs 8 layers), and ZB-H1,
+    // whose backward is split into its input and weight halves.
+    {"pp2_interleaved_v2", 1, 2, 1, 0, "interleaved-1f1b", false, 2, "fp64", 2000, {kV2}},
+    {"pp2_interleaved_v2_ckpt", 1, 2, 1, 0, "interleaved-1f1b", true, 2, "fp64", 2000, {kV2}},
+    {"pp4_interleaved_v2", 1, 4, 1, 0, "interleaved-1f1b", false, 1, "fp64", 2000, {kV2, kL8}},
+    {"pp4_interleaved_v2_ckpt", 1, 4, 1, 0, "interleaved-1f1b", true, 1, "fp64", 2000, {kV2, kL8}},
+    {"dp2_pp2_tp2_interleaved_v2_zero1",
+     2,
+     2,
+     2,
+     1,
+     "interleaved-1f1b",
+     false,
+     1,
+     "fp64",
+     2000,
+     {kV2}},
+    {"dp2_pp2_tp2_interleaved_v2_ckpt_zero2",
+     2,
+     2,
+     2,
+     2,
+     "interleaved-1f1b",
+     true,
+     1,
+     "fp64",
+     2000,
+     {kV2}},
+    {"pp2_zbh1", 1, 2, 1, 0, "zb-h1", false, 2},
+    {"pp2_zbh1_ckpt", 1, 2, 1, 0, "zb-h1", true, 2},
+    {"pp4_zbh1", 1, 4, 1, 0, "zb-h1", false, 1},
+    {"dp2_pp2_zbh1_zero2", 2, 2, 1, 2, "zb-h1", false, 1},
+    {"dp2_pp2_tp2_zbh1_ckpt_zero1", 2, 2, 2, 1, "zb-h1", true, 1},
+};
+
+/// A row with further config switches: "sp" turns on sequence parallelism, "selective"
+/// recomputes attention's core in backward.
+Layout with(Layout l, const std::vector<std::string>& switches) {
+  for (const std::string& s : switches) {
+    if (s == "sp") l.sets.push_back("parallel.sequence_parallel=true");
+    if (s == "selective") l.sets.push_back("parallel.activation_checkpointing=selective");
+  }
+  return l;
+}
+
+/// Sequence parallelism (norms and the residual stream split over tp by sequence) and
+/// selective recomputation, alone and combined with pp, dp, ZeRO 2/3 and full checkpointing.
+const Layout kSequenceLayouts[] = {
+    with({"sp_tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"sp"}),
+    with({"sp_tp4_m4", 1, 1, 4, 0, "1f1b", false, 2}, {"sp"}),
+    with({"sp_tp2_m4_fp32", 1, 1, 2, 0, "1f1b", false, 2, "fp32"}, {"sp"}),
+    with({"sp_dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"sp"}),
+    with({"sp_dp2_pp2_tp2_gpipe_selective_zero3", 2, 2, 2, 3, "gpipe", false, 1},
+         {"sp", "selective"}),
+    with({"selective_m4", 1, 1, 1, 0, "1f1b", false, 2}, {"selective"}),
+    with({"selective_tp2_pp2_1f1b", 1, 2, 2, 0, "1f1b", false, 2}, {"selective"}),
+    // ... and with the interleaved and zero-bubble schedules.
+    with({"sp_dp2_pp2_tp2_interleaved_v2_zero1",
+          2,
+          2,
+          2,
+          1,
+          "interleaved-1f1b",
+          false,
+          1,
+          "fp64",
+          2000,
+          {kV2}},
+         {"sp"}),
+    with({"sp_pp2_tp2_zbh1_selective", 1, 2, 2, 0, "zb-h1", false, 2}, {"sp", "selective"}),
 };
 
 /// A row for the Llama: 4 heads over 2 kv heads, so tp 4 replicates each kv head on two
@@ -133,11 +205,18 @@ const Layout kLlamaLayouts[] = {
     llama({"dp2_zero3", 2, 1, 1, 3, "1f1b", false, 4}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}, "llama_tied"),
+    llama(with({"sp_tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"sp"})),
+    llama(with({"sp_tp4_m4", 1, 1, 4, 0, "1f1b", false, 2}, {"sp"})),
+    llama(with({"sp_pp2_tp2_1f1b_selective", 1, 2, 2, 0, "1f1b", false, 2}, {"sp", "selective"})),
+    llama({"pp2_interleaved_v2_ckpt", 1, 2, 1, 0, "interleaved-1f1b", true, 2, "fp64", 2000, {kV2}},
+          "llama_tied"),
+    llama({"pp2_zbh1", 1, 2, 1, 0, "zb-h1", false, 2}, "llama_tied"),
 };
 
 /// Every row of both tables.
 std::vector<Layout> all_layouts() {
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
+  all.insert(all.end(), std::begin(kSequenceLayouts), std::end(kSequenceLayouts));
   all.insert(all.end(), std::begin(kLlamaLayouts), std::end(kLlamaLayouts));
   return all;
 }
@@ -155,6 +234,9 @@ TEST_P(Parity, matches_the_single_process_run) {
 
   Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, layout.precision};
   single.model = layout.model;
+  // The same model: the layout's model.* overrides (a deeper model for pp 4 x 2 chunks).
+  for (const std::string& set : layout.sets)
+    if (set.rfind("model.", 0) == 0) single.sets.push_back(set);
   ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 120.0);
   Trainer reference(layout_config(single, kSteps), solo);
   const RunTrace want = train_steps(reference, kSteps);

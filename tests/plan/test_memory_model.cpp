@@ -82,11 +82,43 @@ TEST(Activations, one_layer_by_hand) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(x, 1, true, 4), 8388608.0);
 }
 
+// The same layer by Korthikanti's table 2 (16-bit bytes, s b h = 2,097,152, a s / h = 16):
+//   tp 4 + sequence parallel: (34 + 5*16) / 4 = 28.5      -> 59,768,832
+//   tp 4 selective:           10 + 24/4 = 16              -> 33,554,432
+//   tp 4 + sp, selective:     34 / 4 = 8.5                -> 17,825,792
+//   tp 4 + sp, full:          2 / 4 = 0.5                 ->  1,048,576
+//   no dropout, tp 4 + sp:    (32 + 2*16) / 4 = 16        -> 33,554,432
+TEST(Activations, sequence_parallel_and_selective_by_hand) {
+  const ActivationShape x{1024, 2, 1024, 16};
+  auto bytes = [&](bool sp, Recompute r, bool dropout = true) {
+    ActivationOptions o;
+    o.tp = 4;
+    o.sequence_parallel = sp;
+    o.recompute = r;
+    o.dropout = dropout;
+    return layer_activation_bytes(x, o, 2);
+  };
+  EXPECT_DOUBLE_EQ(bytes(false, Recompute::kNone), layer_activation_bytes(x, 4, false, 2));
+  EXPECT_DOUBLE_EQ(bytes(false, Recompute::kFull), layer_activation_bytes(x, 4, true, 2));
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kNone), 59768832.0);
+  EXPECT_DOUBLE_EQ(bytes(false, Recompute::kSelective), 33554432.0);
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kSelective), 17825792.0);
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kFull), 1048576.0);
+  EXPECT_DOUBLE_EQ(bytes(true, Recompute::kNone, /*dropout=*/false), 33554432.0);
+}
+
 TEST(Activations, in_flight_micro_batches) {
   EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 0, 8), 4);  // first stage: pp
   EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 3, 8), 1);  // last stage: one
   EXPECT_EQ(in_flight_micro_batches("1f1b", 4, 0, 2), 2);  // never more than m
   EXPECT_EQ(in_flight_micro_batches("gpipe", 4, 3, 8), 8);
+  // As the schedule checker measures them at pp 4, m 8: ZB-H1's deferred weight halves
+  // keep every stage at pp; interleaved 1F1B (v 2) counts chunk-micro-batches.
+  EXPECT_EQ(in_flight_micro_batches("zb-h1", 4, 3, 8), 4);
+  EXPECT_EQ(in_flight_micro_batches("zb-h1", 4, 0, 2), 2);
+  EXPECT_EQ(in_flight_micro_batches("interleaved-1f1b", 4, 0, 8, 2), 11);
+  EXPECT_EQ(in_flight_micro_batches("interleaved-1f1b", 4, 3, 8, 2), 5);
+  EXPECT_EQ(in_flight_micro_batches("interleaved-1f1b", 4, 1, 4, 2), 8);  // m == pp: all
 }
 
 TEST(Activations, first_stage_of_pp2_holds_two_micro_batches) {
@@ -106,6 +138,24 @@ TEST(Activations, first_stage_of_pp2_holds_two_micro_batches) {
   // The last stage: one micro-batch, its layers plus norm outputs and logits with softmax.
   const MemoryBreakdown last = stage_memory(m, Layout{1, 2, 1, 0, 1, false}, 1);
   EXPECT_DOUBLE_EQ(last.activations, 2 * layer + (2 * 32 * 64 + 2 * 32 * 256) * 4.0);
+}
+
+TEST(Activations, stage_with_tp2_sequence_parallel_and_selective) {
+  // The model above at tp 2 on 2 stages: s b h = 2048, a s / h = 2 (16-bit constants, fp32).
+  PlanModel m;
+  m.layers = 4, m.hidden = 64, m.heads = 4, m.vocab = 256, m.seq_len = 32, m.global_batch = 4;
+  Layout l{1, 2, 2, 0, 1, false};
+  const double plain = stage_memory(m, l, 0).activations;
+  // tp only: 2048 * (10 + 24/2 + 5*2/2) * 2 = 110,592 per layer, 2 layers, 2 in flight.
+  EXPECT_DOUBLE_EQ(plain, 2 * 2 * 110592.0);
+  l.sequence_parallel = true;
+  // sp: 2048 * (34 + 10) / 2 * 2 = 90,112 per layer.
+  EXPECT_DOUBLE_EQ(stage_memory(m, l, 0).activations, 2 * 2 * 90112.0);
+  l.selective = true;
+  // sp and selective: 2048 * 34 / 2 * 2 = 69,632 per layer.
+  EXPECT_DOUBLE_EQ(stage_memory(m, l, 0).activations, 2 * 2 * 69632.0);
+  // The pipeline receives this rank's slice of the sequence: (B, T/2, C) twice.
+  EXPECT_DOUBLE_EQ(stage_memory(m, l, 0).communication, 2 * (32 * 64 / 2) * 4.0);
 }
 
 TEST(CommunicationBuffers, zero2_buckets_and_pipeline_receives) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The checkpoint tools end to end: `trident eval` gives the same loss on 1 rank and at
-# pp2 x tp2; `export` then eval of the Hugging Face files agrees to fp32 rounding;
+# The checkpoint tools end to end: `trident eval` gives the same loss on 1 rank, at
+# pp2 x tp2 and at pp2 with two model chunks per stage; `export` then eval of the Hugging Face files agrees to fp32 rounding;
 # `convert` to pp2 x tp2 (on 3 processes) writes one file per target rank, `inspect`
 # shows its layout, and training resumed from it matches training resumed from the
 # original, loss for loss; usage errors exit 2.
@@ -34,6 +34,12 @@ four=$(run 4 eval --checkpoint "$tmp/ck" --data "$tmp/tokens.bin" --sequences 12
   --set parallel.pp=2 --set parallel.tp=2 2>&1) || fail "eval pp2 tp2: $four"
 l4=$(echo "$four" | loss_of)
 close "$l4" "$l1" 1e-12 || fail "eval at pp2 x tp2 gives $l4, on one rank $l1"
+# Two model chunks per stage: the windows go round the ring twice.
+two=$(run 2 eval --checkpoint "$tmp/ck" --data "$tmp/tokens.bin" --sequences 12 \
+  --set parallel.pp=2 --set parallel.schedule=interleaved-1f1b --set parallel.virtual_stages=2 2>&1) ||
+  fail "eval pp2 interleaved v2: $two"
+l2=$(echo "$two" | loss_of)
+close "$l2" "$l1" 1e-12 || fail "eval at pp2 with 2 chunks per stage gives $l2, on one rank $l1"
 
 run 1 export --in "$tmp/ck" --out "$tmp/hf" --format hf >"$tmp/export.log" 2>&1 || fail "export: $(cat "$tmp/export.log")"
 [ -f "$tmp/hf/model.safetensors" ] && [ -f "$tmp/hf/config.json" ] || fail "export wrote $(ls "$tmp/hf")"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bad input to `trident train` stops every rank before training with one message and a
-# non-zero exit code: a missing data file, a layout that does not fit the ranks, and a
-# device this build or node does not have.
+# non-zero exit code: a missing data file, a layout that does not fit the ranks, a
+# device this build or node does not have, and sequence parallelism without tp.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -28,6 +28,14 @@ code=$?
 [ "$(echo "$err" | grep -c '^trident: error:')" -eq 1 ] || fail "not exactly one message: $err"
 echo "$err" | grep -q 'train.device = "cuda"' || fail "the message does not name train.device: $err"
 echo "$err" | grep -q 'train.device = "cpu"' || fail "the message does not give the fix: $err"
+echo "$err" | grep -q "^step " && fail "training started: $err"
+# Sequence parallelism splits the sequence over tp: with tp = 1 it is refused, naming the fix.
+err=$(run 2 "$root/configs/tiny.toml" --set parallel.dp=2 --set parallel.sequence_parallel=true 2>&1)
+code=$?
+[ $code -eq 2 ] || fail "sequence_parallel with tp = 1 exited $code, not 2: $err"
+[ "$(echo "$err" | grep -c '^trident: error:')" -eq 1 ] || fail "not exactly one message: $err"
+echo "$err" | grep -q "parallel.sequence_parallel = true needs parallel.tp > 1" ||
+  fail "the message does not name sequence_parallel and tp: $err"
 echo "$err" | grep -q "^step " && fail "training started: $err"
 
 echo "train_errors: ok"

@@ -1,0 +1,51 @@
+// The attention core and the autograd function that recomputes it in backward.
+#include "models/attention_core.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>  // torch::autograd::Function, torch::autograd::grad
+
+#include <cmath>
+#include <limits>
+
+namespace trident {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  const int64_t T = q.size(2), hd = q.size(3);
+  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  at::Tensor future = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+  att = at::softmax(att, -1);  // (B, H, T, T)
+  return at::matmul(att, v);   // (B, H, T, hd)
+}
+
+struct RecomputedAttention : torch::autograd::Function<RecomputedAttention> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v) {
+    // Autograd records nothing inside a custom function's forward: only q, k, v are kept.
+    ctx->save_for_backward({q, k, v});
+    return attention_math(q, k, v);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    at::AutoGradMode enable(true);
+    variable_list inputs;
+    for (const at::Tensor& t : saved) inputs.push_back(t.detach().requires_grad_(true));
+    const at::Tensor y = attention_math(inputs[0], inputs[1], inputs[2]);
+    return torch::autograd::grad({y}, inputs, {grads[0]});
+  }
+};
+
+}  // namespace
+
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            bool recompute) {
+  if (!recompute) return attention_math(q, k, v);
+  return RecomputedAttention::apply(q, k, v);
+}
+
+}  // namespace trident

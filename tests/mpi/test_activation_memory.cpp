@@ -1,0 +1,162 @@
+// Activation memory of one GPT block per micro-batch, measured by the counting allocator,
+// against Korthikanti et al. 2022's formula (plan/memory_model.h) without its dropout
+// terms (trident's model has none): no recomputation, selective recomputation of
+// attention's core, and full recomputation, each with tp alone and with sequence
+// parallelism. The only bytes the formula leaves out are each layer norm's mean and
+// reciprocal deviation (2 s b / t elements each) and the causal mask (s^2 bools).
+// And the pipeline's traffic, which sequence parallelism divides by tp.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+
+#include "common/memory_tracker.h"
+#include "models/gpt.h"
+#include "mpi_cases.h"  // register_mpi_cases
+#include "parallel/parallel_context.h"
+#include "pipeline/runtime.h"
+#include "pipeline/schedule.h"
+#include "plan/memory_model.h"
+#include "tensor_parallel/parameter.h"
+
+namespace trident {
+namespace {
+
+const bool kRegistered = testing::register_mpi_cases(
+    {{"activation_memory_tp2", 2, "ActivationMemory.*"},
+     {"sequence_parallel_pp_traffic_pp2_tp2", 4, "SequenceParallelTraffic.*"}});
+
+constexpr int64_t kBatch = 2, kSeq = 32, kHidden = 64, kHeads = 4;
+
+/// Bytes one block's forward leaves allocated, its output included: what the block keeps
+/// for backward with its input counted in place of its output (same size), as Korthikanti
+/// count a layer's input as the layer's.
+int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute recompute) {
+  GptOptions o;
+  o.layers = 2;
+  o.hidden = kHidden;
+  o.heads = kHeads;
+  o.vocab = 64;
+  o.padded_vocab = 64;
+  o.seq_len = kSeq;
+  o.dtype = at::kFloat;
+  o.sequence_parallel = sequence_parallel;
+  o.recompute_attention = recompute == plan::Recompute::kSelective;
+  ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
+  GptBlock block(params, tp, o, 0);
+  const int64_t rows = sequence_parallel ? kSeq / tp.size() : kSeq;
+  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
+  const int64_t before = live_tensor_bytes();
+  at::Tensor y;
+  if (recompute == plan::Recompute::kFull) {
+    // Full recomputation keeps only each layer's input: the forward records nothing.
+    at::NoGradGuard no_grad;
+    y = block.forward(x);
+  } else {
+    y = block.forward(x);
+  }
+  const int64_t bytes = live_tensor_bytes() - before;
+  // Backward still runs: what was kept is what backward needs.
+  if (y.requires_grad()) y.sum().backward();
+  return bytes;
+}
+
+TEST(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
+  install_memory_tracker();
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
+  ParallelContext tp2(MPI_COMM_WORLD, 1, 1, world, 60.0);
+  const plan::ActivationShape shape{kSeq, kBatch, kHidden, kHeads};
+  struct Case {
+    const char* name;
+    ParallelContext* ctx;
+    bool sp;
+    plan::Recompute recompute;
+  };
+  using plan::Recompute;
+  const Case cases[] = {
+      {"tp1 none", &solo, false, Recompute::kNone},
+      {"tp1 selective", &solo, false, Recompute::kSelective},
+      {"tp1 full", &solo, false, Recompute::kFull},
+      {"tp2 none", &tp2, false, Recompute::kNone},
+      {"tp2 selective", &tp2, false, Recompute::kSelective},
+      {"tp2 full", &tp2, false, Recompute::kFull},
+      {"tp2 sp none", &tp2, true, Recompute::kNone},
+      {"tp2 sp selective", &tp2, true, Recompute::kSelective},
+      {"tp2 sp full", &tp2, true, Recompute::kFull},
+  };
+  for (const Case& c : cases) {
+    const int t = c.ctx->grid().tp();
+    plan::ActivationOptions options;
+    options.tp = t;
+    options.sequence_parallel = c.sp;
+    options.recompute = c.recompute;
+    options.dropout = false;
+    const double formula = plan::layer_activation_bytes(shape, options, 4.0);
+    const double measured = static_cast<double>(block_bytes(c.ctx->tp(), c.sp, c.recompute));
+    // What the formula leaves out: two layer norms' statistics (mean, 1/std: 2 s b / t
+    // elements each, over the rows this rank normalises) and the causal mask (s^2 bools).
+    const double norm_rows = static_cast<double>(c.sp ? kSeq / t : kSeq) * kBatch;
+    const double extra =
+        c.recompute == Recompute::kFull
+            ? 0.0
+            : 2.0 * 2.0 * norm_rows * 4.0 + (c.recompute == Recompute::kNone ? kSeq * kSeq : 0.0);
+    if (rank == 0)
+      std::printf("%-17s measured %8.0f bytes, formula %8.0f + norms/mask %5.0f: ratio %.4f\n",
+                  c.name, measured, formula, extra, measured / formula);
+    EXPECT_DOUBLE_EQ(measured, formula + extra) << c.name;
+  }
+}
+
+struct PipelineStep {
+  int64_t sent_bytes = 0;  // what this rank sent to its neighbouring stage
+  double loss = 0;         // the last stage's summed micro-batch losses
+};
+
+/// One 1F1B step of a pp 2 x tp 2 GPT (fp64, 4 micro-batches of 2), sequence parallel or not.
+PipelineStep pipeline_step(ParallelContext& ctx, bool sequence_parallel) {
+  GptOptions o;
+  o.layers = 2;
+  o.hidden = 32;
+  o.heads = 4;
+  o.vocab = 64;
+  o.padded_vocab = 64;
+  o.seq_len = 16;
+  o.dtype = at::kDouble;
+  o.sequence_parallel = sequence_parallel;
+  GptStage stage(o, ctx.tp(), ctx.coord().pp, 2);
+  PipelineRuntime runtime(stage, ctx, RuntimeOptions{false, 2, at::kDouble});
+  const int m = 4;
+  auto batch = [&](int k) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(200 + k);
+    at::Tensor ids = at::randint(64, {2, 17}, gen, at::kLong);
+    return MicroBatch{ids.narrow(1, 0, 16).contiguous(), ids.narrow(1, 1, 16).contiguous()};
+  };
+  StepHooks hooks;
+  ctx.pp().reset_counters();
+  const StepResult r = runtime.run(pipeline::make_schedule("1f1b", 2, ctx.coord().pp, m), batch,
+                                   1.0 / (2 * 16 * m), hooks);
+  return {ctx.pp().counter(CommKind::kSend).bytes, r.loss};
+}
+
+TEST(SequenceParallelTraffic, pipeline_sends_sequence_slices) {
+  ParallelContext ctx(MPI_COMM_WORLD, 1, 2, 2, 60.0);
+  const PipelineStep plain = pipeline_step(ctx, false);
+  const PipelineStep sp = pipeline_step(ctx, true);
+  // 4 micro-batches of (2, 16, 32) float64 activations forward (stage 0) or gradients
+  // backward (stage 1); with sequence parallelism each tp rank sends its (2, 8, 32) slice.
+  const int64_t whole = 4 * 2 * 16 * 32 * 8;
+  EXPECT_EQ(plain.sent_bytes, whole);
+  EXPECT_EQ(sp.sent_bytes, whole / 2);
+  // The same model either way.
+  if (ctx.coord().pp == 1) {
+    EXPECT_GT(plain.loss, 0.0);
+    EXPECT_NEAR(sp.loss, plain.loss, 1e-12 * plain.loss);
+  }
+}
+
+}  // namespace
+}  // namespace trident
