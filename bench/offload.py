@@ -127,11 +127,27 @@ def offload(bench):
               % (tier_bw / 1e6, write_bw / 1e6, read_bw / 1e6))
     wait = median_of([r["tier"]["wait_s"] / r["step_time_s"] for r in tier_rows])
     stream = median_of([r["tier"]["stream_s"] / r["step_time_s"] for r in tier_rows])
-    bench.add("step fraction blocked on the nvme tier (%.0fM params, 1 rank)" % (PARAMS / 1e6),
+    bench.add("step fraction blocked on the nvme tier (%.0fM params, 1 rank), %d tokens per step"
+              % (PARAMS / 1e6, m["micro"] * m["seq"]),
               "%.3f" % wait,
               "<= 0.10", wait <= 0.10,
               "the streamed AdamW step is %.2f of the step; step %.2f s" % (
                   stream, median_of([r["step_time_s"] for r in tier_rows])))
+
+    # The same tier under four times the tokens per step: the tier's traffic per step
+    # (16 bytes x params, read and written) stays, forward and backward grow.
+    big = dict(m, micro=4 * m["micro"])
+    big_rows = []
+    for k in range(2):
+        rows, _ = bench.trident(f"offload_nvme_big.{k}", 1, one_rank_sets(big) + offload_sets(tier),
+                                model=big, steps=steps)
+        big_rows += rows
+    wait_big = median_of([r["tier"]["wait_s"] / r["step_time_s"] for r in big_rows])
+    stream_big = median_of([r["tier"]["stream_s"] / r["step_time_s"] for r in big_rows])
+    bench.add("step fraction blocked on the nvme tier, %d tokens per step" % (big["micro"] * big["seq"]),
+              "%.3f" % wait_big, "<= 0.10", wait_big <= 0.10,
+              "the streamed AdamW step is %.2f of the step; step %.2f s" % (
+                  stream_big, median_of([r["step_time_s"] for r in big_rows])))
 
     # Capacity under a memory cap between the two peaks.
     cap = (min(rss["none"]) + max(rss["nvme"])) // 2

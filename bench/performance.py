@@ -11,6 +11,8 @@ Runs, one after another on an otherwise idle machine:
   3. trident at dp 2 (one thread per rank, weak scaling: micro-batch 4 per rank) with
      ZeRO 0 and 2 against one rank; the exposed communication of each
      (2 and 3 alternate over two rounds, medians over both);
+  3b. one rank with two intra-op threads against the plain loop with two (three alternated
+     rounds, the median of the per-round ratios);
   4. trident at tp 2: its exposed communication;
   5. the pipeline bubble of GPipe, 1F1B, interleaved 1F1B (v 2) and ZB-H1 at pp 4, m 8
      (and at pp 2, one stage per core here) from the run's trace against each schedule's
@@ -56,8 +58,8 @@ ROUNDS = 2  # of the compared runs, alternated
 MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 62)}
 
 
-def run(cmd, **kw):
-    env = dict(os.environ, **MPI_ENV)
+def run(cmd, env=None, **kw):
+    env = env or dict(os.environ, **MPI_ENV)
     out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, **kw)
     if out.returncode != 0:
@@ -81,7 +83,8 @@ class Bench:
         self.tmp = Path(tempfile.mkdtemp(prefix="trident-bench-"))
         self.rows = []  # (figure, measured, target, ok, detail)
 
-    def trident(self, name, ranks, sets, model=GPT, steps=None, trace=False, want_stdout=False):
+    def trident(self, name, ranks, sets, model=GPT, steps=None, trace=False, want_stdout=False,
+                env=None):
         """Trains with mpirun -np ranks; returns (metrics rows after warm-up, trace path, or
         with want_stdout the run's standard output)."""
         steps = steps or self.steps
@@ -91,7 +94,7 @@ class Bench:
         cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + \
             self.train_command(model, steps, metrics, sets)
         t0 = time.time()
-        stdout = run(cmd)
+        stdout = run(cmd, env=dict(os.environ, **MPI_ENV, **(env or {})))
         rows = [json.loads(l) for l in metrics.read_text().splitlines() if l.strip()]
         print(f"   {name}: {ranks} rank(s), {len(rows)} steps in {time.time() - t0:.0f} s, "
               f"{median(r['tokens_per_s'] for r in later(rows)):.0f} tokens/s", flush=True)
@@ -124,15 +127,15 @@ class Bench:
                  "%.1f GFLOP/s" % out["gflops_best"], "(the limit)", None,
                  "median %.1f GFLOP/s" % out["gflops_median"])
 
-    def baseline(self, name):
+    def baseline(self, name, threads=1):
         """The plain libtorch loop; returns its per-step tokens/s after warm-up."""
         m = GPT
-        env = dict(os.environ, **MPI_ENV, **MALLOC_ENV)
+        env = dict(os.environ, **MPI_ENV, **MALLOC_ENV, OMP_NUM_THREADS=str(threads))
         out = subprocess.run([
             str(self.build / "gpt_baseline"), "--hidden", str(m["hidden"]), "--layers",
             str(m["layers"]), "--heads", str(m["heads"]), "--seq", str(m["seq"]), "--vocab",
             str(m["vocab"]), "--micro-batch", str(m["micro"]), "--micro-batches", "1",
-            "--steps", str(self.steps), "--threads", "1"], env=env, stdout=subprocess.PIPE,
+            "--steps", str(self.steps), "--threads", str(threads)], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         if out.returncode != 0:
             sys.exit(f"bench: gpt_baseline failed:\n{out.stderr[-3000:]}")
@@ -182,6 +185,27 @@ class Bench:
             exposed = median(r["wait_s"]["dp"] / r["step_time_s"] for r in dp2[stage])
             self.add("exposed dp communication, dp 2 ZeRO-%d" % stage, "%.3f" % exposed,
                      "<= 0.10", exposed <= 0.10, "of the step time, inside dp communication")
+
+    def two_threads(self):
+        """One rank with two intra-op threads against the plain loop with two, alternated
+        over ROUNDS (each ratio of a round is a pair run back to back), median of the rounds."""
+        m = GPT
+        rounds = max(ROUNDS, 3)
+        ratios, ours, theirs = [], [], []
+        for k in range(rounds):
+            base = median(self.baseline(f"baseline_2threads.{k}", threads=2))
+            rows, _ = self.trident(f"dp1_2threads.{k}", 1, [
+                "parallel.dp=1", "parallel.zero_stage=0", "train.threads=2",
+                "train.global_batch_size=%d" % m["micro"]], env={"OMP_NUM_THREADS": "2"})
+            rate = median(r["tokens_per_s"] for r in rows)
+            ours.append(rate)
+            theirs.append(base)
+            ratios.append(rate / base)
+        ratio = median(ratios)
+        self.add("trident 1 rank / plain libtorch loop, two threads each (tokens/s)",
+                 "%.3f" % ratio, ">= 1.0", ratio >= 1.0,
+                 "%.0f vs %.0f tokens/s; rounds %s" % (median(ours), median(theirs),
+                                                       ", ".join("%.3f" % r for r in ratios)))
 
     def zero3(self):
         """ZeRO-3 against ZeRO-2 at dp 2, with the next layer's gather prefetched and not
@@ -412,13 +436,13 @@ def main():
     ap.add_argument("--doc", default="")
     ap.add_argument("--parts", default="",
                     help="comma-separated subset of: ceiling, one_rank_and_data_parallel, "
-                         "tensor_parallel, pipeline, zero3, activation_memory, offload "
+                         "two_threads, tensor_parallel, pipeline, zero3, activation_memory, offload "
                          "(default: all)")
     a = ap.parse_args()
     b = Bench(a.build, a.steps)
     t0 = time.time()
-    parts = (b.ceiling, b.one_rank_and_data_parallel, b.tensor_parallel, b.pipeline, b.zero3,
-             b.activation_memory, b.offload)
+    parts = (b.ceiling, b.one_rank_and_data_parallel, b.two_threads, b.tensor_parallel,
+             b.pipeline, b.zero3, b.activation_memory, b.offload)
     if a.parts:
         wanted = a.parts.split(",")
         parts = tuple(p for p in parts if p.__name__ in wanted)
