@@ -142,7 +142,9 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
       // sequence, and the slice's positions are added to it.
       const int64_t n = ids.size(1) / (sp ? tp_.size() : 1);
       const int64_t first = sp ? tp_.rank() * n : 0;
-      return wte_->forward(ids) + replicated(wpe_).narrow(0, first, n);  // (B, n, C)
+      // With the head on this stage too, the lookup's gradient may leave as rows.
+      RowGradSink* sink = is_last() ? row_sink_ : nullptr;
+      return wte_->forward(ids, sink) + replicated(wpe_).narrow(0, first, n);  // (B, n, C)
     });
   }
   for (auto& block : blocks_)

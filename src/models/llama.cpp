@@ -154,7 +154,9 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
   at::Tensor x = input;
   if (is_first())
     x = run_layer(scope_, unit++, input, [this](const at::Tensor& ids) {
-      return embed_->forward(ids);  // (B, T, C); sequence parallel: (B, T/tp, C)
+      // A tied head on this stage too: the lookup's gradient may leave as rows.
+      RowGradSink* sink = o_.tie_embeddings && is_last() ? row_sink_ : nullptr;
+      return embed_->forward(ids, sink);  // (B, T, C); sequence parallel: (B, T/tp, C)
     });
   for (auto& block : blocks_)
     x = run_layer(scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); });

@@ -12,6 +12,10 @@
 #include "tensor_parallel/parameter.h"  // ParamRegistry
 
 namespace trident {
+class RowGradSink;
+}
+
+namespace trident {
 class Communicator;
 
 /// The sizes every model family shares, as users outside the model read them.
@@ -69,6 +73,10 @@ class ModelStage : public torch::nn::Module {
   const std::vector<std::vector<size_t>>& layer_units() const { return units_; }
   /// Reports every layer's forward and backward to `scope` (nullptr: to no one).
   void set_layer_scope(LayerScope* scope) { scope_ = scope; }
+  /// Where a stage that holds both ends of a tied embedding (pp = 1) sends the lookup's
+  /// share of the embedding's gradient, as rows (nullptr: into the dense gradient). The
+  /// dense gradient then holds the head's share alone, which is final early in backward.
+  void set_row_grad_sink(RowGradSink* sink) { row_sink_ = sink; }
   /// Whether a graph's backward may run twice (a zero-bubble schedule's input half, then
   /// its weight half, over one retained graph): the loss then keeps what it saved intact.
   void set_reentrant_backward(bool on) { reentrant_backward_ = on; }
@@ -86,6 +94,7 @@ class ModelStage : public torch::nn::Module {
   ParamRegistry params_;
   std::vector<std::vector<size_t>> units_;
   LayerScope* scope_ = nullptr;
+  RowGradSink* row_sink_ = nullptr;
   bool reentrant_backward_ = false;
 
  private:

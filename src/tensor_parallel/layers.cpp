@@ -6,6 +6,7 @@
 
 #include "parallel/communicator.h"
 #include "tensor_parallel/mappings.h"
+#include "tensor_parallel/row_grad_sink.h"  // embedding_with_row_grads
 #include "tensor_parallel/sequence_linear.h"
 #include "tensor_parallel/sequence_mappings.h"
 
@@ -78,14 +79,20 @@ VocabParallelEmbedding::VocabParallelEmbedding(ParamRegistry& params, Communicat
                  tied_copy};
   weight_ = register_parameter("weight", params.create(spec));
   vocab_start_ = tp.rank() * (padded_vocab / tp.size());
+  anchor_ = at::zeros({}, at::kFloat).requires_grad_(true);
 }
 
-at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids) {
-  if (tp_.size() == 1) return at::embedding(weight_, ids);
+at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids, RowGradSink* sink) {
+  auto lookup = [&](const at::Tensor& local) {
+    if (sink == nullptr) return at::embedding(weight_, local);
+    return embedding_with_row_grads(weight_, local, anchor_, *sink);
+  };
+  if (tp_.size() == 1) return lookup(ids);
   const int64_t rows = weight_.size(0);
   at::Tensor local = ids - vocab_start_;
   at::Tensor outside = (local < 0).logical_or(local >= rows);  // (B, T)
-  at::Tensor emb = at::embedding(weight_, local.masked_fill(outside, 0));
+  // Outside ids look up row 0; their gradient is masked to zero below.
+  at::Tensor emb = lookup(local.masked_fill(outside, 0));
   emb = emb.masked_fill(outside.unsqueeze(-1), 0.0);
   return sequence_parallel_ ? reduce_scatter_to_sequence_region(emb, tp_)
                             : reduce_from_tp_region(emb, tp_);

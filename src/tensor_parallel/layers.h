@@ -10,6 +10,7 @@
 
 namespace trident {
 class Communicator;
+class RowGradSink;
 
 struct LinearOptions {
   int64_t in = 0;
@@ -69,8 +70,9 @@ class VocabParallelEmbedding : public torch::nn::Module {
                          int64_t vocab, int64_t padded_vocab, int64_t hidden, bool tied_copy,
                          bool sequence_parallel = false);
   /// ids (B, T) int64 -> (B, T, hidden) replicated over tp; with sequence parallelism the
-  /// sum over tp is reduce-scattered: -> (B, T/tp, hidden), this rank's slice.
-  at::Tensor forward(const at::Tensor& ids);
+  /// sum over tp is reduce-scattered: -> (B, T/tp, hidden), this rank's slice. With a
+  /// `sink`, the weight's gradient from this lookup goes there as rows (row_grad_sink.h).
+  at::Tensor forward(const at::Tensor& ids, RowGradSink* sink = nullptr);
   /// The local (V/tp, hidden) weight, for the tied output head.
   const at::Tensor& weight() const { return weight_; }
   int64_t vocab_start() const { return vocab_start_; }
@@ -79,6 +81,7 @@ class VocabParallelEmbedding : public torch::nn::Module {
   Communicator& tp_;
   bool sequence_parallel_;
   at::Tensor weight_;
+  at::Tensor anchor_;  // puts a lookup with a row-gradient sink into the graph
   int64_t vocab_start_ = 0;
 };
 

@@ -56,6 +56,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw,
                                                model_->layer_units());
   model_->set_layer_scope(optimizer_->layer_scope());
+  model_->set_row_grad_sink(optimizer_->row_grad_sink());
 
   RuntimeOptions runtime;
   runtime.checkpointing = p.activation_checkpointing == ActivationCheckpointing::kFull;

@@ -104,6 +104,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   // Only now: the accumulators record each parameter's whole shape, which autograd checks
   // every gradient against, and stage 3 is about to empty the parameters.
   if (zero.stage == 3) shard_params(units);
+  if (zero.stage <= 2 && !groups_[0].params.empty())
+    embedding_rows_ = std::make_unique<EmbeddingRows>();
   if (zero.offload.optimizer) init_tier();
 }
 
@@ -372,7 +374,18 @@ void ZeroOptimizer::reduce_gradients() {
   in_backward_ = false;
   if (gatherer_) gatherer_->release_all();  // layers kept gathered through the step
   wait_pending();
+  fold_embedding_rows();
   reduce_tied_embedding();
+}
+
+void ZeroOptimizer::fold_embedding_rows() {
+  if (!embedding_rows_ || embedding_rows_->empty()) return;
+  Group& g = groups_[0];  // one parameter, hence one bucket, at offset 0 of the buffer
+  const at::Tensor& weight = params_[g.params.front()].tensor;  // (V/tp, C)
+  const Range dom = domain(g, 0);
+  at::Tensor dst = shards_grads() ? g.grad_shard.narrow(0, state_offset(g, 0), dom.size())
+                                  : g.grad.narrow(0, dom.begin, dom.size());
+  embedding_rows_->fold_into(dst, dom.begin, weight.size(0), weight.size(1), ctx_.dp());
 }
 
 void ZeroOptimizer::reduce_tied_embedding() {

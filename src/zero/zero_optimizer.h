@@ -16,6 +16,7 @@
 #include "parallel/communicator.h"      // Communicator, WorkHandle
 #include "tensor_parallel/parameter.h"  // Parameter, ParamSpec
 #include "zero/bucket_layout.h"         // BucketLayout, Range
+#include "zero/embedding_rows.h"        // EmbeddingRows
 #include "zero/nvme_tier.h"             // NvmeTier, TierRing, TierStats
 #include "zero/param_gatherer.h"        // ParamGatherer
 
@@ -132,6 +133,11 @@ class ZeroOptimizer {
   /// The nvme tier's traffic and waits since construction, summed over its files.
   TierStats tier_stats() const;
 
+  /// Stages 0-2: where a stage holding both ends of the tied embedding sends its lookup's
+  /// gradient rows (ModelStage::set_row_grad_sink), so that the embedding's bucket is
+  /// reduced as soon as the head's share is final; reduce_gradients() folds the rows in.
+  /// nullptr in stage 3 and without an embedding.
+  RowGradSink* row_grad_sink() { return embedding_rows_.get(); }
   /// Stage 3: what the model reports its layers to (gathers and releases parameters);
   /// nullptr in stages 0-2, where every parameter is always whole.
   ParamGatherer* layer_scope() { return gatherer_.get(); }
@@ -199,6 +205,8 @@ class ZeroOptimizer {
   /// Zeroes the gradients (and stage 2's shard) and marks every bucket unlaunched.
   void reset_gradients();
   void reduce_tied_embedding();
+  /// Adds every dp rank's embedding rows into the reduced embedding gradient this rank owns.
+  void fold_embedding_rows();
   /// Bucket b's domain: what this rank updates (the whole bucket in stage 0, else its
   /// shard), in buffer coordinates, and its offset in the state tensors.
   Range domain(const Group& g, size_t b) const;
@@ -239,8 +247,9 @@ class ZeroOptimizer {
   bool in_backward_ = false;
   bool reduce_in_backward_ = false;
   int64_t step_count_ = 0;
-  std::unique_ptr<ParamGatherer> gatherer_;  // stage 3
-  std::unique_ptr<AsyncIo> io_;              // the nvme tier's
+  std::unique_ptr<ParamGatherer> gatherer_;        // stage 3
+  std::unique_ptr<EmbeddingRows> embedding_rows_;  // stages 0-2, with an embedding
+  std::unique_ptr<AsyncIo> io_;                    // the nvme tier's
   std::shared_ptr<TierRing> ring_;
   bool states_in_tier_ = false;
 };

@@ -97,6 +97,7 @@ void ZeroOptimizer::skip_step() {
 }
 
 void ZeroOptimizer::reset_gradients() {
+  if (embedding_rows_) embedding_rows_->clear();
   for (Group& g : groups_) {
     if (g.grad.defined()) g.grad.zero_();
     if (g.grad_shard.defined()) g.grad_shard.zero_();
