@@ -104,7 +104,11 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   // Only now: the accumulators record each parameter's whole shape, which autograd checks
   // every gradient against, and stage 3 is about to empty the parameters.
   if (zero.stage == 3) shard_params(units);
-  if (zero.stage <= 2 && !groups_[0].params.empty())
+  // The embedding's rows travel apart in stages 1 and 2, whose reductions are the
+  // communicator's point-to-point ring and advance at every hook's poll. Stage 0's bucket
+  // goes through one all-reduce, which the MPI library advances only inside its own calls:
+  // posted at the start of backward it stalled for seconds in measured steps (docs/zero.md).
+  if ((zero.stage == 1 || zero.stage == 2) && !groups_[0].params.empty())
     embedding_rows_ = std::make_unique<EmbeddingRows>();
   if (zero.offload.optimizer) init_tier();
 }

@@ -133,10 +133,10 @@ class ZeroOptimizer {
   /// The nvme tier's traffic and waits since construction, summed over its files.
   TierStats tier_stats() const;
 
-  /// Stages 0-2: where a stage holding both ends of the tied embedding sends its lookup's
-  /// gradient rows (ModelStage::set_row_grad_sink), so that the embedding's bucket is
-  /// reduced as soon as the head's share is final; reduce_gradients() folds the rows in.
-  /// nullptr in stage 3 and without an embedding.
+  /// Stages 1 and 2: where a stage holding both ends of the tied embedding sends its
+  /// lookup's gradient rows (ModelStage::set_row_grad_sink), so that the embedding's bucket
+  /// is reduced as soon as the head's share is final; reduce_gradients() folds the rows in.
+  /// nullptr in stages 0 and 3 and without an embedding.
   RowGradSink* row_grad_sink() { return embedding_rows_.get(); }
   /// Stage 3: what the model reports its layers to (gathers and releases parameters);
   /// nullptr in stages 0-2, where every parameter is always whole.
@@ -248,7 +248,7 @@ class ZeroOptimizer {
   bool reduce_in_backward_ = false;
   int64_t step_count_ = 0;
   std::unique_ptr<ParamGatherer> gatherer_;        // stage 3
-  std::unique_ptr<EmbeddingRows> embedding_rows_;  // stages 0-2, with an embedding
+  std::unique_ptr<EmbeddingRows> embedding_rows_;  // stages 1, 2, with an embedding
   std::unique_ptr<AsyncIo> io_;                    // the nvme tier's
   std::shared_ptr<TierRing> ring_;
   bool states_in_tier_ = false;

@@ -53,6 +53,9 @@ const Layout kLayouts[] = {
     {"dp2_pp2_tp2_1f1b_ckpt_zero1", 2, 2, 2, 1, "1f1b", true, 1},
     {"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1},
     {"dp2_zero2_fp32", 2, 1, 1, 2, "1f1b", false, 2, "fp32"},
+    // One stage holds both ends of the tied embedding: the lookup's gradient travels as rows
+    // gathered over dp, on vocabulary slices with tp, across micro-batches and recomputation.
+    {"dp2_tp2_ckpt_zero1", 2, 1, 2, 1, "1f1b", true, 2},
     {"dp2_pp2_tp2_1f1b_ckpt_zero2_fp32", 2, 2, 2, 2, "1f1b", true, 1, "fp32"},
     // ZeRO stage 3: parameters gathered per layer, with tp, pp, checkpointing, and several
     // micro-batches per dp rank.
@@ -162,6 +165,7 @@ const Layout kSequenceLayouts[] = {
     with({"sp_dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"sp"}),
     with({"sp_dp2_pp2_tp2_gpipe_selective_zero3", 2, 2, 2, 3, "gpipe", false, 1},
          {"sp", "selective"}),
+    with({"sp_dp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, {"sp"}),
     with({"selective_m4", 1, 1, 1, 0, "1f1b", false, 2}, {"selective"}),
     with({"selective_tp2_pp2_1f1b", 1, 2, 2, 0, "1f1b", false, 2}, {"selective"}),
     // ... and with the interleaved and zero-bubble schedules.
@@ -202,6 +206,7 @@ const Layout kLlamaLayouts[] = {
     llama({"tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, "llama_tied"),
     llama({"pp2_1f1b_ckpt", 1, 2, 1, 0, "1f1b", true, 2}, "llama_tied"),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero1", 2, 2, 2, 1, "1f1b", true, 1}, "llama_tied"),
+    llama({"dp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, "llama_tied"),
     llama({"dp2_zero3", 2, 1, 1, 3, "1f1b", false, 4}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}, "llama_tied"),
