@@ -94,7 +94,7 @@ class Bench:
         cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + \
             self.train_command(model, steps, metrics, sets)
         t0 = time.time()
-        stdout = run(cmd, env=dict(os.environ, **MPI_ENV, **(env or {})))
+        stdout = run(cmd, env={**os.environ, **MPI_ENV, **(env or {})})
         rows = [json.loads(l) for l in metrics.read_text().splitlines() if l.strip()]
         print(f"   {name}: {ranks} rank(s), {len(rows)} steps in {time.time() - t0:.0f} s, "
               f"{median(r['tokens_per_s'] for r in later(rows)):.0f} tokens/s", flush=True)
@@ -130,7 +130,8 @@ class Bench:
     def baseline(self, name, threads=1):
         """The plain libtorch loop; returns its per-step tokens/s after warm-up."""
         m = GPT
-        env = dict(os.environ, **MPI_ENV, **MALLOC_ENV, OMP_NUM_THREADS=str(threads))
+        env = dict(os.environ, **MPI_ENV, **MALLOC_ENV)
+        env["OMP_NUM_THREADS"] = str(threads)
         out = subprocess.run([
             str(self.build / "gpt_baseline"), "--hidden", str(m["hidden"]), "--layers",
             str(m["layers"]), "--heads", str(m["heads"]), "--seq", str(m["seq"]), "--vocab",
