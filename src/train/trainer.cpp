@@ -56,7 +56,13 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   optimizer_ = std::make_unique<ZeroOptimizer>(model_->params().params(), ctx, zero, adamw,
                                                model_->layer_units());
   model_->set_layer_scope(optimizer_->layer_scope());
-  model_->set_row_grad_sink(optimizer_->row_grad_sink());
+  // The tied embedding's lookup sends its gradient as rows (docs/zero.md) when gathering
+  // every rank's rows moves less than the dense gradient: fewer tokens per step than the
+  // embedding has rows on this rank. Not under ZB-H1, whose weight half differentiates for
+  // the weights alone and would never reach a lookup that reads its weight outside the graph.
+  const int64_t step_tokens = config.train.global_batch_size * config.model.seq_len;
+  if (step_tokens < config.padded_vocab() / p.tp && p.schedule != PipelineSchedule::kZbH1)
+    model_->set_row_grad_sink(optimizer_->row_grad_sink());
 
   RuntimeOptions runtime;
   runtime.checkpointing = p.activation_checkpointing == ActivationCheckpointing::kFull;

@@ -46,9 +46,11 @@ void EmbeddingRows::fold_into(at::Tensor dst, int64_t begin, int64_t rows, int64
   if (end <= begin) return;
   const int64_t lo = begin / hidden, hi = (end + hidden - 1) / hidden;  // rows touched
   const at::Tensor pick = ids.ge(lo).logical_and(ids.lt(hi)).nonzero().squeeze(1);
-  at::Tensor dense = at::zeros({hi - lo, hidden}, dst.options());  // (hi - lo, C)
-  dense.index_add_(0, ids.index_select(0, pick) - lo,
-                   grad.index_select(0, pick).to(dst.scalar_type()));
+  // Summed in fp32 at least (fp64 runs in fp64), whatever the gradient's dtype: a frequent
+  // token's rows are many. index_add_ on the CPU adds in index order (deterministic).
+  const at::ScalarType sum_dtype = dst.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor dense = at::zeros({hi - lo, hidden}, dst.options().dtype(sum_dtype));  // (hi-lo, C)
+  dense.index_add_(0, ids.index_select(0, pick) - lo, grad.index_select(0, pick).to(sum_dtype));
   dst.narrow(0, 0, end - begin).add_(dense.view({-1}).narrow(0, begin - lo * hidden, end - begin));
 }
 

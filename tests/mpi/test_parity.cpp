@@ -21,6 +21,8 @@ namespace {
 constexpr int kSteps = 5;
 constexpr const char* kV2 = "parallel.virtual_stages=2";
 constexpr const char* kL8 = "model.layers=8";  // pp 4 x 2 chunks: one layer per chunk
+// More embedding rows per rank (512 / tp) than a step has tokens (128).
+constexpr const char* kV512 = "model.vocab=512";
 
 // name, dp, pp, tp, zero, schedule, checkpointing, micro-batch size, precision.
 const Layout kLayouts[] = {
@@ -53,9 +55,11 @@ const Layout kLayouts[] = {
     {"dp2_pp2_tp2_1f1b_ckpt_zero1", 2, 2, 2, 1, "1f1b", true, 1},
     {"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1},
     {"dp2_zero2_fp32", 2, 1, 1, 2, "1f1b", false, 2, "fp32"},
-    // One stage holds both ends of the tied embedding: the lookup's gradient travels as rows
-    // gathered over dp, on vocabulary slices with tp, across micro-batches and recomputation.
-    {"dp2_tp2_ckpt_zero1", 2, 1, 2, 1, "1f1b", true, 2},
+    // One stage holds both ends of the tied embedding, with fewer tokens per step (128) than
+    // embedding rows per rank: the lookup's gradient travels as rows gathered over dp, on
+    // vocabulary slices with tp, across micro-batches and recomputation; ZB-H1 keeps it dense.
+    {"dp2_tp2_ckpt_zero1", 2, 1, 2, 1, "1f1b", true, 2, "fp64", 2000, {kV512}},
+    {"dp2_zbh1_zero1", 2, 1, 1, 1, "zb-h1", false, 2, "fp64", 2000, {kV512}},
     {"dp2_pp2_tp2_1f1b_ckpt_zero2_fp32", 2, 2, 2, 2, "1f1b", true, 1, "fp32"},
     // ZeRO stage 3: parameters gathered per layer, with tp, pp, checkpointing, and several
     // micro-batches per dp rank.
@@ -165,7 +169,7 @@ const Layout kSequenceLayouts[] = {
     with({"sp_dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"sp"}),
     with({"sp_dp2_pp2_tp2_gpipe_selective_zero3", 2, 2, 2, 3, "gpipe", false, 1},
          {"sp", "selective"}),
-    with({"sp_dp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, {"sp"}),
+    with({"sp_dp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1, "fp64", 2000, {kV512}}, {"sp"}),
     with({"selective_m4", 1, 1, 1, 0, "1f1b", false, 2}, {"selective"}),
     with({"selective_tp2_pp2_1f1b", 1, 2, 2, 0, "1f1b", false, 2}, {"selective"}),
     // ... and with the interleaved and zero-bubble schedules.
@@ -206,7 +210,7 @@ const Layout kLlamaLayouts[] = {
     llama({"tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, "llama_tied"),
     llama({"pp2_1f1b_ckpt", 1, 2, 1, 0, "1f1b", true, 2}, "llama_tied"),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero1", 2, 2, 2, 1, "1f1b", true, 1}, "llama_tied"),
-    llama({"dp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, "llama_tied"),
+    llama({"dp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1, "fp64", 2000, {kV512}}, "llama_tied"),
     llama({"dp2_zero3", 2, 1, 1, 3, "1f1b", false, 4}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}),
     llama({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}, "llama_tied"),
