@@ -68,6 +68,20 @@ def run(cmd, env=None, **kw):
     return out.stdout
 
 
+def blas_core(build):
+    """The kernel set OpenBLAS chose on this processor ("Haswell", "SkylakeX", or the generic
+    "Prescott" when it does not know the processor: about a fifth of the FLOP/s), which
+    every absolute figure depends on."""
+    env = dict(os.environ, OPENBLAS_VERBOSE="2")
+    out = subprocess.run([str(Path(build) / "matmul_ceiling"), "--threads", "1", "--seconds",
+                          "0.1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    for line in out.stdout.splitlines():
+        if line.startswith("Core:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown (not an OpenBLAS that reports it)"
+
+
 def later(rows, skip=2):
     return rows[skip:] if len(rows) > skip else rows[-1:]
 
@@ -453,6 +467,7 @@ def main():
     table = b.table()
     header = (f"Measured by `scripts/bench.sh` on {time.strftime('%Y-%m-%d')}: "
               f"{os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+              f"OpenBLAS kernels {blas_core(a.build)}, "
               f"load average {os.getloadavg()[0]:.2f} at the end, {time.time() - t0:.0f} s.")
     print()
     print(header)
