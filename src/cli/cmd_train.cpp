@@ -99,7 +99,9 @@ int cmd_train(const Args& args) {
   const auto& p = config.parallel;
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
                       p.timeout_s);
-  const Placement placement = placement_of(ctx.grid(), node_names(ctx.world()));
+  const std::vector<std::string> nodes = node_names(ctx.world());
+  const Placement placement = placement_of(ctx.grid(), nodes);
+  for (Communicator* group : ctx.all_groups()) group->set_nodes(nodes);
   std::unique_ptr<Trainer> trainer;
   run_agreed(*job, [&] { trainer = std::make_unique<Trainer>(config, ctx); });
   const std::string resumed = resume(*trainer, ctx, config);
@@ -178,6 +180,7 @@ int cmd_train(const Args& args) {
   if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
   report_memory(*trainer, ctx, peak_activations);
   report_summary(config, totals, floor, trace.split(), ctx);
+  report_cross_node(ctx, nodes);
   if (rank == 0 && saver.saves() > 0)
     std::printf("  checkpoint saves: %lld, training stalled %.3f s for them (%s)\n",
                 static_cast<long long>(saver.saves()), saver.stall_s(),

@@ -109,8 +109,31 @@ class Communicator {
   /// Seconds this rank spent inside the group's operations (posting, testing, waiting).
   double total_wait_seconds() const;
 
+  /// Which node each world rank runs on (its host name), so that the group counts what
+  /// this rank sends to other nodes. Unset: nothing crosses.
+  void set_nodes(const std::vector<std::string>& node_of_world_rank);
+  /// Bytes this rank has sent to ranks on other nodes, as the wire carries them (transport
+  /// dtype): exact for point-to-point operations, the ring reduce-scatter and collectives
+  /// of two ranks; see cross_node_uncounted().
+  int64_t cross_node_bytes() const { return cross_node_bytes_; }
+  /// Calls of collectives over more than two ranks spanning nodes, whose traffic depends on
+  /// the algorithm MPI picks (in training: a few scalars per step over the world group).
+  int64_t cross_node_uncounted() const { return cross_node_uncounted_; }
+
  protected:
+  /// Counts `bytes` sent to group rank `peer` if it runs on another node.
+  void count_sent(int peer, int64_t bytes) {
+    if (!off_node_.empty() && off_node_[static_cast<size_t>(peer)]) cross_node_bytes_ += bytes;
+  }
+  /// A collective in which this rank sends `bytes_if_two` when the group is two ranks.
+  void count_collective(int64_t bytes_if_two);
+
   std::array<CommCounter, kNumCommKinds> counters_{};
+
+ private:
+  std::vector<bool> off_node_;  // per group rank: on another node than this rank
+  bool spans_nodes_ = false;
+  int64_t cross_node_bytes_ = 0, cross_node_uncounted_ = 0;
 };
 
 }  // namespace trident

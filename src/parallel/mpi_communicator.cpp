@@ -48,6 +48,27 @@ double Communicator::total_wait_seconds() const {
   return total;
 }
 
+void Communicator::set_nodes(const std::vector<std::string>& node_of_world_rank) {
+  const std::vector<int>& members = world_ranks();
+  const std::string& mine = node_of_world_rank.at(static_cast<size_t>(members.at(rank())));
+  off_node_.assign(members.size(), false);
+  spans_nodes_ = false;
+  for (size_t i = 0; i < members.size(); ++i) {
+    off_node_[i] = node_of_world_rank.at(static_cast<size_t>(members[i])) != mine;
+    spans_nodes_ = spans_nodes_ || off_node_[i];
+  }
+}
+
+void Communicator::count_collective(int64_t bytes_if_two) {
+  if (!spans_nodes_) return;
+  // Two ranks: every algorithm sends the peer what it lacks, once (an all-reduce the whole
+  // buffer, by recursive doubling or a reduce-scatter then an all-gather of halves).
+  if (size() == 2)
+    count_sent(1 - rank(), bytes_if_two);
+  else
+    ++cross_node_uncounted_;
+}
+
 namespace {
 
 using mpi_detail::Blocked;
@@ -121,6 +142,7 @@ WorkHandle MpiCommunicator::all_reduce(at::Tensor tensor, ReduceOp op) {
                                         std::vector<at::Tensor>{tensor, buffer});
   MPI_Iallreduce(MPI_IN_PLACE, buffer.data_ptr(), static_cast<int>(buffer.numel()),
                  transport_type(buffer.scalar_type()), mpi_op(op), comm_, work->request());
+  count_collective(nbytes(buffer));
   const int n = size_;
   work->on_complete([tensor, buffer, op, n]() mutable {
     if (op == ReduceOp::kAverage) buffer.div_(n);
@@ -177,6 +199,7 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor output, at::Tensor input, 
                 w->request());
     };
     post(chunk(r - 1));
+    count_sent((r + 1) % n, (n - 1) * nbytes(out));  // n - 1 rounds of one chunk each
     work->on_round([=, round = 0]() mutable {
       at::Tensor mine = chunk(r - round - 2);
       if (round == n - 2) {
@@ -210,6 +233,7 @@ WorkHandle MpiCommunicator::all_gather(at::Tensor output, at::Tensor input) {
   const MPI_Datatype type = transport_type(input.scalar_type());
   MPI_Iallgather(input.data_ptr(), static_cast<int>(input.numel()), type, output.data_ptr(),
                  static_cast<int>(input.numel()), type, comm_, work->request());
+  count_collective(nbytes(input));
   return work;
 }
 
@@ -221,6 +245,7 @@ WorkHandle MpiCommunicator::broadcast(at::Tensor tensor, int root) {
                                         std::vector<at::Tensor>{tensor});
   MPI_Ibcast(tensor.data_ptr(), static_cast<int>(tensor.numel()),
              transport_type(tensor.scalar_type()), root, comm_, work->request());
+  count_collective(rank_ == root ? nbytes(tensor) : 0);
   return work;
 }
 
@@ -232,6 +257,7 @@ WorkHandle MpiCommunicator::send(at::Tensor tensor, int dst, int tag) {
                                         std::vector<at::Tensor>{tensor});
   MPI_Isend(tensor.data_ptr(), static_cast<int>(tensor.numel()),
             transport_type(tensor.scalar_type()), dst, tag, comm_, work->request());
+  count_sent(dst, nbytes(tensor));
   return work;
 }
 

@@ -99,4 +99,39 @@ void report_summary(const TrainConfig& config, const RunTotals& totals, std::opt
   std::fflush(stdout);
 }
 
+void report_cross_node(ParallelContext& ctx, const std::vector<std::string>& node_of_rank) {
+  int64_t sent = 0, uncounted = 0;  // read before the gather below adds to them
+  for (Communicator* g : ctx.all_groups()) {
+    sent += g->cross_node_bytes();
+    uncounted += g->cross_node_uncounted();
+  }
+  const int world = ctx.grid().world_size();
+  at::Tensor mine = at::tensor({sent, uncounted}, at::kLong);
+  at::Tensor all = at::empty({2 * world}, at::kLong);
+  ctx.world().all_gather(all, mine)->wait();
+  if (ctx.rank() != 0) return;
+  std::vector<std::string> nodes;  // in order of first rank
+  std::vector<int64_t> node_sent;
+  int64_t node_uncounted = 0;
+  auto v = all.accessor<int64_t, 1>();
+  for (int r = 0; r < world; ++r) {
+    const std::string& node = node_of_rank.at(static_cast<size_t>(r));
+    size_t i = 0;
+    while (i < nodes.size() && nodes[i] != node) ++i;
+    if (i == nodes.size()) {
+      nodes.push_back(node);
+      node_sent.push_back(0);
+    }
+    node_sent[i] += v[2 * r];
+    node_uncounted += v[2 * r + 1];
+  }
+  if (nodes.size() < 2) return;
+  std::printf("inter-node bytes sent, as the communicators count them:");
+  for (size_t i = 0; i < nodes.size(); ++i)
+    std::printf(" %s %lld", nodes[i].c_str(), static_cast<long long>(node_sent[i]));
+  std::printf(" (and %lld calls over groups of more than two ranks, not counted)\n",
+              static_cast<long long>(node_uncounted));
+  std::fflush(stdout);
+}
+
 }  // namespace trident

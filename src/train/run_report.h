@@ -1,10 +1,11 @@
 // What rank 0 tells the user about a run: its outputs' locations, the per-rank memory of
 // model states and activations, and the closing summary (loss against the floor,
-// throughput, and where the time went).
+// throughput, and where the time went), and what crossed nodes.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "train/trace.h"
@@ -35,5 +36,10 @@ struct RunTotals {
 /// The closing summary on rank 0 (collective: gathers every rank's time split).
 void report_summary(const TrainConfig& config, const RunTotals& totals, std::optional<double> floor,
                     const TimeSplit& split, ParallelContext& ctx);
+
+/// With ranks on several nodes: the bytes each node's ranks sent to other nodes, as the
+/// communicators counted them (Communicator::cross_node_bytes), printed by rank 0 beside
+/// the calls they could not count. `node_of_rank`: each world rank's node. Collective.
+void report_cross_node(ParallelContext& ctx, const std::vector<std::string>& node_of_rank);
 
 }  // namespace trident

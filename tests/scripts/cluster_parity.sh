@@ -3,7 +3,8 @@
 # TCP path between them): the dp2 x pp2 x tp2 ZeRO-2 parity layout with 4 ranks per node
 # (tp and dp inside a node, pp across) reproduces the single-process run to 1e-10 in fp64,
 # traffic crosses the link, the training header reports the placement (and flags tp across
-# nodes), and `down` leaves no namespace or link behind. Exits 77
+# nodes), the veth counters agree with the communicators' own count of inter-node bytes
+# within 10%, and `down` leaves no namespace or link behind. Exits 77
 # (counted as skipped by ctest) where network namespaces cannot be made.
 set -u
 trident=$1 root=$2
@@ -47,6 +48,33 @@ echo "$out" | grep -q "^placement: 2 nodes x 4 ranks: tp across nodes" ||
   fail "no tp-across placement line: $out"
 echo "$out" | grep -q "^warning: tp groups span nodes" || fail "tp across nodes not flagged: $out"
 rm -rf "$tmp"
+
+# What crossed each node's link, by its veth counters, against what the communicators
+# counted as sent to other nodes (pp activations and gradients, the tied embedding's
+# all-reduce, the loss broadcast): within 10%, the rest being TCP/IP, MPI and launch traffic.
+before=$("$root/scripts/cluster.sh" bytes --name "$name")
+out=$("$root/scripts/cluster.sh" run --name "$name" -np 8 "$trident" train "$root/configs/tiny.toml" \
+  --set parallel.dp=2 --set parallel.pp=2 --set parallel.tp=2 --set parallel.zero_stage=2 \
+  --set model.hidden=256 --set model.seq_len=128 --set train.micro_batch_size=4 \
+  --set train.global_batch_size=16 --set train.steps=4 --set logging.run_dir=none \
+  --set 'checkpoint.dir=""' 2>&1) || fail "the counted run failed: $out"
+after=$("$root/scripts/cluster.sh" bytes --name "$name")
+counted=$(echo "$out" | grep -a "^inter-node bytes sent, as the communicators count them:") ||
+  fail "no inter-node count in the run's summary: $out"
+echo "$counted"
+python3 - "$before" "$after" "$counted" <<'PY' || fail "link bytes and counted bytes disagree"
+import re, sys
+before = {l.split()[0]: int(l.split()[1]) for l in sys.argv[1].splitlines()}
+after = {l.split()[0]: int(l.split()[1]) for l in sys.argv[2].splitlines()}
+counted = dict(re.findall(r"(\S+) (\d+)(?= |$)", sys.argv[3].split(":", 1)[1].split("(")[0]))
+bad = False
+for node, sent in sorted(counted.items()):
+    link = after[node] - before[node]
+    ratio = link / int(sent)
+    print(f"{node}: link sent {link} bytes, communicators counted {sent}: {ratio:.4f}")
+    bad = bad or not 0.9 <= ratio <= 1.1
+sys.exit(1 if bad or len(counted) != 2 else 0)
+PY
 echo "bytes sent / received per node: $(echo "$bytes" | tr '\n' ';')"
 # Each node sent the other the pp activations and gradients of 5 steps: well over 100 KB.
 echo "$bytes" | awk '{ if ($2 < 100000 || $3 < 100000) bad = 1 } END { exit bad }' ||
