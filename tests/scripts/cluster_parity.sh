@@ -4,7 +4,7 @@
 # (tp and dp inside a node, pp across) reproduces the single-process run to 1e-10 in fp64,
 # traffic crosses the link, the training header reports the placement (and flags tp across
 # nodes), the veth counters agree with the communicators' own count of inter-node bytes
-# within 10%, and `down` leaves no namespace or link behind. Exits 77
+# within 5%, and `down` leaves no namespace or link behind. Exits 77
 # (counted as skipped by ctest) where network namespaces cannot be made.
 set -u
 trident=$1 root=$2
@@ -51,7 +51,9 @@ rm -rf "$tmp"
 
 # What crossed each node's link, by its veth counters, against what the communicators
 # counted as sent to other nodes (pp activations and gradients, the tied embedding's
-# all-reduce, the loss broadcast): within 10%, the rest being TCP/IP, MPI and launch traffic.
+# all-reduce, the loss broadcast): the link carries at least that (every counted byte must
+# cross) and at most 5% more, the rest being TCP/IP, MPI and launch traffic (measured 0.6-1%).
+# Leaving the embedding's all-reduce out of the count would read 1.07 here.
 before=$("$root/scripts/cluster.sh" bytes --name "$name")
 out=$("$root/scripts/cluster.sh" run --name "$name" -np 8 "$trident" train "$root/configs/tiny.toml" \
   --set parallel.dp=2 --set parallel.pp=2 --set parallel.tp=2 --set parallel.zero_stage=2 \
@@ -72,7 +74,7 @@ for node, sent in sorted(counted.items()):
     link = after[node] - before[node]
     ratio = link / int(sent)
     print(f"{node}: link sent {link} bytes, communicators counted {sent}: {ratio:.4f}")
-    bad = bad or not 0.9 <= ratio <= 1.1
+    bad = bad or not 1.0 <= ratio <= 1.05
 sys.exit(1 if bad or len(counted) != 2 else 0)
 PY
 echo "bytes sent / received per node: $(echo "$bytes" | tr '\n' ';')"
