@@ -145,6 +145,11 @@ int cmd_plan(const Args& args) {
       cluster.devices_per_node = static_cast<int>(args.get_int("devices-per-node", 0));
       if (cluster.devices_per_node < 1) throw UsageError("--devices-per-node must be at least 1");
     }
+    if (args.has("placement")) {
+      cluster.placement = args.get("placement");
+      if (cluster.placement != "block" && cluster.placement != "cyclic")
+        throw UsageError("--placement must be block or cyclic, got '" + cluster.placement + "'");
+    }
   } catch (const plan::ClusterError& e) {
     throw UsageError(std::string("--cluster: ") + e.what());
   }

@@ -52,7 +52,39 @@ void read_precision_table(const std::string& source, const std::string& key, con
   }
 }
 
+/// A table keyed by a positive number written as a string ("1024" = 3.5): each entry
+/// passed to `f` as (key, value), values at least `min`.
+void read_size_table(const std::string& source, const std::string& key, const toml::node& node,
+                     const std::string& what, double min,
+                     const std::function<void(double, double)>& f) {
+  const toml::table* t = node.as_table();
+  if (!t) throw ClusterError(where(source, node) + ": " + key + " must be a table");
+  for (const auto& [k, v] : *t) {
+    const std::string text(k.str());
+    const double size = std::atof(text.c_str());
+    if (!(size > 0))
+      throw ClusterError(where(source, v) + ": " + key + ": key '" + text + "' must be " + what);
+    f(size, number(source, key + "." + text, v, min));
+  }
+}
+
+/// log-log interpolation in `t` at x, clamped to its ends.
+double interpolate(const std::map<double, double>& t, double x) {
+  if (x <= t.begin()->first) return t.begin()->second;
+  if (x >= t.rbegin()->first) return t.rbegin()->second;
+  auto hi = t.lower_bound(x);
+  auto lo = std::prev(hi);
+  const double f =
+      (std::log(x) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
+  return std::exp(std::log(lo->second) + f * (std::log(hi->second) - std::log(lo->second)));
+}
+
 }  // namespace
+
+double Cluster::contention_at(double ranks) const {
+  if (contention.empty() || ranks < contention.begin()->first) return 1.0;
+  return interpolate(contention, ranks);
+}
 
 double Cluster::matmul_flops(const std::string& precision, double n) const {
   auto measured = matmul_tflops.find(precision);
@@ -77,14 +109,7 @@ double Cluster::matmul_flops(const std::string& precision, double n) const {
 
 double Cluster::elementwise_bytes_per_s(double bytes) const {
   if (elementwise_gbps.empty()) return memory_gbps * 1e9;
-  const auto& t = elementwise_gbps;
-  if (bytes <= t.begin()->first) return t.begin()->second * 1e9;
-  if (bytes >= t.rbegin()->first) return t.rbegin()->second * 1e9;
-  auto hi = t.lower_bound(bytes);
-  auto lo = std::prev(hi);
-  const double x =
-      (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
-  return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second))) * 1e9;
+  return interpolate(elementwise_gbps, bytes) * 1e9;
 }
 
 Cluster parse_cluster(const std::string& text, const std::string& source) {
@@ -137,28 +162,25 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           c.matmul_tflops[p][n] = number(source, key + "." + p + "." + s, rate, 1e-12);
         }
       });
-    } else if (key == "sendrecv_us") {
-      const toml::table* sizes = node.as_table();
-      if (!sizes) throw ClusterError(where(source, node) + ": sendrecv_us must be a table");
-      for (const auto& [size, us] : *sizes) {
-        const std::string text(size.str());
-        const double bytes = std::atof(text.c_str());
-        if (!(bytes > 0))
-          throw ClusterError(where(source, us) + ": sendrecv_us: key '" + text +
-                             "' must be a message size in bytes");
-        c.sendrecv_seconds[bytes] = number(source, "sendrecv_us." + text, us, 1e-9) * 1e-6;
-      }
+    } else if (key == "sendrecv_us" || key == "inter_sendrecv_us") {
+      auto& table = key == "sendrecv_us" ? c.sendrecv_seconds : c.inter_sendrecv_seconds;
+      read_size_table(source, key, node, "a message size in bytes", 1e-9,
+                      [&](double bytes, double us) { table[bytes] = us * 1e-6; });
+    } else if (key == "contention") {
+      read_size_table(source, key, node, "a number of ranks computing at once", 1e-3,
+                      [&](double ranks, double factor) { c.contention[ranks] = factor; });
+    } else if (key == "machine_cores") {
+      c.machine_cores = static_cast<int>(number(source, key, node, 0));
+    } else if (key == "placement") {
+      const auto v = node.value<std::string>();
+      if (!v || (*v != "block" && *v != "cyclic"))
+        throw ClusterError(where(source, node) + ": placement must be \"block\" or \"cyclic\"");
+      c.placement = *v;
+    } else if (key == "inter_node_latency_us") {
+      c.inter_node_latency_us = number(source, key, node, 0);
     } else if (key == "elementwise_gbps") {
-      const toml::table* sizes = node.as_table();
-      if (!sizes) throw ClusterError(where(source, node) + ": elementwise_gbps must be a table");
-      for (const auto& [size, rate] : *sizes) {
-        const std::string text(size.str());
-        const double bytes = std::atof(text.c_str());
-        if (!(bytes > 0))
-          throw ClusterError(where(source, rate) + ": elementwise_gbps: key '" + text +
-                             "' must be a layer's activation bytes");
-        c.elementwise_gbps[bytes] = number(source, "elementwise_gbps." + text, rate, 1e-9);
-      }
+      read_size_table(source, key, node, "a layer's activation bytes", 1e-9,
+                      [&](double bytes, double gbps) { c.elementwise_gbps[bytes] = gbps; });
     } else if (key == "efficiency") {
       c.efficiency = number(source, key, node, 1e-6);
     } else if (key == "intra_node_gbps") {
@@ -185,8 +207,10 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       throw ClusterError(where(source, node) + ": unknown key '" + key +
                          "'; valid keys: name description devices_per_node cores_per_node "
                          "memory_per_device_gb "
-                         "usable_memory_fraction peak_tflops matmul_tflops sendrecv_us efficiency "
-                         "intra_node_gbps inter_node_gbps latency_us sync_us memory_gbps disk_gbps "
+                         "usable_memory_fraction machine_cores placement peak_tflops matmul_tflops "
+                         "sendrecv_us inter_sendrecv_us contention efficiency intra_node_gbps "
+                         "inter_node_gbps latency_us inter_node_latency_us sync_us memory_gbps "
+                         "disk_gbps "
                          "elementwise_gbps "
                          "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
                          "dp_overlap");
@@ -255,12 +279,15 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
   if (!c.description.empty()) out << "description = \"" << c.description << "\"\n";
   out << "devices_per_node = " << c.devices_per_node << "\n"
       << "cores_per_node = " << c.cores_per_node << "\n"
+      << "machine_cores = " << c.machine_cores << "\n"
+      << "placement = \"" << c.placement << "\"\n"
       << "memory_per_device_gb = " << c.memory_per_device_gb << "\n"
       << "usable_memory_fraction = " << c.usable_memory_fraction << "\n"
       << "efficiency = " << c.efficiency << "\n"
       << "intra_node_gbps = " << c.intra_node_gbps << "\n"
       << "inter_node_gbps = " << c.inter_node_gbps << "\n"
       << "latency_us = " << c.latency_us << "\n"
+      << "inter_node_latency_us = " << c.inter_node_latency_us << "\n"
       << "sync_us = " << c.sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
       << "disk_gbps = " << c.disk_gbps << "\n"
@@ -281,10 +308,17 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
     for (const auto& [bytes, gbps] : c.elementwise_gbps)
       out << "\"" << static_cast<long long>(bytes) << "\" = " << gbps << "\n";
   }
-  if (!c.sendrecv_seconds.empty()) {
-    out << "\n[sendrecv_us]  # measured, by message bytes\n";
-    for (const auto& [bytes, s] : c.sendrecv_seconds)
+  for (const auto& [name, table] : {std::pair{"sendrecv_us", &c.sendrecv_seconds},
+                                    std::pair{"inter_sendrecv_us", &c.inter_sendrecv_seconds}}) {
+    if (table->empty()) continue;
+    out << "\n[" << name << "]  # measured, by message bytes\n";
+    for (const auto& [bytes, s] : *table)
       out << "\"" << static_cast<long long>(bytes) << "\" = " << s * 1e6 << "\n";
+  }
+  if (!c.contention.empty()) {
+    out << "\n[contention]  # measured, by ranks computing at once\n";
+    for (const auto& [ranks, factor] : c.contention)
+      out << "\"" << static_cast<long long>(ranks) << "\" = " << factor << "\n";
   }
   return out.str();
 }

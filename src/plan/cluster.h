@@ -17,6 +17,14 @@ struct Cluster {
   /// CPU clusters: the cores a node's ranks share (0: every device computes on its own).
   /// With more ranks than cores on a node, compute is time-shared.
   int cores_per_node = 0;
+  /// Emulated nodes on one machine (scripts/cluster.sh): the cores every rank of the job
+  /// shares, whatever its node; replaces cores_per_node when set (0: nodes have their own).
+  int machine_cores = 0;
+  /// How the launcher assigns ranks to nodes: "block" (consecutive ranks fill a node:
+  /// mpirun --map-by slot, Slurm's block distribution) or "cyclic" (round robin over the
+  /// nodes: --map-by node), which puts consecutive ranks, and so tp groups, on different
+  /// nodes.
+  std::string placement = "block";
   double memory_per_device_gb = 80;     ///< 1e9 bytes
   double usable_memory_fraction = 1.0;  ///< what the allocator, context and fragmentation leave
   /// Dense matmul peak in TFLOP/s per precision ("bf16", "fp32", "fp64").
@@ -27,10 +35,21 @@ struct Cluster {
   /// Measured seconds per point-to-point message by its bytes, for links within a node; when
   /// present it replaces intra_node_gbps and latency_us there. TOML: [sendrecv_us].
   std::map<double, double> sendrecv_seconds;
-  double efficiency = 0.6;       ///< fraction of peak large matmuls reach
-  double intra_node_gbps = 300;  ///< GB/s one device sends to another in its node
-  double inter_node_gbps = 50;   ///< GB/s one device sends to a device in another node
-  double latency_us = 5;         ///< per message, both kinds of link
+  /// The same for links between nodes. TOML: [inter_sendrecv_us].
+  std::map<double, double> inter_sendrecv_seconds;
+  /// Ranks computing at once slow each other beyond sharing the cores (memory bandwidth,
+  /// caches, switching): the factor on compute by the number of ranks computing at once on
+  /// a machine (or node), measured by `trident calibrate` as a block's time with that many
+  /// ranks running it over its time alone, divided by their share of the cores.
+  /// Interpolated; 1 below the table's first entry. TOML: [contention].
+  std::map<double, double> contention;
+  /// The factor `contention` gives for `ranks` computing at once.
+  double contention_at(double ranks) const;
+  double efficiency = 0.6;           ///< fraction of peak large matmuls reach
+  double intra_node_gbps = 300;      ///< GB/s one device sends to another in its node
+  double inter_node_gbps = 50;       ///< GB/s one device sends to a device in another node
+  double latency_us = 5;             ///< per message, both kinds of link
+  double inter_node_latency_us = 0;  ///< per message between nodes; 0: latency_us
   /// Extra wait per collective or send when the ranks compute in between: they arrive
   /// out of step (cores shared with other ranks or processes, OS jitter). Measured by
   /// `trident calibrate`; 0 for dedicated devices.

@@ -5,6 +5,8 @@
 #include <stdexcept>  // std::invalid_argument
 #include <string>     // std::to_string
 
+#include "zero/bucket_layout.h"  // BucketLayout: ZeRO's own bucketing, torch-free
+
 namespace trident::plan {
 
 ModelStates zero_model_states(double psi, int dp, int stage, const StateBytes& b) {
@@ -102,11 +104,18 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   return in_flight * input + full;
 }
 
-/// ZeRO-2's two bucket buffers (double buffering), each a bucket and its reduced shard.
-double bucket_buffers(const PlanModel& m, const Layout& l, int64_t psi) {
-  if (l.zero < 2) return 0;
+/// ZeRO-2's two bucket buffers (double buffering), each a bucket and its reduced shard,
+/// sized as trident sizes them (zero/zero_optimizer.cpp): the largest bucket of several
+/// parameters in the stage's bucket layout (zero/bucket_layout.h); a bucket of one
+/// parameter (the tied embedding, anything over bucket_size) is sent from its own gradient.
+double bucket_buffers(const PlanModel& m, const Layout& l, int stage) {
+  if (l.zero < 2 || l.dp <= 1) return 0;
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
-  const double bucket = static_cast<double>(std::min<int64_t>(m.bucket_size, psi));
+  const BucketLayout layout(stage_bucketed_numels(m, l.pp, l.tp, stage), m.bucket_size, l.dp);
+  int64_t largest = 0;
+  for (const Bucket& bucket : layout.buckets())
+    if (bucket.params.size() > 1) largest = std::max(largest, bucket.numel);
+  const double bucket = static_cast<double>(largest);
   return 2.0 * (bucket + bucket / l.dp) * b.transport;
 }
 
@@ -167,7 +176,7 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   out.gradients = states.gradients;
   out.optimizer_states = states.optimizer_states;
   out.activations = stage_activations(m, l, stage);
-  out.bucket_buffers = bucket_buffers(m, l, psi);
+  out.bucket_buffers = bucket_buffers(m, l, stage);
   if (l.zero == 3) {
     const Stage3Split split = stage3_split(m, l, stage);
     const double sharded = static_cast<double>(psi - split.persistent);

@@ -89,6 +89,42 @@ int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
   return n;
 }
 
+std::vector<int64_t> stage_bucketed_numels(const PlanModel& m, int pp, int tp, int stage) {
+  const int64_t h = m.hidden, t = tp;
+  const int64_t embedding = padded_vocab(m, tp) / t * h;
+  const bool first = stage == 0, last = stage == pp - 1;
+  std::vector<int64_t> n;
+  const int64_t layers = m.layers / pp;
+  if (!m.llama) {
+    if (first) n.push_back(m.seq_len * h);  // positions; the token embedding is apart
+    for (int64_t i = 0; i < layers; ++i) {
+      // ln_1, qkv (column), attn.proj (row, whole bias), ln_2, fc (column), mlp.proj (row).
+      for (int64_t x : {h, h, 3 * h / t * h, 3 * h / t, h * h / t, h, h, h, 4 * h / t * h,
+                        4 * h / t, 4 * h / t * h, h})
+        n.push_back(x);
+    }
+    if (last) n.insert(n.end(), {h, h});  // ln_f
+    return n;
+  }
+  const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads, hd = h / m.heads;
+  const int64_t ffn = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * h;
+  const int64_t replicas = t > kv ? t / kv : 1;
+  if (first && !m.tied) n.push_back(embedding);  // an untied embedding is bucketed
+  for (int64_t i = 0; i < layers; ++i) {
+    // norm_1, q, k, v (column, k and v replicated beyond kv_heads), o (row), norm_2, gate,
+    // up (column), down (row); no biases.
+    for (int64_t x :
+         {h, m.heads * hd / t * h, kv * hd * replicas / t * h, kv * hd * replicas / t * h,
+          h * m.heads * hd / t, h, ffn / t * h, ffn / t * h, h * ffn / t})
+      n.push_back(x);
+  }
+  if (last) {
+    n.push_back(h);                       // norm_f
+    if (!m.tied) n.push_back(embedding);  // lm_head
+  }
+  return n;
+}
+
 int64_t total_parameters(const PlanModel& m) {
   // One stage holds everything; a Llama's untied head is then counted beside the embedding.
   return stage_parameters(m, 1, 1, 0);

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>  // int64_t
 #include <string>   // std::string
+#include <vector>   // std::vector
 
 namespace trident::plan {
 
@@ -87,6 +88,12 @@ int64_t padded_vocab(const PlanModel& m, int tp);
 /// The first stage holds the token and position embeddings, the last the final norm and
 /// (when pp > 1) its copy of the tied token embedding.
 int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage);
+
+/// The element counts of the stage's parameters on one tp rank in the order the model
+/// constructs them (models/gpt.cpp, models/llama.cpp), without the tied token embedding
+/// (or its head's copy), which ZeRO keeps in a flat buffer of its own: the buffer ZeRO
+/// buckets. stage_parameters() is their sum plus the tied embedding.
+std::vector<int64_t> stage_bucketed_numels(const PlanModel& m, int pp, int tp, int stage);
 
 /// Parameters of the whole model, each counted once.
 int64_t total_parameters(const PlanModel& m);

@@ -61,9 +61,9 @@ Evaluation evaluate(const PlanModel& m, const Layout& l, const Cluster& c) {
   e.memory = device_memory(m, l);
   e.time = step_time(m, l, c);
   e.fits = e.memory.total() <= c.usable_memory_bytes();
-  e.tp_inter_node = group_crosses_nodes(l, Dim::kTp, c.devices_per_node);
-  e.dp_inter_node = group_crosses_nodes(l, Dim::kDp, c.devices_per_node);
-  e.pp_inter_node = group_crosses_nodes(l, Dim::kPp, c.devices_per_node);
+  e.tp_inter_node = group_crosses_nodes(l, Dim::kTp, c.devices_per_node, c.placement == "cyclic");
+  e.dp_inter_node = group_crosses_nodes(l, Dim::kDp, c.devices_per_node, c.placement == "cyclic");
+  e.pp_inter_node = group_crosses_nodes(l, Dim::kPp, c.devices_per_node, c.placement == "cyclic");
   const double t = e.time.total();
   e.tokens_per_s = t > 0 ? static_cast<double>(m.global_batch * m.seq_len) / t : 0;
   return e;

@@ -6,8 +6,10 @@
 #include <cmath>      // std::cbrt, std::log, std::exp
 #include <iterator>   // std::prev
 #include <set>        // std::set
+#include <vector>     // std::vector
 
-#include "plan/memory_model.h"  // layer_activation_bytes, head_activation_bytes
+#include "plan/memory_model.h"     // layer_activation_bytes, head_activation_bytes
+#include "plan/shared_pipeline.h"  // shared_pipeline_s, StageWork
 
 namespace trident::plan {
 
@@ -64,22 +66,24 @@ double all_reduce_s(double bytes, int n, const Link& link) {
   return std::min(2.0 * reduce_scatter_rounds_s(bytes, n, link), doubling) + link.sync_s;
 }
 
-bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node) {
+bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   const int per_node = std::max(devices_per_node, 1);
+  const int nodes = (l.world() + per_node - 1) / per_node;
+  auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
   auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
   // Each group varies one coordinate with the other two fixed.
   for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
     for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
-      std::set<int> nodes;
+      std::set<int> on;
       const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
       for (int i = 0; i < n; ++i) {
         int r = 0;
         if (dim == Dim::kTp) r = rank(i, a, b);
         if (dim == Dim::kDp) r = rank(a, i, b);
         if (dim == Dim::kPp) r = rank(a, b, i);
-        nodes.insert(r / per_node);
+        on.insert(node_of(r));
       }
-      if (nodes.size() > 1) return true;
+      if (on.size() > 1) return true;
     }
   }
   return false;
@@ -87,18 +91,25 @@ bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node) {
 
 Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   Link link;
-  link.inter_node = group_crosses_nodes(l, dim, c.devices_per_node);
+  link.inter_node = group_crosses_nodes(l, dim, c.devices_per_node, c.placement == "cyclic");
   link.bytes_per_s = (link.inter_node ? c.inter_node_gbps : c.intra_node_gbps) * 1e9;
-  link.latency_s = c.latency_us * 1e-6;
+  const double inter_latency = c.inter_node_latency_us > 0 ? c.inter_node_latency_us : c.latency_us;
+  link.latency_s = (link.inter_node ? inter_latency : c.latency_us) * 1e-6;
   link.sync_s = c.sync_us * 1e-6;
-  if (!link.inter_node && !c.sendrecv_seconds.empty()) link.measured = &c.sendrecv_seconds;
+  const auto& table = link.inter_node ? c.inter_sendrecv_seconds : c.sendrecv_seconds;
+  if (!table.empty()) link.measured = &table;
   return link;
 }
 
+double ranks_sharing(const Layout& l, const Cluster& c) {
+  if (c.machine_cores > 0) return l.world();
+  return std::min(l.world(), std::max(c.devices_per_node, 1));
+}
+
 double core_share(const Layout& l, const Cluster& c) {
-  if (c.cores_per_node <= 0) return 1;
-  const int ranks_per_node = std::min(l.world(), std::max(c.devices_per_node, 1));
-  return std::max(1.0, static_cast<double>(ranks_per_node) / c.cores_per_node);
+  const int cores = c.machine_cores > 0 ? c.machine_cores : c.cores_per_node;
+  if (cores <= 0) return 1;
+  return std::max(1.0, ranks_sharing(l, c) / cores);
 }
 
 double bubble_fraction(int pp, int64_t m) {
@@ -147,6 +158,8 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   const double fixed_us =
       layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us;
   t.compute += fixed_us * 1e-6 * passes / 3.0;
+  // Ranks computing at once on shared cores and memory slow each other down.
+  t.compute *= c.contention_at(ranks_sharing(l, c));
   t.backward = t.compute * 2.0 / passes;
   if (l.tp > 1) {
     // Two all-reduces per layer forward (attention, MLP) and two backward, two more when
@@ -178,8 +191,19 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   MicroBatchTime slow = micro_batch_time(m, l, c, 0);
   int64_t psi = stage_parameters(m, l.pp, l.tp, 0);
   double mean_compute = slow.compute / l.pp;  // a micro-batch's compute, averaged over stages
+  const double passes = 3.0 + (l.checkpointing ? 1.0 : 0.0);
+  std::vector<StageWork> stages;  // each stage's forward and backward (with tp) per micro-batch
+  auto add_stage = [&](const MicroBatchTime& t) {
+    // Of a layer's tp all-reduces two are in the forward, two (four with the recompute)
+    // in the backward.
+    const double forward = t.compute / passes,
+                 tp_forward = t.tp * (l.checkpointing ? 1.0 / 3 : 0.5);
+    stages.push_back({forward + tp_forward, t.compute - forward + t.tp - tp_forward});
+  };
+  add_stage(slow);
   for (int s = 1; s < l.pp; ++s) {
     const MicroBatchTime t = micro_batch_time(m, l, c, s);
+    add_stage(t);
     if (t.compute + t.tp > slow.compute + slow.tp) slow = t;
     psi = std::max(psi, stage_parameters(m, l.pp, l.tp, s));
     mean_compute += t.compute / l.pp;
@@ -213,11 +237,23 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
   const double share = core_share(l, c);
   if (share > 1) {
-    // More ranks than cores: they time-share the cores, which are never idle while any
-    // rank has work, so the compute of a step is at least the node's work over its cores
-    // (and the bubble is filled by other ranks' work).
+    // More ranks than cores: they time-share the cores, so the compute of a step is at
+    // least the node's work over its cores. The pipeline's idle time is what remains of
+    // the schedule simulated on the shared cores (plan/shared_pipeline.h): other stages
+    // run in a stage's fill and drain as far as their dependencies allow. Interleaved and
+    // ZB-H1 are not simulated: their bubble is taken as filled.
     const double shared = share * mbs * mean_compute;
-    const double pipeline = out.compute + out.bubble;
+    double pipeline = out.compute + out.bubble;
+    if (l.pp > 1 && (m.schedule == "1f1b" || m.schedule == "gpipe")) {
+      SharedPipeline sim;
+      sim.micro_batches = micro_batches;
+      sim.gpipe = m.schedule == "gpipe";
+      sim.copies = l.dp * l.tp;
+      sim.cores = static_cast<double>(l.world()) / share;
+      sim.send_s = pp_per_mb / 2;
+      // What the step pays beyond its tp and pp traffic, charged apart.
+      pipeline = shared_pipeline_s(stages, sim) - out.tp - mbs * pp_per_mb;
+    }
     out.compute = std::max(out.compute, shared);
     out.bubble = std::max(0.0, pipeline - out.compute);
   }
@@ -278,7 +314,8 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     double bytes = shard * 25.0 * state;
     if (b.param < state) bytes += shard * (state + b.param);
     bytes += (l.zero < 2 ? static_cast<double>(psi) * b.grad : shard * b.grad_shard);
-    out.optimizer = std::max(1.0, share) * bytes / (c.memory_gbps * 1e9);
+    out.optimizer =
+        std::max(1.0, share) * c.contention_at(ranks_sharing(l, c)) * bytes / (c.memory_gbps * 1e9);
   }
   if (c.disk_gbps > 0 && (m.offload_optimizer == "nvme" || m.offload_params == "nvme")) {
     // The tier streams its files through the AdamW step: each byte read and written

@@ -43,8 +43,10 @@ double all_reduce_s(double bytes, int n, const Link& link);
 enum class Dim { kTp, kDp, kPp };
 
 /// True when some group of `dim` has members on two nodes. Ranks are numbered
-/// rank = tp_rank + tp * (dp_rank + dp * pp_rank) and node = rank / devices_per_node.
-bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node);
+/// rank = tp_rank + tp * (dp_rank + dp * pp_rank) and node = rank / devices_per_node
+/// (block placement), or with `cyclic` placement rank % nodes over the
+/// ceil(world / devices_per_node) nodes the job fills.
+bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node, bool cyclic = false);
 
 /// The link the collectives of `dim` use: across nodes when any of its groups crosses.
 Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);
@@ -70,9 +72,14 @@ struct TimeBreakdown {
 /// The predicted step time of `layout` on `cluster`.
 TimeBreakdown step_time(const PlanModel& m, const Layout& layout, const Cluster& cluster);
 
-/// Ranks per core on a node when its ranks share CPU cores (Cluster::cores_per_node):
-/// min(world, devices_per_node) / cores_per_node, at least 1; 1 when cores are not shared.
+/// Ranks per core when ranks share CPU cores: world / machine_cores for emulated nodes on
+/// one machine, else min(world, devices_per_node) / cores_per_node; at least 1; 1 when
+/// cores are not shared.
 double core_share(const Layout& layout, const Cluster& cluster);
+
+/// Ranks computing at once on the cores they share: the world on one machine of emulated
+/// nodes, a node's ranks otherwise (what Cluster::contention is keyed by).
+double ranks_sharing(const Layout& layout, const Cluster& cluster);
 
 /// The 1F1B (and GPipe) bubble fraction: (p-1) / (m+p-1).
 double bubble_fraction(int pp, int64_t micro_batches);

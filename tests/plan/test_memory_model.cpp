@@ -2,6 +2,8 @@
 // Korthikanti et al.'s activation formula on a case worked by hand.
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
+#include <cmath>  // std::ceil
+
 #include "plan/memory_model.h"  // zero_model_states, layer_activation_bytes, stage_memory
 
 namespace trident::plan {
@@ -159,10 +161,22 @@ TEST(Activations, stage_with_tp2_sequence_parallel_and_selective) {
 }
 
 TEST(CommunicationBuffers, zero2_buckets_and_pipeline_receives) {
+  // The default model (h 64, 2 layers) bucketed from its last parameter at 1000 elements:
+  // ln_f and mlp.proj close the first bucket (64 + 64 + 64 + 16384), then the fc bias and
+  // weight (256 + 16384 = 16640, the largest of several parameters), attention's
+  // projection and norms (4288), qkv (12480), ... Two buffers of the largest and its shard.
   PlanModel m;
   m.bucket_size = 1000;
   const MemoryBreakdown z2 = stage_memory(m, Layout{4, 1, 1, 2, 2, false}, 0);
-  EXPECT_DOUBLE_EQ(z2.communication, 2 * (1000 + 250) * 4.0);
+  EXPECT_DOUBLE_EQ(z2.communication, 2 * (16640 + 16640 / 4) * 4.0);
+  // One bucket for the whole sharded buffer (everything but the tied embedding), padded
+  // to a multiple of dp 4; none at dp 1, where nothing is reduced.
+  m.bucket_size = 1 << 30;
+  const double rest = static_cast<double>(total_parameters(m) - 256 * 64);
+  const double padded = std::ceil(rest / 4) * 4;
+  EXPECT_DOUBLE_EQ(stage_memory(m, Layout{4, 1, 1, 2, 2, false}, 0).communication,
+                   2 * (padded + padded / 4) * 4.0);
+  EXPECT_DOUBLE_EQ(stage_memory(m, Layout{1, 1, 1, 2, 2, false}, 0).communication, 0.0);
   const MemoryBreakdown pp = stage_memory(m, Layout{1, 2, 1, 0, 2, false}, 0);
   EXPECT_DOUBLE_EQ(pp.communication, 2 * (32 * 2 * 64) * 4.0);
 }

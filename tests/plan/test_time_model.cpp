@@ -186,15 +186,17 @@ TEST(StepTime, ranks_sharing_cores_time_share_them) {
   const TimeBreakdown shared = step_time(m, Layout{4, 1, 1, 0, 4, false}, c);
   EXPECT_NEAR(shared.compute, 2 * own.compute, 1e-12);
   // pp 4, m = 16 micro-batches of 4: dedicated, (16 + 3) stage-times; shared, the work
-  // of 4 stages x 16 micro-batches on 2 cores = 32 stage-times, no idle bubble left.
+  // of 4 stages x 16 micro-batches on 2 cores = 32 stage-times, plus what is left of the
+  // bubble where the schedule lets fewer than 2 stages run (the fill and the drain).
   const Layout pipe{1, 4, 1, 0, 4, false};
   c.cores_per_node = 0;
   const TimeBreakdown alone = step_time(m, pipe, c);
   c.cores_per_node = 2;
   const TimeBreakdown two_cores = step_time(m, pipe, c);
   EXPECT_GT(two_cores.compute, alone.compute);
-  EXPECT_DOUBLE_EQ(two_cores.bubble, 0.0);
-  EXPECT_LT(two_cores.compute, 2 * (alone.compute + alone.bubble));
+  EXPECT_GT(two_cores.bubble, 0.0);
+  EXPECT_LT(two_cores.bubble, alone.bubble);  // the idle stages lend their cores
+  EXPECT_LT(two_cores.compute + two_cores.bubble, 2 * (alone.compute + alone.bubble));
 }
 
 }  // namespace
