@@ -11,11 +11,12 @@
 #include <memory>     // std::unique_ptr
 #include <sstream>    // std::ostringstream
 #include <thread>     // std::thread::hardware_concurrency
+#include <vector>     // std::vector
 
 #include "cli/args.h"                // Args, UsageError
 #include "cli/commands.h"            // cmd_calibrate
 #include "parallel/world.h"          // world_communicator
-#include "plan/calibrate/measure.h"  // measure_once, best_of: the measurements
+#include "plan/calibrate/measure.h"  // measure_once, median_of: the measurements
 #include "plan/cluster.h"            // Cluster, cluster_to_toml
 
 namespace trident::cli {
@@ -38,18 +39,18 @@ int cmd_calibrate(const Args& args) {
 
   const int rounds = static_cast<int>(args.get_int("rounds", 3));
   if (rounds < 1) throw UsageError("--rounds must be at least 1");
-  plan::Cluster c;
+  std::vector<plan::Cluster> measured;
   for (int r = 0; r < rounds; ++r) {
     say("round " + std::to_string(r + 1) + " of " + std::to_string(rounds));
-    const plan::Cluster round =
-        calibrate::measure_once(*world, cores, say, args.get("disk-dir", "/tmp"));
-    c = r == 0 ? round : calibrate::best_of(c, round);
+    const std::string disk = args.get("disk-dir", "/tmp");
+    measured.push_back(calibrate::measure_once(*world, cores, say, disk == "none" ? "" : disk));
     if (r + 1 < rounds) std::this_thread::sleep_for(std::chrono::seconds(10));  // spread out
   }
+  plan::Cluster c = calibrate::median_of(measured);
   c.name = args.get("name", "here");
   char line[200];
   std::snprintf(line, sizeof line,
-                "kept, of %d rounds, the best of each figure: %.1f GFLOP/s fp32 at 256, "
+                "kept, of %d rounds, the median of each figure: %.1f GFLOP/s fp32 at 256, "
                 "layer %.1f us, tp layer %.1f us, ends %.1f us, memory %.2f GB/s, disk %.2f GB/s",
                 rounds, c.matmul_flops("fp32", 256) / 1e9, c.layer_overhead_us,
                 c.layer_overhead_tp_us, c.ends_overhead_us, c.memory_gbps, c.disk_gbps);

@@ -154,7 +154,10 @@ const std::vector<Command>& commands() {
          {"json", "", "print JSON (bytes, seconds) instead of tables"},
          {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
          {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2; 3 is modelled only)"},
-         {"devices-per-node", "N", "override the cluster's devices per node"}},
+         {"devices-per-node", "N", "override the cluster's devices per node"},
+         {"placement", "block|cyclic",
+          "how ranks fill nodes: block (consecutive ranks on a node, mpirun --map-by slot) "
+          "or cyclic (round robin, --map-by node); default: the cluster's, else block"}},
         1,
         1,
         "CONFIG.toml"},
@@ -164,26 +167,26 @@ const std::vector<Command>& commands() {
       {{"calibrate",
         "mpirun -np N trident calibrate [--out FILE] [--threads T] [--name NAME] [--rounds R]\n"
         "                               [--disk-dir DIR]",
-        "Measures this machine with N ranks running at once, as N devices of one node: fp32\n"
-        "and fp64 matmul rates by size, the memory bandwidth, the fixed and elementwise costs\n"
-        "of trident's own GPT block and of the model's ends, a send and a receive at once\n"
-        "between pairs of ranks (1 KiB to 64 MiB), the disk under --disk-dir for the nvme\n"
-        "offload tier (256 MiB per rank, O_DIRECT), and all-reduces through trident's\n"
-        "communicator between ranks that compute in between (the message times the planner uses). "
-        "Writes a cluster file\n"
-        "for `trident plan --cluster` (to FILE, or after the measurements on standard output,\n"
-        "where they are comments) with devices_per_node = N, cores_per_node = this machine's\n"
-        "cores and memory_per_device_gb = MemTotal / N. Run one rank per core with the threads\n"
-        "per rank you will train with; `trident plan --devices-per-node R` then describes R\n"
-        "ranks on this machine. Other work on the machine only slows measurements down, so\n"
-        "each figure is the best of --rounds rounds. See docs/planner.md.",
+        "Measures the machines of the job's N ranks, all running at once: fp32 and fp64\n"
+        "matmul rates by size, the memory bandwidth, the fixed and elementwise costs of\n"
+        "trident's own GPT block and of the model's ends, how much ranks computing at once\n"
+        "slow each other ([contention]), a send and a receive at once between pairs of ranks\n"
+        "on one node (1 KiB to 64 MiB) and, on several nodes (host names), between nodes (1 KiB\n"
+        "to 4 MiB), the wait of a collective between ranks that compute in between (sync_us),\n"
+        "and the disk under --disk-dir for the nvme offload tier (256 MiB per rank, O_DIRECT).\n"
+        "Writes a cluster file for `trident plan --cluster` (to FILE, or after the measurements\n"
+        "on standard output, where they are comments): devices_per_node = the most ranks on a\n"
+        "node, cores_per_node = a node's cores, or machine_cores when every node is this\n"
+        "machine (scripts/cluster.sh's emulated nodes). Launch it as you will train: the same\n"
+        "ranks per node and threads per rank. Each figure is the median of --rounds rounds,\n"
+        "as step times are medians. See docs/planner.md.",
         {{"out", "FILE", "write the cluster TOML here"},
          {"threads", "T", "intra-op threads per rank (default: cores / ranks, at least 1)"},
          {"name", "NAME", "the cluster's name in the file (default: here)"},
          {"rounds", "R",
-          "measure R times, 10 s apart, keeping the best of each figure (default 3)"},
+          "measure R times, 10 s apart, keeping the median of each figure (default 3)"},
          {"disk-dir", "DIR",
-          "where the disk bandwidth is measured: nvme_path's disk (default /tmp)"}},
+          "where the disk bandwidth is measured: nvme_path's disk (default /tmp; none: skip)"}},
         0,
         0,
         ""},

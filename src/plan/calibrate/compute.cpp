@@ -68,6 +68,21 @@ double block_matmul_s(const BlockShape& x, const plan::Cluster& c) {
          c.layer_overhead_us * 1e-6;
 }
 
+double block_predicted_s(const BlockShape& x, const plan::Cluster& c, int tp) {
+  plan::PlanModel m;
+  m.hidden = x.hidden;
+  m.seq_len = x.seq;
+  const double tokens = static_cast<double>(x.batch * x.seq);
+  const double h = static_cast<double>(x.hidden);
+  const double size = std::cbrt(tokens * h * 4.0 * h / tp);
+  const double act =
+      plan::layer_activation_bytes({x.seq, x.batch, x.hidden, x.heads}, tp, false, 4.0);
+  const double overhead =
+      tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us : c.layer_overhead_us;
+  return 3.0 * tokens * plan::layer_forward_flops_per_token(m) / tp / c.matmul_flops("fp32", size) +
+         6.0 * act / c.elementwise_bytes_per_s(act) + overhead * 1e-6;
+}
+
 double block_activation_bytes(const BlockShape& x) {
   return plan::layer_activation_bytes({x.seq, x.batch, x.hidden, x.heads}, 1, false, 4.0);
 }

@@ -38,6 +38,10 @@ double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world);
 /// elementwise term: matmul FLOPs at the measured rate, plus the fixed overhead.
 double block_matmul_s(const BlockShape& x, const plan::Cluster& c);
 
+/// The planner's prediction for one block's forward and backward at `tp` on `c` without
+/// its all-reduces: matmuls, elementwise work and the fixed overhead (plan/time_model.cpp).
+double block_predicted_s(const BlockShape& x, const plan::Cluster& c, int tp);
+
 /// Bytes of activations the block keeps (Korthikanti et al., fp32), what the planner
 /// charges elementwise work for.
 double block_activation_bytes(const BlockShape& x);

@@ -12,8 +12,12 @@
 namespace trident::calibrate {
 
 double sendrecv_s(int64_t bytes, Communicator& world) {
-  at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
   const int partner = (world.rank() ^ 1) < world.size() ? (world.rank() ^ 1) : world.rank();
+  return sendrecv_s(bytes, partner, world, world);
+}
+
+double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing) {
+  at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
   constexpr int kTag = 7;
   const double s = time_per_call(
       [&] {
@@ -23,8 +27,24 @@ double sendrecv_s(int64_t bytes, Communicator& world) {
         send->wait();
         recv->wait();
       },
-      bytes >= (16 << 20) ? 1.0 : 0.3, world);
-  return mean_over_ranks(s, world);
+      bytes >= (16 << 20) ? 1.0 : 0.3, timing);
+  return mean_over_ranks(s, timing);
+}
+
+double paced_sendrecv_s(int64_t bytes, int partner, double work, Communicator& world,
+                        Communicator& timing) {
+  at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
+  constexpr int kTag = 8;
+  const double s = time_per_call(
+      [&] {
+        some_work();
+        WorkHandle recv = world.recv(in, partner, kTag);
+        WorkHandle send = world.send(out, partner, kTag);
+        send->wait();
+        recv->wait();
+      },
+      bytes >= (1 << 20) ? 2.0 : 0.5, timing);
+  return std::max(0.0, mean_over_ranks(s, timing) - work);
 }
 
 double communicator_all_reduce_s(Communicator& group, int64_t bytes, double work,

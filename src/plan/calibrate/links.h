@@ -15,6 +15,17 @@ namespace trident::calibrate {
 /// the ranks of `world`. Collective over `world`.
 double sendrecv_s(int64_t bytes, Communicator& world);
 
+/// The same with `partner` (a rank of `world`); the figure is averaged over, and the
+/// trials agreed between, the ranks of `timing` (those measuring; collective over them).
+double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing);
+
+/// The same exchange when it comes after some_work(), as training's messages come between
+/// computation, less `work` (some_work()'s own time): on a link shaped by a token bucket
+/// (tc's tbf) or with other bursts of slack, small messages then pass faster than the
+/// sustained rate. Never below 0.
+double paced_sendrecv_s(int64_t bytes, int partner, double work, Communicator& world,
+                        Communicator& timing);
+
 /// Seconds of an all-reduce of `bytes` of fp32 over `group` (with its polling wait), each
 /// after some_work(), beyond `work` = some_work()'s own time; the ranks' mean.
 /// Collective over `world`.

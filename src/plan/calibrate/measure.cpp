@@ -4,15 +4,20 @@
 
 #include <ATen/ATen.h>  // at::kFloat, at::kDouble
 
-#include <algorithm>  // std::max, std::min
+#include <algorithm>  // std::max, std::min, std::max_element
 #include <cstdio>     // std::snprintf
+#include <fstream>    // std::ifstream
 #include <map>        // std::map
 #include <memory>     // std::unique_ptr
+#include <set>        // std::set
+#include <vector>     // std::vector
 
 #include "parallel/communicator.h"   // Communicator::split
+#include "parallel/placement.h"      // node_names
 #include "plan/calibrate/compute.h"  // matmul_tflops, block_s, stage_s, ...
 #include "plan/calibrate/disk.h"     // disk_bandwidth
 #include "plan/calibrate/links.h"    // sendrecv_s, communicator_all_reduce_s
+#include "plan/calibrate/timing.h"   // with_others_idle
 #include "plan/time_model.h"         // Link, all_reduce_s
 
 namespace trident::calibrate {
@@ -22,18 +27,47 @@ namespace {
 /// The groups calibration makes wait at most this long (seconds) for each other.
 constexpr double kTimeoutS = 600;
 
+/// Where the ranks run: each rank's node (by host name, in order of first appearance), its
+/// index among its node's ranks, and whether every node is one machine (emulated nodes:
+/// the same kernel boot id), whose cores all ranks then share.
+struct NodeMap {
+  std::vector<int> node, local;
+  int nodes = 1, max_ranks_per_node = 1;
+  bool one_machine = true;
+};
+
+NodeMap node_map(Communicator& world) {
+  NodeMap m;
+  const std::vector<std::string> names = node_names(world);
+  std::map<std::string, int> index, count;
+  for (const std::string& name : names) {
+    if (!index.count(name)) index.emplace(name, static_cast<int>(index.size()));
+    m.node.push_back(index[name]);
+    m.local.push_back(count[name]++);
+    m.max_ranks_per_node = std::max(m.max_ranks_per_node, count[name]);
+  }
+  m.nodes = static_cast<int>(index.size());
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  const std::vector<std::string> boots = world.all_gather_bytes(boot);
+  m.one_machine = std::set<std::string>(boots.begin(), boots.end()).size() == 1;
+  return m;
+}
+
+/// Rank 0's `value` on every rank.
+double from_rank0(double value, Communicator& world) {
+  at::Tensor t = at::full({1}, value, at::kDouble);
+  world.broadcast(t, 0)->wait();
+  return t.item<double>();
+}
+
 }  // namespace
 
-plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
-                           const std::string& disk_dir) {
-  const int rank = world.rank(), size = world.size();
-  plan::Cluster c;
-  c.devices_per_node = size;
-  c.cores_per_node = cores;  // more ranks than this on the machine time-share its cores
-  c.memory_per_device_gb = mem_total_bytes() / size / 1e9;
-  c.usable_memory_fraction = 0.8;  // the OS, MPI and the allocator's slack
-  c.efficiency = 1.0;              // the rates below are measured, not peaks
-  c.dp_overlap = 0;                // MPI on CPU progresses only inside MPI calls
+/// The compute figures, measured by every rank of `world` at once (they share the memory
+/// system as training's ranks do): matmul rates, memory and disk bandwidth, the fixed and
+/// elementwise costs of a block and of the model's ends.
+void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
+                     const std::string& disk_dir) {
   char line[160];
   for (const auto& [name, dtype] :
        {std::pair{"fp32", at::kFloat}, std::pair{"fp64", at::kDouble}}) {
@@ -69,7 +103,7 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
 
   // A block so small that its arithmetic is negligible costs the fixed price of its ~40
   // operator calls and their autograd nodes.
-  const std::unique_ptr<Communicator> alone = world.split(rank, 0, "self", kTimeoutS);
+  const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
   const BlockShape tiny{1, 4, 16, 2};
   c.layer_overhead_us = block_s(tiny, *alone, world) * 1e6;
   std::snprintf(line, sizeof line,
@@ -98,12 +132,103 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     say(line);
     if (gbps > 0) c.elementwise_gbps[block_activation_bytes(x)] = gbps;
   }
+}
 
-  // The raw link: the largest message's rate and the smallest's time.
+/// Rank 0's cluster on every rank.
+plan::Cluster cluster_from_rank0(const plan::Cluster& c, Communicator& world) {
+  return plan::parse_cluster(world.broadcast_bytes(plan::cluster_to_toml(c, ""), 0), "calibration");
+}
+
+/// The tp figures, by pairs of ranks (`pair`, every pair of `world` at once): the tiny
+/// block's fixed cost beyond its all-reduces, then the middle block: what it takes beyond
+/// the planner's figure for its compute and the raw messages of its four all-reduces is
+/// the wait of each, sync_us, which the planner adds to every collective and send.
+void measure_tp(Communicator& pair, Communicator& world, plan::Cluster& c, const Say& say) {
+  {
+    char line[200];
+    const BlockShape tiny{1, 4, 16, 2};
+    const double bandwidth = c.intra_node_gbps * 1e9;
+    const plan::Link raw{bandwidth, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
+    auto reduces_s = [&](const BlockShape& x) {
+      return 4 * plan::all_reduce_s(x.batch * x.seq * x.hidden * 4.0, 2, raw);
+    };
+    const double tiny_tp = block_s(tiny, pair, world);
+    c.layer_overhead_tp_us = std::max(c.layer_overhead_us, (tiny_tp - reduces_s(tiny)) * 1e6);
+    std::snprintf(line, sizeof line,
+                  "tiny block with tp 2: %.1f us, of which its 4 all-reduces %.1f us: "
+                  "layer_overhead_tp_us %.1f",
+                  tiny_tp * 1e6, reduces_s(tiny) * 1e6, c.layer_overhead_tp_us);
+    say(line);
+    const BlockShape mid{4, 64, 128, 4};
+    const double mid_tp = block_s(mid, pair, world);
+    const double compute = block_predicted_s(mid, c, 2) * c.contention_at(world.size());
+    c.sync_us = std::max(0.0, (mid_tp - compute - reduces_s(mid)) / 4) * 1e6;
+    std::snprintf(line, sizeof line,
+                  "block b4 s64 h128 with tp 2: %.2f ms; predicted compute %.2f ms, its 4 "
+                  "all-reduces' messages %.2f ms: sync_us %.1f",
+                  mid_tp * 1e3, compute * 1e3, reduces_s(mid) * 1e3, c.sync_us);
+    say(line);
+  }
+}
+
+plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
+                           const std::string& disk_dir) {
+  const int rank = world.rank(), size = world.size();
+  const NodeMap where = node_map(world);
+  plan::Cluster c;
+  c.devices_per_node = where.max_ranks_per_node;
+  // More ranks than cores time-share them: a node's cores, or on emulated nodes the
+  // machine's, which every rank shares.
+  const bool emulated = where.nodes > 1 && where.one_machine;
+  (emulated ? c.machine_cores : c.cores_per_node) = cores;
+  const int sharing = emulated ? size : where.max_ranks_per_node;  // ranks on the same cores
+  c.memory_per_device_gb = mem_total_bytes() / sharing / 1e9;
+  c.usable_memory_fraction = 0.8;  // the OS, MPI and the allocator's slack
+  c.efficiency = 1.0;              // the rates below are measured, not peaks
+  c.dp_overlap = 0;                // MPI on CPU progresses only inside MPI calls
+  // Compute is measured by as many ranks as there are cores (more would time-share them,
+  // which the planner models itself, with [contention] below), the others idle.
+  const int computing = std::min(sharing, cores);
+  {
+    const std::unique_ptr<Communicator> busy =
+        world.split(rank < computing ? 0 : 1, rank, "computing", kTimeoutS);
+    with_others_idle(world, rank < computing, [&] { measure_compute(*busy, c, say, disk_dir); });
+    c = cluster_from_rank0(c, world);
+  }
+  char line[160];
+  const std::unique_ptr<Communicator> alone = world.split(rank, 0, "self", kTimeoutS);
+
+  // Contention: the middle block run by the first k ranks at once (the others asleep),
+  // over its time alone times the k ranks' share of the cores. Only ranks that share cores
+  // (node 0's, or every rank on emulated nodes) contend.
+  {
+    const BlockShape mid{4, 64, 128, 4};
+    double alone_s = 0;
+    for (int k = 1; k <= sharing; k = k * 2 > sharing && k < sharing ? sharing : k * 2) {
+      const std::unique_ptr<Communicator> active =
+          world.split(rank < k ? 0 : 1, rank, "contention", kTimeoutS);
+      double t = 0;
+      with_others_idle(world, rank < k, [&] { t = block_s(mid, *alone, *active); });
+      t = from_rank0(t, world);
+      if (k == 1) alone_s = t;
+      const double share = std::max(1.0, static_cast<double>(k) / cores);
+      c.contention[k] = t / (alone_s * share);
+      std::snprintf(line, sizeof line,
+                    "block b4 s64 h128 with %d ranks at once: %.2f ms, %.2f x alone at %.1f "
+                    "ranks per core: contention %.3f",
+                    k, t * 1e3, t / alone_s, share, c.contention[k]);
+      say(line);
+    }
+  }
+
+  // The raw link within a node: pairs of neighbouring ranks on the same node, all at once.
   double small = 0, large = 0;
   const int64_t largest = 64 << 20;
+  const int neighbour = rank ^ 1;
+  const int intra_partner =
+      neighbour < size && where.node[neighbour] == where.node[rank] ? neighbour : rank;
   for (int64_t bytes = 1 << 10; bytes <= largest; bytes *= 4) {
-    const double s = sendrecv_s(bytes, world);
+    const double s = sendrecv_s(bytes, intra_partner, world, world);
     c.sendrecv_seconds[static_cast<double>(bytes)] = s;
     if (bytes == 1 << 10) small = s;
     large = s;
@@ -114,72 +239,126 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
   const double bandwidth = largest / large;
   c.intra_node_gbps = c.inter_node_gbps = bandwidth / 1e9;
   c.latency_us = std::max(0.0, small - 1024.0 / bandwidth) * 1e6;
-  std::snprintf(line, sizeof line,
-                "link: %.3f GB/s at 64 MiB, latency %.2f us (one node: inter = intra)",
+  std::snprintf(line, sizeof line, "link within a node: %.3f GB/s at 64 MiB, latency %.2f us",
                 c.intra_node_gbps, c.latency_us);
   say(line);
 
-  // Training's collectives go through trident's communicator (non-blocking MPI, polled),
-  // between ranks that compute in between and arrive out of step: all-reduces over pairs
-  // of ranks, each after 0.5 ms of matmuls, give the message times [sendrecv_us] holds
-  // (a 2-rank all-reduce of 2x bytes is two messages of x), so that the planner's
-  // collectives cost what training's do.
-  if (size % 2 == 0) {
-    const std::unique_ptr<Communicator> pair = world.split(rank / 2, rank, "pair", kTimeoutS);
-    std::map<double, double> messages;
-    const double work = work_s(world);
-    const plan::Link raw{bandwidth, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
-    for (int64_t bytes = 2 << 10; bytes <= (32 << 20); bytes *= 4) {
-      const double s = communicator_all_reduce_s(*pair, bytes, work, world);
-      // Never below the raw message: a difference of two noisy timings can undershoot.
-      const double half = static_cast<double>(bytes / 2);
-      messages[half] = std::max(s / 2, raw.message_s(half));
+  if (where.nodes > 1) {
+    // Between nodes: each rank of node 0 with the rank of the same index on node 1, all
+    // pairs at once (a dp or pp group's traffic shares the node's link the same way).
+    const bool measuring = where.node[rank] < 2;
+    int partner = rank;
+    for (int r = 0; r < size; ++r)
+      if (where.node[r] == (where.node[rank] ^ 1) && where.local[r] == where.local[rank])
+        partner = r;
+    const std::unique_ptr<Communicator> pairs =
+        world.split(measuring ? 0 : 1, rank, "inter-node", kTimeoutS);
+    const int64_t inter_largest = 4 << 20;  // shaped links are slow
+    // Sustained (back to back), for the bandwidth and the latency, and paced (after 0.5 ms
+    // of matmuls, as training's messages come), for the table the planner prices messages
+    // by: a shaped link lets a burst through faster than its rate.
+    std::map<double, double> sustained, table;
+    with_others_idle(world, measuring, [&] {
+      const double work = work_s(*pairs);
+      for (int64_t bytes = 1 << 10; bytes <= inter_largest; bytes *= 4) {
+        sustained[static_cast<double>(bytes)] = sendrecv_s(bytes, partner, world, *pairs);
+        // Never below the smallest message's time: a difference of timings can undershoot.
+        table[static_cast<double>(bytes)] = std::max(
+            paced_sendrecv_s(bytes, partner, work, world, *pairs), sustained.begin()->second);
+      }
+    });
+    for (auto& [bytes, s] : table) {
+      s = from_rank0(s, world);
+      double& back_to_back = sustained[bytes];
+      back_to_back = from_rank0(back_to_back, world);
       std::snprintf(line, sizeof line,
-                    "all-reduce over 2 ranks through the communicator, after 0.5 ms of work, "
-                    "%9lld B: %10.2f us",
-                    static_cast<long long>(bytes), s * 1e6);
+                    "sendrecv between nodes %9lld B: %10.2f us back to back (%8.3f GB/s each "
+                    "way), %10.2f us after work",
+                    static_cast<long long>(bytes), back_to_back * 1e6, bytes / back_to_back / 1e9,
+                    s * 1e6);
       say(line);
     }
-    c.sendrecv_seconds = messages;
-    // The tiny block again with tp 2: its fixed cost beyond its four all-reduces, which
-    // the planner charges separately.
-    const plan::Link link{bandwidth, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
-    const double reduces =
-        4 * plan::all_reduce_s(tiny.batch * tiny.seq * tiny.hidden * 4.0, 2, link);
-    const double measured = block_s(tiny, *pair, world);
-    c.layer_overhead_tp_us = std::max(c.layer_overhead_us, (measured - reduces) * 1e6);
+    c.inter_sendrecv_seconds = table;
+    const double inter_bw = static_cast<double>(inter_largest) / sustained.rbegin()->second;
+    c.inter_node_gbps = inter_bw / 1e9;
+    c.inter_node_latency_us = std::max(0.0, sustained.begin()->second - 1024.0 / inter_bw) * 1e6;
     std::snprintf(line, sizeof line,
-                  "tiny block with tp 2: %.1f us, of which its 4 all-reduces %.1f us: "
-                  "layer_overhead_tp_us %.1f",
-                  measured * 1e6, reduces * 1e6, c.layer_overhead_tp_us);
+                  "link between nodes: %.3f GB/s per rank at 4 MiB with %d pairs at once, "
+                  "latency %.2f us",
+                  c.inter_node_gbps, where.max_ranks_per_node, c.inter_node_latency_us);
     say(line);
-  } else {
-    say("an odd number of ranks: [sendrecv_us] holds the raw send/receive times");
   }
 
+  // Training's collectives go through trident's communicator (non-blocking MPI, polled),
+  // between ranks that compute in between and so arrive out of step: tp blocks over pairs
+  // of neighbouring ranks, as many as there are cores, the others idle.
+  const int pairs_computing = computing / 2 * 2;  // neighbours on node 0, one core each
+  if (pairs_computing >= 2 && where.node[1] == where.node[0]) {
+    const bool in_pair = rank < pairs_computing;
+    const std::unique_ptr<Communicator> busy =
+        world.split(in_pair ? 0 : 1, rank, "computing pairs", kTimeoutS);
+    const std::unique_ptr<Communicator> pair = world.split(rank / 2, rank, "pair", kTimeoutS);
+    with_others_idle(world, in_pair, [&] { measure_tp(*pair, *busy, c, say); });
+    c = cluster_from_rank0(c, world);
+  } else {
+    say("no two ranks on one node: sync_us and layer_overhead_tp_us not measured");
+  }
   return c;
 }
 
-plan::Cluster best_of(plan::Cluster a, const plan::Cluster& b) {
-  auto keep_max = [](auto& into, const auto& from) {
-    for (const auto& [k, v] : from) into[k] = std::max(into.count(k) ? into[k] : v, v);
-  };
-  auto keep_min = [](auto& into, const auto& from) {
-    for (const auto& [k, v] : from) into[k] = std::min(into.count(k) ? into[k] : v, v);
-  };
-  for (const auto& [precision, table] : b.matmul_tflops)
-    keep_max(a.matmul_tflops[precision], table);
-  keep_max(a.peak_tflops, b.peak_tflops);
-  keep_max(a.elementwise_gbps, b.elementwise_gbps);
-  keep_min(a.sendrecv_seconds, b.sendrecv_seconds);
-  a.memory_gbps = std::max(a.memory_gbps, b.memory_gbps);
-  a.disk_gbps = std::max(a.disk_gbps, b.disk_gbps);
-  a.intra_node_gbps = a.inter_node_gbps = std::max(a.intra_node_gbps, b.intra_node_gbps);
-  a.latency_us = std::min(a.latency_us, b.latency_us);
-  a.layer_overhead_us = std::min(a.layer_overhead_us, b.layer_overhead_us);
-  a.layer_overhead_tp_us = std::min(a.layer_overhead_tp_us, b.layer_overhead_tp_us);
-  a.ends_overhead_us = std::min(a.ends_overhead_us, b.ends_overhead_us);
-  return a;
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Each key's median over the tables that have it.
+template <typename Key>
+std::map<Key, double> median_table(const std::vector<const std::map<Key, double>*>& tables) {
+  std::map<Key, std::vector<double>> values;
+  for (const auto* t : tables)
+    for (const auto& [k, v] : *t) values[k].push_back(v);
+  std::map<Key, double> out;
+  for (const auto& [k, v] : values) out[k] = median(v);
+  return out;
+}
+
+}  // namespace
+
+plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
+  plan::Cluster c = rounds.at(0);
+  for (double plan::Cluster::*field :
+       {&plan::Cluster::memory_gbps, &plan::Cluster::disk_gbps, &plan::Cluster::intra_node_gbps,
+        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
+        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+        &plan::Cluster::layer_overhead_us, &plan::Cluster::layer_overhead_tp_us,
+        &plan::Cluster::ends_overhead_us}) {
+    std::vector<double> v;
+    for (const plan::Cluster& r : rounds) v.push_back(r.*field);
+    c.*field = median(v);
+  }
+  for (std::map<double, double> plan::Cluster::*table :
+       {&plan::Cluster::elementwise_gbps, &plan::Cluster::sendrecv_seconds,
+        &plan::Cluster::inter_sendrecv_seconds, &plan::Cluster::contention}) {
+    std::vector<const std::map<double, double>*> tables;
+    for (const plan::Cluster& r : rounds) tables.push_back(&(r.*table));
+    c.*table = median_table(tables);
+  }
+  for (auto& [precision, table] : c.matmul_tflops) {
+    std::vector<const std::map<int, double>*> tables;
+    for (const plan::Cluster& r : rounds)
+      if (r.matmul_tflops.count(precision)) tables.push_back(&r.matmul_tflops.at(precision));
+    table = median_table(tables);
+  }
+  for (auto& [precision, peak] : c.peak_tflops) {
+    std::vector<double> v;
+    for (const plan::Cluster& r : rounds)
+      if (r.peak_tflops.count(precision)) v.push_back(r.peak_tflops.at(precision));
+    peak = median(v);
+  }
+  return c;
 }
 
 }  // namespace trident::calibrate

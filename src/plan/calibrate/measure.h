@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>  // std::function
 #include <string>      // std::string
+#include <vector>      // std::vector
 
 #include "plan/cluster.h"  // plan::Cluster
 
@@ -15,15 +16,16 @@ namespace trident::calibrate {
 /// Receives each measurement as a line of text, for printing and the file's comments.
 using Say = std::function<void(const std::string&)>;
 
-/// One round of every measurement over the ranks of `world` (as devices of one node of
-/// `cores` cores); `say` receives a line per figure. Collective over `world`.
+/// One round of every measurement over the ranks of `world`, each node (host name) of
+/// `cores` cores — or, when every node is the same machine (emulated nodes), `cores`
+/// shared by all; `say` receives a line per figure. Collective over `world`.
 /// The disk under `disk_dir` is measured too (every rank at once, each its own file), for
 /// the nvme offload tier; an empty `disk_dir` skips it.
 plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
                            const std::string& disk_dir = "");
 
-/// The better of two rounds, figure by figure: the highest rates, the lowest times (other
-/// work on a shared machine only ever slows a measurement down).
-plan::Cluster best_of(plan::Cluster a, const plan::Cluster& b);
+/// The rounds' median, figure by figure: the typical machine, as the step times the
+/// planner is compared with are medians.
+plan::Cluster median_of(const std::vector<plan::Cluster>& rounds);
 
 }  // namespace trident::calibrate

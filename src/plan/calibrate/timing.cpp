@@ -3,8 +3,10 @@
 
 #include <ATen/ATen.h>  // at::full
 
-#include <algorithm>  // std::min
+#include <algorithm>  // std::nth_element
 #include <chrono>     // std::chrono::steady_clock
+#include <thread>     // std::this_thread::sleep_for
+#include <vector>     // std::vector
 
 #include "parallel/communicator.h"  // Communicator
 
@@ -46,9 +48,17 @@ double mean_over_ranks(double value, Communicator& world) {
 
 double time_per_call(const std::function<void()>& fn, double min_s, Communicator& world) {
   fn();
-  double best = one_trial(fn, min_s / 5, world);
-  for (int t = 1; t < 5; ++t) best = std::min(best, one_trial(fn, min_s / 5, world));
-  return best;
+  std::vector<double> trials;
+  for (int t = 0; t < 5; ++t) trials.push_back(one_trial(fn, min_s / 5, world));
+  std::nth_element(trials.begin(), trials.begin() + 2, trials.end());
+  return trials[2];
+}
+
+void with_others_idle(Communicator& world, bool active, const std::function<void()>& measure) {
+  world.barrier()->wait();
+  if (active) measure();
+  WorkHandle done = world.barrier();
+  while (!done->test()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 }  // namespace trident::calibrate

@@ -1,5 +1,5 @@
 // Timing a measurement with every rank at once: calls repeated until a minimum time has
-// passed on every rank, the best of several trials, and the ranks' mean of a figure.
+// passed on every rank, the median of several trials, and the ranks' mean of a figure.
 #pragma once
 #include <functional>  // std::function
 
@@ -12,11 +12,16 @@ namespace trident::calibrate {
 /// The mean over the ranks of `world` of each rank's `value`. Collective over `world`.
 double mean_over_ranks(double value, Communicator& world);
 
-/// Seconds per call of `fn` on this rank (after one warm-up call): the fastest of five
-/// trials of `min_s` / 5 each, so that other work on a shared machine disturbs the figure
-/// less. In each trial the ranks start together and agree on every batch of calls, so a
-/// `fn` that talks to another rank makes the same number of calls on both sides.
-/// Collective over `world`.
+/// Seconds per call of `fn` on this rank (after one warm-up call): the median of five
+/// trials of `min_s` / 5 each — the typical time, as training's step times are medians
+/// (the fastest trial misses what ranks sharing cores and memory cost each other). In each trial
+/// the ranks start together and agree on every batch of calls, so a `fn` that talks to another rank
+/// makes the same number of calls on both sides. Collective over `world`.
 double time_per_call(const std::function<void()>& fn, double min_s, Communicator& world);
+
+/// Runs `measure` on the ranks of `world` where `active` is true (collective over those
+/// ranks alone), while the others sleep — polling a barrier of `world` every millisecond,
+/// so that they leave the cores to the measurement. Collective over `world`.
+void with_others_idle(Communicator& world, bool active, const std::function<void()>& measure);
 
 }  // namespace trident::calibrate
