@@ -7,7 +7,9 @@ Reads DIR/runs.tsv (one row per run) and, per run, metrics.jsonl (the trainer's 
 train.log (its model-state bytes per rank) and plan.json (`trident plan --layout --json`).
 Writes DIR/scaling.csv, DIR/scaling.md (the predicted-against-measured table) and
 DIR/tokens_per_s.png, efficiency.png, memory.png,
-predicted_vs_measured.png and scaling.png (all four in one figure). Step times and tokens/s
+predicted_vs_measured.png and scaling.png (all four in one figure), and for runs on emulated
+nodes communication.png (rank 0's communication inside and across nodes). Prints the error
+summary and, per rank count, the layout predicted fastest against the one measured fastest. Step times and tokens/s
 are medians over the steps after the first, which pays for warm-up; step_time_min_s is the
 fastest of those steps, the least disturbed on a machine shared with other work, and
 error_min_pct compares the prediction with it. Needs matplotlib for
@@ -22,8 +24,11 @@ from pathlib import Path
 
 RANK_LINE = re.compile(r"rank (\d+) \(dp (\d+) pp (\d+) tp (\d+)\): (\d+) / (\d+) / (\d+)")
 COLUMNS = [
-    "ranks", "dp", "pp", "tp", "zero", "micro", "ckpt", "global_batch", "layout", "status", "load",
-    "steps_measured", "tokens_per_s", "step_time_s", "step_time_min_s", "predicted_step_time_s",
+    "ranks", "nodes", "placement", "dp", "pp", "tp", "zero", "micro", "ckpt", "global_batch",
+    "layout", "status", "load",
+    "steps_measured", "tokens_per_s", "step_time_s", "step_time_min_s",
+    "wait_dp_s", "wait_tp_s", "wait_pp_s", "wait_intra_node_s", "wait_inter_node_s",
+    "predicted_step_time_s",
     "error_pct", "error_min_pct",
     "predicted_compute_s", "predicted_tp_s", "predicted_pp_s", "predicted_dp_s",
     "predicted_bubble_s", "predicted_optimizer_s",
@@ -41,12 +46,18 @@ def read_metrics(path):
     later = [r for r in rows if r["step"] > 1] or rows
     if not later:
         return None
-    return {
+    out = {
         "steps_measured": len(later),
         "step_time_s": statistics.median(r["step_time_s"] for r in later),
         "step_time_min_s": min(r["step_time_s"] for r in later),
         "tokens_per_s": statistics.median(r["tokens_per_s"] for r in later),
     }
+    # Rank 0's communication per step by group, and split by whether the group spans nodes.
+    for key, name in (("dp", "dp"), ("tp", "tp"), ("pp", "pp"), ("intra_node", "intra_node"),
+                      ("inter_node", "inter_node")):
+        if all(key in r.get("wait_s", {}) for r in later):
+            out[f"wait_{name}_s"] = statistics.median(r["wait_s"][key] for r in later)
+    return out
 
 
 def read_states(path):
@@ -66,6 +77,8 @@ def collect(directory):
             run_dir = directory / run["dir"]
             row = {k: run.get(k, "") for k in
                    ("ranks", "dp", "pp", "tp", "zero", "micro", "ckpt", "layout", "status", "load")}
+            row["nodes"] = run.get("nodes") or "1"
+            row["placement"] = run.get("placement") or "block"
             row["global_batch"] = run["global"]
             metrics = read_metrics(run_dir / "metrics.jsonl")
             if metrics:
@@ -100,9 +113,18 @@ def collect(directory):
 
 
 def family(row):
-    """Runs of one layout family share pp, tp, zero, micro and ckpt; dp varies."""
+    """Runs of one layout family share pp, tp, zero, micro, ckpt and placement; dp varies."""
     return f"pp{row['pp']} tp{row['tp']} zero{row['zero']} mb{row['micro']}" + (
-        " ckpt" if row["ckpt"] == "full" else "")
+        " ckpt" if row["ckpt"] == "full" else "") + (
+        " tp across nodes" if row["placement"] == "cyclic" else "")
+
+
+def label(r):
+    """'n2 r4: 2,1,2 z0' — nodes (when emulated), ranks, layout."""
+    where = f"n{r['nodes']} " if int(r["nodes"]) > 1 or r["placement"] != "block" else ""
+    return (f"{where}r{r['ranks']}: {r['dp']},{r['pp']},{r['tp']} z{r['zero']}"
+            + (" ckpt" if r["ckpt"] == "full" else "")
+            + (" tp-across" if r["placement"] == "cyclic" else ""))
 
 
 def plot(directory, rows, strong):
@@ -180,8 +202,24 @@ def plot(directory, rows, strong):
         ax.set_ylabel("predicted step time, s")
         ax.set_title("planner against measurement")
 
+    def communication(ax):
+        shown = [r for r in done if "wait_intra_node_s" in r]
+        bottom = [0.0] * len(shown)
+        for key, name in (("wait_intra_node_s", "inside a node"),
+                          ("wait_inter_node_s", "across nodes")):
+            values = [r[key] / r["step_time_s"] for r in shown]
+            ax.bar(range(len(shown)), values, bottom=bottom, label=name)
+            bottom = [b + v for b, v in zip(bottom, values)]
+        ax.set_xticks(range(len(shown)))
+        ax.set_xticklabels([label(r) for r in shown], rotation=70, fontsize=6)
+        ax.set_ylabel("rank 0's time in communication / step time")
+        ax.set_title("communication (incl. pipeline waits) inside and across nodes")
+        ax.legend(fontsize=7)
+
     drawers = {"tokens_per_s": tokens, "efficiency": efficiency, "memory": memory,
                "predicted_vs_measured": predicted}
+    if any(int(r["nodes"]) > 1 for r in done):
+        drawers["communication"] = communication
     for name, draw in drawers.items():
         fig, ax = plt.subplots(figsize=(6, 4.5))
         draw(ax)
@@ -189,7 +227,7 @@ def plot(directory, rows, strong):
         fig.savefig(directory / f"{name}.png", dpi=110)
         plt.close(fig)
     fig, axes = plt.subplots(2, 2, figsize=(12, 9))
-    for ax, draw in zip(axes.flat, drawers.values()):
+    for ax, draw in zip(axes.flat, [tokens, efficiency, memory, predicted]):
         draw(ax)
     fig.tight_layout()
     fig.savefig(directory / "scaling.png", dpi=100)
@@ -199,21 +237,46 @@ def plot(directory, rows, strong):
 def write_table(directory, rows):
     """DIR/scaling.md: the predicted-against-measured table, one row per run."""
     mb = lambda x: f"{x / 1e6:.2f}" if x != "" else ""
-    lines = ["| ranks | dp·pp·tp | ZeRO | ckpt | tokens/s | step, s (median / fastest) | "
-             "predicted, s | error | params MB (meas / pred) | grads MB | optimizer MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    nodes = any(int(r["nodes"]) > 1 for r in rows)
+    head = "| ranks | nodes | tp placed | dp·pp·tp |" if nodes else "| ranks | dp·pp·tp |"
+    lines = [head + " ZeRO | ckpt | tokens/s | step, s (median / fastest) | "
+             "predicted, s | error |"
+             + (" comm. inside / across nodes, s |" if nodes else "")
+             + " params MB (meas / pred) | grads MB | optimizer MB |"]
+    lines.append("|" + "---|" * (lines[0].count("|") - 1))
     for r in rows:
         if "step_time_s" not in r or "predicted_step_time_s" not in r:
             continue
         g = lambda k: r.get(k, "")
+        where = (f"| {r['ranks']} | {r['nodes']} | "
+                 f"{'across nodes' if r['placement'] == 'cyclic' else 'inside nodes'} |"
+                 if nodes else f"| {r['ranks']} |")
+        comm = (f" {r.get('wait_intra_node_s', 0):.4f} / {r.get('wait_inter_node_s', 0):.4f} |"
+                if nodes else "")
         lines.append(
-            f"| {r['ranks']} | {r['dp']}·{r['pp']}·{r['tp']} | {r['zero']} | {r['ckpt']} | "
+            f"{where} {r['dp']}·{r['pp']}·{r['tp']} | {r['zero']} | {r['ckpt']} | "
             f"{r['tokens_per_s']:.0f} | {r['step_time_s']:.4f} / {r['step_time_min_s']:.4f} | "
-            f"{r['predicted_step_time_s']:.4f} | {r['error_pct']:+.1f}% | "
+            f"{r['predicted_step_time_s']:.4f} | {r['error_pct']:+.1f}% |{comm} "
             f"{mb(g('measured_param_bytes'))} / {mb(g('predicted_param_bytes'))} | "
             f"{mb(g('measured_grad_bytes'))} / {mb(g('predicted_grad_bytes'))} | "
             f"{mb(g('measured_optim_bytes'))} / {mb(g('predicted_optim_bytes'))} |")
     (directory / "scaling.md").write_text("\n".join(lines) + "\n")
+
+
+def ranking(rows):
+    """Per rank count: the layout predicted fastest and the one measured fastest."""
+    out = []
+    by_ranks = {}
+    for r in rows:
+        if "step_time_s" in r and "predicted_step_time_s" in r:
+            by_ranks.setdefault(int(r["ranks"]), []).append(r)
+    for ranks, runs in sorted(by_ranks.items()):
+        if len(runs) < 2:
+            continue
+        predicted = min(runs, key=lambda r: r["predicted_step_time_s"])
+        measured = min(runs, key=lambda r: r["step_time_s"])
+        out.append((ranks, label(predicted), label(measured), predicted is measured))
+    return out
 
 
 def main(argv):
@@ -229,6 +292,9 @@ def main(argv):
         if errors:
             print(f"step time, predicted against the {what}: worst error {max(errors):.1f}%, "
                   f"median {statistics.median(errors):.1f}%")
+    for ranks, predicted, measured, same in ranking(rows):
+        print(f"{ranks} ranks: predicted fastest {predicted}; measured fastest {measured}"
+              + ("" if same else "  <- differs"))
     try:
         plot(directory, rows, "--strong" in argv)
         print(f"wrote the plots in {directory}")

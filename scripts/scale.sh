@@ -6,6 +6,16 @@
 #   scripts/scale.sh CONFIG --ranks 1,2,4,8 [--layouts "dp,pp,tp[,zero[,micro[,ckpt]]];..."]
 #                    [--strong] [--steps N] [--out DIR] [--cluster FILE|NAME] [--calibrate]
 #                    [--mpirun-args "..."] [--wait-load L] [--set section.key=value ...]
+#   scripts/scale.sh CONFIG --nodes 1,2,4 --ranks-per-node R [--link-rate RATE]
+#                    [--tp-across] [same options]
+#
+# --nodes runs on emulated nodes (scripts/cluster.sh, as root): for each node count N a
+# cluster of N nodes x R ranks comes up (links shaped to RATE, tc's notation, e.g. 1gbit),
+# the layouts of N*R ranks run across it (ranks on one node over shared memory, between
+# nodes over TCP), and it goes down again, also when a run fails. --tp-across also runs
+# every layout with tp > 1 on more than one node with the ranks dealt round robin over
+# the nodes (mpirun --map-by node), so that its tp groups cross nodes, and predicts it with
+# the same placement. --calibrate then calibrates each cluster with its N*R ranks.
 #
 # A layout's dp may be '*': dp = ranks / (pp * tp). A layout with a fixed dp runs only at the
 # rank count it multiplies to. Default layouts: '*,1,1' (pure dp). zero, micro and ckpt
@@ -20,15 +30,20 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 trident=${TRIDENT:-$root/build/trident}
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] && [ "$1" != -h ] && [ "$1" != --help ] || usage
 config=$1; shift
 ranks_list="1,2,4,8" layouts="*,1,1" strong=0 steps=6 out="" cluster="h100" calibrate=0 wait_load=""
+nodes_list="" per_node="" link_rate="" tp_across=0
 mpirun_args=${MPIRUN_ARGS:---oversubscribe --bind-to none}
 sets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --ranks) ranks_list=$2; shift 2 ;;
+    --nodes) nodes_list=$2; shift 2 ;;
+    --ranks-per-node) per_node=$2; shift 2 ;;
+    --link-rate) link_rate=$2; shift 2 ;;
+    --tp-across) tp_across=1; shift ;;
     --layouts) layouts=$2; shift 2 ;;
     --strong) strong=1; shift ;;
     --steps) steps=$2; shift 2 ;;
@@ -44,6 +59,11 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$config" ] || { echo "scale.sh: no config file '$config'" >&2; exit 2; }
 [ -x "$trident" ] || { echo "scale.sh: $trident is not built (scripts/build.sh --target trident)" >&2; exit 2; }
+if [ -n "$nodes_list" ]; then
+  [ -n "$per_node" ] && [ "$per_node" -ge 1 ] 2>/dev/null ||
+    { echo "scale.sh: --nodes needs --ranks-per-node R (R >= 1)" >&2; exit 2; }
+  [ "$(id -u)" = 0 ] || { echo "scale.sh: --nodes makes network namespaces: run as root" >&2; exit 2; }
+fi
 out=${out:-scaling-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/runs"
 
@@ -70,11 +90,37 @@ wait_for_quiet() {
 }
 
 index=$out/runs.tsv
-printf 'ranks\tdp\tpp\ttp\tzero\tmicro\tckpt\tglobal\tlayout\tdir\tstatus\tload\n' > "$index"
-IFS=',' read -r -a rank_counts <<< "$ranks_list"
+printf 'ranks\tdp\tpp\ttp\tzero\tmicro\tckpt\tglobal\tlayout\tdir\tstatus\tload\tnodes\tplacement\n' > "$index"
 IFS=';' read -r -a layout_specs <<< "$layouts"
+cluster_name=tscale
+cluster_sh=$root/scripts/cluster.sh
+# Each configuration: "ranks nodes" (nodes 0: this machine, no emulated cluster).
+configs=()
+if [ -n "$nodes_list" ]; then
+  IFS=',' read -r -a node_counts <<< "$nodes_list"
+  for n in "${node_counts[@]}"; do configs+=("$((n * per_node)) $n"); done
+  trap '"$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true' EXIT
+else
+  IFS=',' read -r -a rank_counts <<< "$ranks_list"
+  for r in "${rank_counts[@]}"; do configs+=("$r 0"); done
+fi
+
+# launch NP PLACEMENT PROGRAM ARGS...: under mpirun on this machine, or on the emulated
+# cluster (node 0 starts mpirun; cyclic placement deals the ranks round robin).
+nodes=0
+launch() {
+  local np=$1 placement=$2; shift 2
+  if [ "$nodes" = 0 ]; then
+    mpirun -np "$np" $mpirun_args "$@"
+  elif [ "$placement" = cyclic ]; then
+    "$cluster_sh" run --name $cluster_name -np "$np" --map-by node "$@"
+  else
+    "$cluster_sh" run --name $cluster_name -np "$np" "$@"
+  fi
+}
+
 cluster_file=$cluster
-if [ "$calibrate" = 1 ]; then
+if [ "$calibrate" = 1 ] && [ -z "$nodes_list" ]; then
   # One rank per core; the planner time-shares the cores when a run has more ranks.
   np=$(nproc); [ "$np" -ge 2 ] || np=2
   cluster_file=$out/cluster.toml
@@ -83,10 +129,25 @@ if [ "$calibrate" = 1 ]; then
   mpirun -np "$np" $mpirun_args "$trident" calibrate --threads 1 --out "$cluster_file" \
     > "$out/calibrate.log" 2>&1 || { cat "$out/calibrate.log"; exit 1; }
 fi
-for ranks in "${rank_counts[@]}"; do
+for config_spec in "${configs[@]}"; do
+  read -r ranks nodes <<< "$config_spec"
   plan_node=()
-  # All ranks run on this machine: one node of `ranks` devices sharing its cores.
-  [ "$calibrate" = 1 ] && plan_node=(--devices-per-node "$ranks")
+  if [ "$nodes" != 0 ]; then
+    "$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true
+    "$cluster_sh" up --name $cluster_name --nodes "$nodes" --slots "$per_node" \
+      ${link_rate:+--link-rate "$link_rate"} > "$out/cluster-n$nodes.log"
+    if [ "$calibrate" = 1 ]; then
+      cluster_file=$out/cluster-n$nodes.toml
+      wait_for_quiet
+      echo "== calibrate: $nodes nodes x $per_node ranks (load $(load))"
+      launch "$ranks" block "$trident" calibrate --threads 1 --disk-dir none \
+        --name "emulated-n$nodes" --out "$cluster_file" > "$out/calibrate-n$nodes.log" 2>&1 ||
+        { cat "$out/calibrate-n$nodes.log"; exit 1; }
+    fi
+  elif [ "$calibrate" = 1 ]; then
+    # All ranks run on this machine: one node of `ranks` devices sharing its cores.
+    plan_node=(--devices-per-node "$ranks")
+  fi
   for spec in "${layout_specs[@]}"; do
     IFS=',' read -r dp pp tp zero micro ckpt <<< "$spec"
     pp=${pp:-1} tp=${tp:-1} zero=${zero:-$base_zero} micro=${micro:-$base_micro} ckpt=${ckpt:-$base_ckpt}
@@ -102,26 +163,37 @@ for ranks in "${rank_counts[@]}"; do
       echo "skip $spec at $ranks ranks: global batch $global is not a multiple of $micro x dp $dp"
       continue
     fi
-    name=r${ranks}_dp${dp}_pp${pp}_tp${tp}_z${zero}_mb${micro}_${ckpt}
-    dir=$out/runs/$name
-    mkdir -p "$dir"
-    run_sets=("${sets[@]}" --set parallel.dp="$dp" --set parallel.pp="$pp" --set parallel.tp="$tp"
-              --set parallel.zero_stage="$zero" --set parallel.activation_checkpointing="$ckpt"
-              --set train.micro_batch_size="$micro" --set train.global_batch_size="$global")
-    wait_for_quiet
-    started_at=$(load)
-    echo "== $ranks ranks: dp $dp pp $pp tp $tp zero $zero micro $micro ckpt $ckpt global $global (load $started_at)"
-    status=ok
-    "$trident" plan "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
-      --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" > "$dir/plan.json" 2> "$dir/plan.err" || status=plan-failed
-    mpirun -np "$ranks" $mpirun_args "$trident" train "$config" "${run_sets[@]}" \
-      --set train.steps="$steps" --set train.stop_at=0 --set train.threads=1 --set train.log_every=1 \
-      --set logging.metrics="$dir/metrics.jsonl" --set checkpoint.dir='""' --set checkpoint.load='""' --set logging.run_dir=none \
-      > "$dir/train.log" 2>&1 || status=train-failed
-    [ "$status" = ok ] || { echo "   $status (see $dir)"; tail -3 "$dir/train.log" "$dir/plan.err" 2>/dev/null || true; }
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ranks" "$dp" "$pp" "$tp" "$zero" \
-      "$micro" "$ckpt" "$global" "$spec" "runs/$name" "$status" "$started_at" >> "$index"
+    placements=(block)
+    if [ "$tp_across" = 1 ] && [ "$nodes" -gt 1 ] && [ "$tp" -gt 1 ]; then placements+=(cyclic); fi
+    for placement in "${placements[@]}"; do
+      name=r${ranks}_dp${dp}_pp${pp}_tp${tp}_z${zero}_mb${micro}_${ckpt}
+      if [ "$nodes" != 0 ]; then name=n${nodes}_${name}; fi
+      if [ "$placement" = cyclic ]; then name=${name}_cyclic; fi
+      dir=$out/runs/$name
+      mkdir -p "$dir"
+      run_sets=("${sets[@]}" --set parallel.dp="$dp" --set parallel.pp="$pp" --set parallel.tp="$tp"
+                --set parallel.zero_stage="$zero" --set parallel.activation_checkpointing="$ckpt"
+                --set train.micro_batch_size="$micro" --set train.global_batch_size="$global")
+      wait_for_quiet
+      started_at=$(load)
+      where=""
+      if [ "$nodes" != 0 ]; then where=" on $nodes nodes, $placement"; fi
+      echo "== $ranks ranks$where: dp $dp pp $pp tp $tp zero $zero micro $micro ckpt $ckpt global $global (load $started_at)"
+      status=ok
+      "$trident" plan "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
+        --placement "$placement" --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" \
+        > "$dir/plan.json" 2> "$dir/plan.err" || status=plan-failed
+      launch "$ranks" "$placement" "$trident" train "$config" "${run_sets[@]}" \
+        --set train.steps="$steps" --set train.stop_at=0 --set train.threads=1 --set train.log_every=1 \
+        --set logging.metrics="$dir/metrics.jsonl" --set checkpoint.dir='""' --set checkpoint.load='""' \
+        --set logging.run_dir=none > "$dir/train.log" 2>&1 || status=train-failed
+      [ "$status" = ok ] || { echo "   $status (see $dir)"; tail -3 "$dir/train.log" "$dir/plan.err" 2>/dev/null || true; }
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ranks" "$dp" "$pp" "$tp" \
+        "$zero" "$micro" "$ckpt" "$global" "$spec" "runs/$name" "$status" "$started_at" \
+        "$([ "$nodes" = 0 ] && echo 1 || echo "$nodes")" "$placement" >> "$index"
+    done
   done
+  if [ "$nodes" != 0 ]; then "$cluster_sh" down --name $cluster_name; fi
 done
 
 # Debian's python3-matplotlib lives with /usr/bin/python3; prefer an interpreter that has it.

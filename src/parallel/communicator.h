@@ -119,6 +119,8 @@ class Communicator {
   /// Calls of collectives over more than two ranks spanning nodes, whose traffic depends on
   /// the algorithm MPI picks (in training: a few scalars per step over the world group).
   int64_t cross_node_uncounted() const { return cross_node_uncounted_; }
+  /// Whether the group has members on more than one node (after set_nodes).
+  bool spans_nodes() const { return spans_nodes_; }
 
  protected:
   /// Counts `bytes` sent to group rank `peer` if it runs on another node.

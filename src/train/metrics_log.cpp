@@ -52,7 +52,12 @@ void MetricsLog::write(const StepMetrics& m) {
                       {"step_time_s", m.step_time_s},
                       {"tflops", m.tflops},
                       {"skipped", m.skipped},
-                      {"wait_s", {{"dp", m.dp_wait_s}, {"tp", m.tp_wait_s}, {"pp", m.pp_wait_s}}},
+                      {"wait_s",
+                       {{"dp", m.dp_wait_s},
+                        {"tp", m.tp_wait_s},
+                        {"pp", m.pp_wait_s},
+                        {"inter_node", m.inter_node_wait_s},
+                        {"intra_node", m.intra_node_wait_s}}},
                       {"peak_rss_bytes", m.peak_rss_bytes}};
   if (m.tier_bytes > 0)
     j["tier"] = {{"wait_s", m.tier_wait_s}, {"stream_s", m.tier_stream_s}, {"bytes", m.tier_bytes}};

@@ -178,6 +178,10 @@ StepMetrics Trainer::step() {
   metrics.dp_wait_s = ctx_.dp().total_wait_seconds() - dp_wait_before;
   metrics.tp_wait_s = ctx_.tp().total_wait_seconds() - tp_wait_before;
   metrics.pp_wait_s = ctx_.pp().total_wait_seconds() - pp_wait_before;
+  for (const auto& [group, wait] :
+       {std::pair{&ctx_.dp(), metrics.dp_wait_s}, std::pair{&ctx_.tp(), metrics.tp_wait_s},
+        std::pair{&ctx_.pp(), metrics.pp_wait_s}})
+    (group->spans_nodes() ? metrics.inter_node_wait_s : metrics.intra_node_wait_s) += wait;
   const TierStats tier = optimizer_->tier_stats();
   metrics.tier_wait_s = tier.wait_s - tier_before.wait_s;
   metrics.tier_stream_s = tier.stream_s - tier_before.stream_s;

@@ -34,6 +34,9 @@ struct StepMetrics {
   double dp_wait_s = 0.0;
   double tp_wait_s = 0.0;
   double pp_wait_s = 0.0;
+  /// The same waits summed over this rank's groups that span nodes, and over the others.
+  double inter_node_wait_s = 0.0;
+  double intra_node_wait_s = 0.0;
   /// The nvme tier (this rank): seconds blocked on its transfers, seconds of its streamed
   /// update (transfers and AdamW together), and the bytes it read and wrote in the step.
   double tier_wait_s = 0.0;
