@@ -116,7 +116,14 @@ def family(row):
     """Runs of one layout family share pp, tp, zero, micro, ckpt and placement; dp varies."""
     return f"pp{row['pp']} tp{row['tp']} zero{row['zero']} mb{row['micro']}" + (
         " ckpt" if row["ckpt"] == "full" else "") + (
-        " tp across nodes" if row["placement"] == "cyclic" else "")
+        " round robin" if row["placement"] == "cyclic" else "")
+
+
+def tp_across(r):
+    """Whether the run's tp groups span nodes: dealt round robin, or larger than a node."""
+    nodes, tp = int(r["nodes"]), int(r["tp"])
+    per_node = int(r["ranks"]) // nodes
+    return nodes > 1 and tp > 1 and (r["placement"] == "cyclic" or tp > per_node)
 
 
 def label(r):
@@ -124,7 +131,7 @@ def label(r):
     where = f"n{r['nodes']} " if int(r["nodes"]) > 1 or r["placement"] != "block" else ""
     return (f"{where}r{r['ranks']}: {r['dp']},{r['pp']},{r['tp']} z{r['zero']}"
             + (" ckpt" if r["ckpt"] == "full" else "")
-            + (" tp-across" if r["placement"] == "cyclic" else ""))
+            + (" tp-across" if tp_across(r) else ""))
 
 
 def plot(directory, rows, strong):
@@ -238,7 +245,7 @@ def write_table(directory, rows):
     """DIR/scaling.md: the predicted-against-measured table, one row per run."""
     mb = lambda x: f"{x / 1e6:.2f}" if x != "" else ""
     nodes = any(int(r["nodes"]) > 1 for r in rows)
-    head = "| ranks | nodes | tp placed | dp·pp·tp |" if nodes else "| ranks | dp·pp·tp |"
+    head = "| ranks | nodes | ranks to nodes | tp | dp·pp·tp |" if nodes else "| ranks | dp·pp·tp |"
     lines = [head + " ZeRO | ckpt | tokens/s | step, s (median / fastest) | "
              "predicted, s | error |"
              + (" comm. inside / across nodes, s |" if nodes else "")
@@ -249,7 +256,8 @@ def write_table(directory, rows):
             continue
         g = lambda k: r.get(k, "")
         where = (f"| {r['ranks']} | {r['nodes']} | "
-                 f"{'across nodes' if r['placement'] == 'cyclic' else 'inside nodes'} |"
+                 f"{'round robin' if r['placement'] == 'cyclic' else 'in blocks'} | "
+                 f"{'across nodes' if tp_across(r) else 'inside nodes' if int(r['tp']) > 1 else ''} |"
                  if nodes else f"| {r['ranks']} |")
         comm = (f" {r.get('wait_intra_node_s', 0):.4f} / {r.get('wait_inter_node_s', 0):.4f} |"
                 if nodes else "")

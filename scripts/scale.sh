@@ -8,6 +8,7 @@
 #                    [--mpirun-args "..."] [--wait-load L] [--set section.key=value ...]
 #   scripts/scale.sh CONFIG --nodes 1,2,4 --ranks-per-node R [--link-rate RATE]
 #                    [--tp-across] [same options]
+#   scripts/scale.sh --replan DIR     # predictions again, same runs and cluster files
 #
 # --nodes runs on emulated nodes (scripts/cluster.sh, as root): for each node count N a
 # cluster of N nodes x R ranks comes up (links shaped to RATE, tc's notation, e.g. 1gbit),
@@ -30,8 +31,27 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 trident=${TRIDENT:-$root/build/trident}
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $# -ge 1 ] && [ "$1" != -h ] && [ "$1" != --help ] || usage
+python_for_plots() {
+  # Debian's python3-matplotlib lives with /usr/bin/python3; prefer an interpreter with it.
+  local candidate
+  for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
+    "$candidate" -c 'import matplotlib' 2>/dev/null && { echo "$candidate"; return; }
+  done
+  echo python3
+}
+if [ "$1" = --replan ]; then
+  # The measured runs stay; each prediction is made again from its saved arguments (for
+  # a planner changed since, or cluster files edited), then the table and plots.
+  dir=${2:?--replan needs the output directory of an earlier run}
+  for args in "$dir"/runs/*/plan.args; do
+    eval "set -- $(cat "$args")"
+    "$trident" plan "$@" > "$(dirname "$args")/plan.json" 2> "$(dirname "$args")/plan.err" ||
+      echo "replan failed: $(dirname "$args")"
+  done
+  exec "$(python_for_plots)" "$root/scripts/plot_scaling.py" "$dir"
+fi
 config=$1; shift
 ranks_list="1,2,4,8" layouts="*,1,1" strong=0 steps=6 out="" cluster="h100" calibrate=0 wait_load=""
 nodes_list="" per_node="" link_rate="" tp_across=0
@@ -180,6 +200,9 @@ for config_spec in "${configs[@]}"; do
       if [ "$nodes" != 0 ]; then where=" on $nodes nodes, $placement"; fi
       echo "== $ranks ranks$where: dp $dp pp $pp tp $tp zero $zero micro $micro ckpt $ckpt global $global (load $started_at)"
       status=ok
+      # The prediction's arguments, kept so that --replan can ask a newer planner again.
+      printf '%q ' "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
+        --placement "$placement" --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" > "$dir/plan.args"
       "$trident" plan "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
         --placement "$placement" --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" \
         > "$dir/plan.json" 2> "$dir/plan.err" || status=plan-failed
@@ -196,10 +219,4 @@ for config_spec in "${configs[@]}"; do
   if [ "$nodes" != 0 ]; then "$cluster_sh" down --name $cluster_name; fi
 done
 
-# Debian's python3-matplotlib lives with /usr/bin/python3; prefer an interpreter that has it.
-python=${PYTHON:-}
-for candidate in python3 /usr/bin/python3; do
-  [ -n "$python" ] && break
-  "$candidate" -c 'import matplotlib' 2>/dev/null && python=$candidate
-done
-"${python:-python3}" "$root/scripts/plot_scaling.py" "$out" $([ "$strong" = 1 ] && echo --strong)
+"$(python_for_plots)" "$root/scripts/plot_scaling.py" "$out" $([ "$strong" = 1 ] && echo --strong)

@@ -9,6 +9,12 @@ trident_script_test(cli_schedule_report_and_bad_arguments schedule_cli.sh)
 trident_script_test(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity cluster_parity.sh)
 set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300)
+trident_script_test(scale_emulated_nodes_tp_inside_and_across scale_nodes.sh)
+# Both use the cluster names of their scripts: never at once.
+set_tests_properties(scale_emulated_nodes_tp_inside_and_across PROPERTIES
+  SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK emulated_nodes)
+set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERTIES
+  RESOURCE_LOCK emulated_nodes)
 trident_script_test(llama_hf_eval_against_a_numpy_reference llama_hf_reference.sh)
 trident_script_test(llama_hf_train_export_roundtrip llama_hf_roundtrip.sh)
 trident_script_test(fault_injection_kill_term_async_crash_dp2_pp2_tp2 fault_injection.sh)

@@ -47,6 +47,8 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
       bwd_done(n, std::vector<double>(m, kNever));
   std::vector<size_t> next(n, 0);     // the stage's next operation
   std::vector<double> left(n, -1.0);  // work left of the operation in progress; -1: not begun
+  // When the operation whose computation is done ends its wait (kNever: not waiting).
+  std::vector<double> wait_end(n, kNever);
   // When the inputs of stage s's next operation have arrived (kNever: not yet known).
   auto ready_at = [&](int s) {
     const Op& op = ops[s][next[s]];
@@ -55,12 +57,26 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
   };
   double t = 0;
   for (;;) {
+    // First the operations whose waits have ended, so that every stage below sees the
+    // inputs they produce.
+    for (int s = 0; s < n; ++s) {
+      if (wait_end[s] > t) continue;
+      const Op& op = ops[s][next[s]];
+      (op.forward ? fwd_done : bwd_done)[s][op.micro_batch] = wait_end[s];
+      wait_end[s] = kNever;
+      left[s] = -1.0;
+      ++next[s];
+    }
     std::vector<int> running;
-    double wake = kNever;  // the earliest arrival among the stages still waiting
+    double wake = kNever;  // the earliest arrival or end of a wait
     bool done = true;
     for (int s = 0; s < n; ++s) {
       if (next[s] >= ops[s].size()) continue;
       done = false;
+      if (wait_end[s] != kNever) {  // computed, waiting on its collectives
+        wake = std::min(wake, wait_end[s]);
+        continue;
+      }
       const double r = ready_at(s);
       if (r <= t) {
         running.push_back(s);
@@ -87,9 +103,7 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
       left[s] -= step * rate;
       if (left[s] > 1e-15) continue;
       const Op& op = ops[s][next[s]];
-      (op.forward ? fwd_done : bwd_done)[s][op.micro_batch] = t;
-      left[s] = -1.0;
-      ++next[s];
+      wait_end[s] = t + (op.forward ? work[s].forward_wait : work[s].backward_wait);
     }
   }
 }

@@ -8,9 +8,11 @@
 
 namespace trident::plan {
 
-/// One stage's work for one micro-batch, in seconds on a core of its own.
+/// One stage's work for one micro-batch, in seconds on a core of its own, and what each
+/// pass then waits without computing (its tp collectives), which needs no core.
 struct StageWork {
   double forward = 0, backward = 0;
+  double forward_wait = 0, backward_wait = 0;
 };
 
 /// The schedule's shape and the machine it shares.

@@ -38,14 +38,22 @@ double Link::message_s(double bytes) const {
   return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second)));
 }
 
+double Link::round_message_s(double bytes, int k) const {
+  if (within && k < static_cast<int>(round_crosses.size()) && !round_crosses[k])
+    return within->message_s(bytes);
+  return message_s(bytes);
+}
+
 double send_s(double bytes, const Link& link) { return link.message_s(bytes) + link.sync_s; }
 
 namespace {
 
 double reduce_scatter_rounds_s(double bytes, int n, const Link& link) {
-  const double ring = (n - 1) * link.message_s(bytes / n);
+  const double ring = (n - 1) * link.message_s(bytes / n) * link.ring_scale;
+  // Recursive halving: partners n/2 apart exchange half the buffer, then n/4 apart a
+  // quarter, ...: round r has partners 2^(R-1-r) apart.
   double halving = 0, part = bytes;
-  for (int r = 0; r < rounds(n); ++r) halving += link.message_s(part /= 2);
+  for (int r = 0; r < rounds(n); ++r) halving += link.round_message_s(part /= 2, rounds(n) - 1 - r);
   return std::min(ring, halving);
 }
 
@@ -62,7 +70,8 @@ double all_gather_s(double bytes, int n, const Link& link) {
 
 double all_reduce_s(double bytes, int n, const Link& link) {
   if (n <= 1) return 0;
-  const double doubling = rounds(n) * link.message_s(bytes);
+  double doubling = 0;  // partners 1, 2, 4, ... apart, the whole buffer each round
+  for (int k = 0; k < rounds(n); ++k) doubling += link.round_message_s(bytes, k);
   return std::min(2.0 * reduce_scatter_rounds_s(bytes, n, link), doubling) + link.sync_s;
 }
 
@@ -89,6 +98,57 @@ bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cy
   return false;
 }
 
+int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
+  const int per_node = std::max(devices_per_node, 1);
+  const int nodes = (l.world() + per_node - 1) / per_node;
+  auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
+  auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
+  const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+  int streams = 0;
+  for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
+    for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
+      auto member = [&](int i) {
+        if (dim == Dim::kTp) return rank(i, a, b);
+        if (dim == Dim::kDp) return rank(a, i, b);
+        return rank(a, b, i);
+      };
+      for (int i = 0; i < n && n > 1; ++i)
+        if (node_of(member(i)) == 0 && node_of(member((i + 1) % n)) != 0) ++streams;
+    }
+  }
+  return streams;
+}
+
+namespace {
+
+/// Per round k of recursive halving or doubling: whether some group of `dim` has members
+/// 2^k apart (index i and i xor 2^k) on different nodes.
+std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
+  const int per_node = std::max(devices_per_node, 1);
+  const int nodes = (l.world() + per_node - 1) / per_node;
+  auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
+  auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
+  const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+  std::vector<bool> crosses(static_cast<size_t>(rounds(n)), false);
+  for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
+    for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
+      auto member = [&](int i) {
+        if (dim == Dim::kTp) return rank(i, a, b);
+        if (dim == Dim::kDp) return rank(a, i, b);
+        return rank(a, b, i);
+      };
+      for (int k = 0; k < rounds(n); ++k)
+        for (int i = 0; i < n; ++i) {
+          const int j = i ^ (1 << k);
+          if (j < n && node_of(member(i)) != node_of(member(j))) crosses[k] = true;
+        }
+    }
+  }
+  return crosses;
+}
+
+}  // namespace
+
 Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   Link link;
   link.inter_node = group_crosses_nodes(l, dim, c.devices_per_node, c.placement == "cyclic");
@@ -98,6 +158,22 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   link.sync_s = c.sync_us * 1e-6;
   const auto& table = link.inter_node ? c.inter_sendrecv_seconds : c.sendrecv_seconds;
   if (!table.empty()) link.measured = &table;
+  if (link.inter_node) {
+    // Rounds of recursive halving or doubling whose partners share a node stay on the
+    // node's own link.
+    Link intra;
+    intra.bytes_per_s = c.intra_node_gbps * 1e9;
+    intra.latency_s = c.latency_us * 1e-6;
+    if (!c.sendrecv_seconds.empty()) intra.measured = &c.sendrecv_seconds;
+    link.within = std::make_shared<const Link>(intra);
+    link.round_crosses = round_crossings(l, dim, c.devices_per_node, c.placement == "cyclic");
+  }
+  if (link.inter_node && !c.inter_sendrecv_seconds.empty()) {
+    // trident calibrate measured with every rank of a node sending across at once.
+    const bool cyclic = c.placement == "cyclic";
+    const int streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);
+    link.ring_scale = static_cast<double>(std::max(streams, 1)) / std::max(c.devices_per_node, 1);
+  }
   return link;
 }
 
@@ -192,13 +268,13 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   int64_t psi = stage_parameters(m, l.pp, l.tp, 0);
   double mean_compute = slow.compute / l.pp;  // a micro-batch's compute, averaged over stages
   const double passes = 3.0 + (l.checkpointing ? 1.0 : 0.0);
-  std::vector<StageWork> stages;  // each stage's forward and backward (with tp) per micro-batch
+  std::vector<StageWork> stages;  // each stage's forward and backward per micro-batch
   auto add_stage = [&](const MicroBatchTime& t) {
     // Of a layer's tp all-reduces two are in the forward, two (four with the recompute)
-    // in the backward.
+    // in the backward; waiting on them takes no core.
     const double forward = t.compute / passes,
                  tp_forward = t.tp * (l.checkpointing ? 1.0 / 3 : 0.5);
-    stages.push_back({forward + tp_forward, t.compute - forward + t.tp - tp_forward});
+    stages.push_back({forward, t.compute - forward, tp_forward, t.tp - tp_forward});
   };
   add_stage(slow);
   for (int s = 1; s < l.pp; ++s) {

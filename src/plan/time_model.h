@@ -3,7 +3,9 @@
 // order), the pipeline bubble, and how much of the dp reduction hides behind backward.
 #pragma once
 #include <map>     // std::map
+#include <memory>  // std::shared_ptr
 #include <string>  // std::string
+#include <vector>  // std::vector
 
 #include "plan/cluster.h"     // Cluster
 #include "plan/plan_model.h"  // PlanModel, Layout
@@ -20,9 +22,20 @@ struct Link {
   /// it replaces bytes / bytes_per_s + latency_s.
   const std::map<double, double>* measured = nullptr;
   double sync_s = 0;  ///< extra wait once per collective or send (Cluster::sync_us)
+  /// A ring's messages take this times message_s(): a measured table between nodes holds
+  /// the time with every rank of a node sending at once, a ring only the groups' edges
+  /// that leave the node (streams / devices_per_node).
+  double ring_scale = 1;
+  /// For a link across nodes: per round k of recursive halving or doubling (partners 2^k
+  /// apart in the group), whether the partners are on different nodes; a round that
+  /// stays inside every node uses `within` instead. Empty: every round uses this link.
+  std::vector<bool> round_crosses;
+  std::shared_ptr<const Link> within;
 
   /// Seconds to exchange one message of `bytes` with a peer.
   double message_s(double bytes) const;
+  /// The same in round k of recursive halving or doubling.
+  double round_message_s(double bytes, int k) const;
 };
 
 /// One message of `bytes` between two devices. Every collective and send also pays
@@ -47,6 +60,10 @@ enum class Dim { kTp, kDp, kPp };
 /// (block placement), or with `cyclic` placement rank % nodes over the
 /// ceil(world / devices_per_node) nodes the job fills.
 bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node, bool cyclic = false);
+
+/// The ring edges (member i to i + 1 of each group of `dim`) that leave node 0 for
+/// another node: the streams a ring collective of every group at once puts on the link.
+int ring_streams_leaving_node0(const Layout& layout, Dim dim, int devices_per_node, bool cyclic);
 
 /// The link the collectives of `dim` use: across nodes when any of its groups crosses.
 Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);

@@ -1,8 +1,8 @@
 // The processor-sharing simulation of a pipeline (plan/shared_pipeline.h) on schedules
 // small enough to work out by hand.
-#include "plan/shared_pipeline.h"
-
 #include <gtest/gtest.h>
+
+#include "plan/shared_pipeline.h"
 
 namespace trident::plan {
 namespace {
@@ -42,6 +42,22 @@ TEST(SharedPipeline, gpipe_runs_every_forward_first) {
   p.cores = 2;
   p.gpipe = true;
   EXPECT_DOUBLE_EQ(shared_pipeline_s(kTwoStages, p), 9.0);
+}
+
+TEST(SharedPipeline, waits_take_no_core) {
+  // One core, both stages: a 1 s wait after each pass (tp collectives) lets the other
+  // stage compute meanwhile. Dedicated, the waits lengthen every pass: (m + p - 1) x 5.
+  const std::vector<StageWork> waiting = {{1.0, 2.0, 1.0, 1.0}, {1.0, 2.0, 1.0, 1.0}};
+  SharedPipeline p;
+  p.micro_batches = 2;
+  p.cores = 2;
+  EXPECT_DOUBLE_EQ(shared_pipeline_s(waiting, p), 15.0);
+  // On one core the 12 s of computation dominate; the waits overlap with the other
+  // stage's work, except where nothing else can run.
+  p.cores = 1;
+  const double shared = shared_pipeline_s(waiting, p);
+  EXPECT_GE(shared, 12.0);
+  EXPECT_LT(shared, 12.0 + 8 * 1.0);  // less than computing and waiting one after another
 }
 
 }  // namespace

@@ -267,7 +267,10 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
             paced_sendrecv_s(bytes, partner, work, world, *pairs), sustained.begin()->second);
       }
     });
-    for (auto& [bytes, s] : table) {
+    // Rank 0 measured; the ranks of other nodes have nothing yet.
+    for (int64_t size = 1 << 10; size <= inter_largest; size *= 4) {
+      const double bytes = static_cast<double>(size);
+      double& s = table[bytes];
       s = from_rank0(s, world);
       double& back_to_back = sustained[bytes];
       back_to_back = from_rank0(back_to_back, world);
