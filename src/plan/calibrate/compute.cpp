@@ -43,6 +43,25 @@ double block_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
   return mean_over_ranks(time_per_call(step, 1.0, world), world);
 }
 
+TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world) {
+  GptOptions o;
+  o.hidden = shape.hidden;
+  o.heads = shape.heads;
+  o.seq_len = shape.seq;
+  ParamRegistry params(o.seed, tp.rank(), tp.size(), at::kFloat);
+  GptBlock block(params, tp, o, 0);
+  at::Tensor x = at::randn({shape.batch, shape.seq, shape.hidden}).requires_grad_();  // (B, T, C)
+  int64_t calls = 0;
+  auto step = [&] {
+    block.forward(x).sum().backward();
+    ++calls;
+  };
+  const double wait_before = tp.total_wait_seconds();
+  const double seconds = time_per_call(step, 1.0, world);
+  const double wait = (tp.total_wait_seconds() - wait_before) / static_cast<double>(calls);
+  return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
+}
+
 double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
   GptOptions o;
   o.layers = 1;
@@ -66,21 +85,6 @@ double block_matmul_s(const BlockShape& x, const plan::Cluster& c) {
   const double size = std::cbrt(tokens * h * 4.0 * h);
   return 3.0 * tokens * plan::layer_forward_flops_per_token(m) / c.matmul_flops("fp32", size) +
          c.layer_overhead_us * 1e-6;
-}
-
-double block_predicted_s(const BlockShape& x, const plan::Cluster& c, int tp) {
-  plan::PlanModel m;
-  m.hidden = x.hidden;
-  m.seq_len = x.seq;
-  const double tokens = static_cast<double>(x.batch * x.seq);
-  const double h = static_cast<double>(x.hidden);
-  const double size = std::cbrt(tokens * h * 4.0 * h / tp);
-  const double act =
-      plan::layer_activation_bytes({x.seq, x.batch, x.hidden, x.heads}, tp, false, 4.0);
-  const double overhead =
-      tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us : c.layer_overhead_us;
-  return 3.0 * tokens * plan::layer_forward_flops_per_token(m) / tp / c.matmul_flops("fp32", size) +
-         6.0 * act / c.elementwise_bytes_per_s(act) + overhead * 1e-6;
 }
 
 double block_activation_bytes(const BlockShape& x) {

@@ -29,6 +29,13 @@ struct BlockShape {
 /// rank while all run.
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world);
 
+/// A tp block's forward and backward: its seconds, and the seconds of them spent inside
+/// its tp all-reduces (posting, polling, waiting for the peer), per call; the ranks' mean.
+struct TpBlockTiming {
+  double seconds = 0, tp_wait_s = 0;
+};
+TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world);
+
 /// Seconds of the forward and backward of a one-layer GptStage (embedding, the block,
 /// final norm, tied head, loss) on token ids of `shape` and a 64-token vocabulary, over
 /// `tp`; per rank while all run.
@@ -37,10 +44,6 @@ double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world);
 /// The planner's prediction for one block's forward and backward on `c` without the
 /// elementwise term: matmul FLOPs at the measured rate, plus the fixed overhead.
 double block_matmul_s(const BlockShape& x, const plan::Cluster& c);
-
-/// The planner's prediction for one block's forward and backward at `tp` on `c` without
-/// its all-reduces: matmuls, elementwise work and the fixed overhead (plan/time_model.cpp).
-double block_predicted_s(const BlockShape& x, const plan::Cluster& c, int tp);
 
 /// Bytes of activations the block keeps (Korthikanti et al., fp32), what the planner
 /// charges elementwise work for.

@@ -139,36 +139,43 @@ plan::Cluster cluster_from_rank0(const plan::Cluster& c, Communicator& world) {
   return plan::parse_cluster(world.broadcast_bytes(plan::cluster_to_toml(c, ""), 0), "calibration");
 }
 
-/// The tp figures, by pairs of ranks (`pair`, every pair of `world` at once): the tiny
-/// block's fixed cost beyond its all-reduces, then the middle block: what it takes beyond
-/// the planner's figure for its compute and the raw messages of its four all-reduces is
-/// the wait of each, sync_us, which the planner adds to every collective and send.
-void measure_tp(Communicator& pair, Communicator& world, plan::Cluster& c, const Say& say) {
-  {
-    char line[200];
-    const BlockShape tiny{1, 4, 16, 2};
-    const double bandwidth = c.intra_node_gbps * 1e9;
-    const plan::Link raw{bandwidth, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
-    auto reduces_s = [&](const BlockShape& x) {
-      return 4 * plan::all_reduce_s(x.batch * x.seq * x.hidden * 4.0, 2, raw);
-    };
-    const double tiny_tp = block_s(tiny, pair, world);
-    c.layer_overhead_tp_us = std::max(c.layer_overhead_us, (tiny_tp - reduces_s(tiny)) * 1e6);
-    std::snprintf(line, sizeof line,
-                  "tiny block with tp 2: %.1f us, of which its 4 all-reduces %.1f us: "
-                  "layer_overhead_tp_us %.1f",
-                  tiny_tp * 1e6, reduces_s(tiny) * 1e6, c.layer_overhead_tp_us);
-    say(line);
-    const BlockShape mid{4, 64, 128, 4};
-    const double mid_tp = block_s(mid, pair, world);
-    const double compute = block_predicted_s(mid, c, 2) * c.contention_at(world.size());
-    c.sync_us = std::max(0.0, (mid_tp - compute - reduces_s(mid)) / 4) * 1e6;
-    std::snprintf(line, sizeof line,
-                  "block b4 s64 h128 with tp 2: %.2f ms; predicted compute %.2f ms, its 4 "
-                  "all-reduces' messages %.2f ms: sync_us %.1f",
-                  mid_tp * 1e3, compute * 1e3, reduces_s(mid) * 1e3, c.sync_us);
-    say(line);
-  }
+/// The tp block's fixed cost beyond its four all-reduces, from the tiny block at tp 2 on
+/// pairs of ranks with a core each (`pair`, every pair of `world` at once): its time less
+/// the time its ranks spent inside the all-reduces.
+void measure_tp_overhead(Communicator& pair, Communicator& world, plan::Cluster& c,
+                         const Say& say) {
+  char line[200];
+  const BlockShape tiny{1, 4, 16, 2};
+  const TpBlockTiming t = tp_block_timing(tiny, pair, world);
+  c.layer_overhead_tp_us = std::max(c.layer_overhead_us, (t.seconds - t.tp_wait_s) * 1e6);
+  std::snprintf(line, sizeof line,
+                "tiny block with tp 2: %.1f us, of which inside its 4 all-reduces %.1f us: "
+                "layer_overhead_tp_us %.1f",
+                t.seconds * 1e6, t.tp_wait_s * 1e6, c.layer_overhead_tp_us);
+  say(line);
+}
+
+/// sync_us: the middle block at tp 2 on pairs of neighbouring ranks, every rank of the job
+/// at once (sharing the cores as training's ranks will): the time a rank spends inside one
+/// of its all-reduces beyond the raw messages is the wait for a peer that computes in
+/// between and arrives late — or, on shared cores, is not running. With `share` ranks per
+/// core the other ranks compute during most of that wait, and the step loses 1/share of
+/// it: what sync_us holds.
+void measure_sync(Communicator& pair, Communicator& world, double share, plan::Cluster& c,
+                  const Say& say) {
+  char line[200];
+  const BlockShape mid{4, 64, 128, 4};
+  const plan::Link raw{c.intra_node_gbps * 1e9, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
+  const double message = plan::all_reduce_s(mid.batch * mid.seq * mid.hidden * 4.0, 2, raw);
+  const TpBlockTiming t = tp_block_timing(mid, pair, world);
+  c.sync_us = std::max(0.0, t.tp_wait_s / 4 - message) / share * 1e6;
+  std::snprintf(line, sizeof line,
+                "block b4 s64 h128 with tp 2, %d ranks at once: %.2f ms, inside each of its 4 "
+                "all-reduces %.1f us, of which the messages %.1f us; %.1f ranks per core: "
+                "sync_us %.1f",
+                world.size(), t.seconds * 1e3, t.tp_wait_s / 4 * 1e6, message * 1e6, share,
+                c.sync_us);
+  say(line);
 }
 
 plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
@@ -301,7 +308,15 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     const std::unique_ptr<Communicator> busy =
         world.split(in_pair ? 0 : 1, rank, "computing pairs", kTimeoutS);
     const std::unique_ptr<Communicator> pair = world.split(rank / 2, rank, "pair", kTimeoutS);
-    with_others_idle(world, in_pair, [&] { measure_tp(*pair, *busy, c, say); });
+    with_others_idle(world, in_pair, [&] { measure_tp_overhead(*pair, *busy, c, say); });
+    c = cluster_from_rank0(c, world);
+    // Then every rank, when every rank's neighbour is on its node; else the pairs above.
+    bool all_paired = size % 2 == 0;
+    for (int r = 0; r + 1 < size && all_paired; r += 2)
+      all_paired = where.node[r] == where.node[r + 1];
+    const double share = all_paired ? std::max(1.0, static_cast<double>(sharing) / cores) : 1.0;
+    with_others_idle(world, all_paired || in_pair,
+                     [&] { measure_sync(*pair, all_paired ? world : *busy, share, c, say); });
     c = cluster_from_rank0(c, world);
   } else {
     say("no two ranks on one node: sync_us and layer_overhead_tp_us not measured");
