@@ -169,6 +169,9 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
     link.round_crosses = round_crossings(l, dim, c.devices_per_node, c.placement == "cyclic");
   }
   if (link.inter_node && !c.inter_sendrecv_seconds.empty()) {
+    // The paced table was measured after computation on both sides: it holds the wait
+    // for a late peer already.
+    link.sync_s = 0;
     // trident calibrate measured with every rank of a node sending across at once.
     const bool cyclic = c.placement == "cyclic";
     const int streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);
