@@ -2,11 +2,12 @@
 // sends and bubble, the exposed part of the dp reduction, the optimizer's pass.
 #include "plan/time_model.h"
 
-#include <algorithm>  // std::max, std::min
-#include <cmath>      // std::cbrt, std::log, std::exp
-#include <iterator>   // std::prev
-#include <set>        // std::set
-#include <vector>     // std::vector
+#include <algorithm>   // std::max, std::min
+#include <cmath>       // std::cbrt, std::log, std::exp
+#include <functional>  // std::function
+#include <iterator>    // std::prev
+#include <set>         // std::set
+#include <vector>      // std::vector
 
 #include "plan/memory_model.h"     // layer_activation_bytes, head_activation_bytes
 #include "plan/shared_pipeline.h"  // shared_pipeline_s, StageWork
@@ -75,79 +76,65 @@ double all_reduce_s(double bytes, int n, const Link& link) {
   return std::min(2.0 * reduce_scatter_rounds_s(bytes, n, link), doubling) + link.sync_s;
 }
 
-bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
-  const int per_node = std::max(devices_per_node, 1);
-  const int nodes = (l.world() + per_node - 1) / per_node;
-  auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
-  auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
-  // Each group varies one coordinate with the other two fixed.
-  for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
-    for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
-      std::set<int> on;
-      const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
-      for (int i = 0; i < n; ++i) {
-        int r = 0;
-        if (dim == Dim::kTp) r = rank(i, a, b);
-        if (dim == Dim::kDp) r = rank(a, i, b);
-        if (dim == Dim::kPp) r = rank(a, b, i);
-        on.insert(node_of(r));
-      }
-      if (on.size() > 1) return true;
-    }
-  }
-  return false;
-}
+namespace {
 
-int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
+/// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
+/// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate.
+void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
+                    const std::function<void(const std::vector<int>&)>& f) {
   const int per_node = std::max(devices_per_node, 1);
   const int nodes = (l.world() + per_node - 1) / per_node;
   auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
   auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
   const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
-  int streams = 0;
+  std::vector<int> on(static_cast<size_t>(n));
   for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
     for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
-      auto member = [&](int i) {
-        if (dim == Dim::kTp) return rank(i, a, b);
-        if (dim == Dim::kDp) return rank(a, i, b);
-        return rank(a, b, i);
-      };
-      for (int i = 0; i < n && n > 1; ++i)
-        if (node_of(member(i)) == 0 && node_of(member((i + 1) % n)) != 0) ++streams;
+      for (int i = 0; i < n; ++i) {
+        const int r = dim == Dim::kTp   ? rank(i, a, b)
+                      : dim == Dim::kDp ? rank(a, i, b)
+                                        : rank(a, b, i);
+        on[static_cast<size_t>(i)] = node_of(r);
+      }
+      f(on);
     }
   }
-  return streams;
 }
-
-namespace {
 
 /// Per round k of recursive halving or doubling: whether some group of `dim` has members
 /// 2^k apart (index i and i xor 2^k) on different nodes.
 std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
-  const int per_node = std::max(devices_per_node, 1);
-  const int nodes = (l.world() + per_node - 1) / per_node;
-  auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
-  auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
   const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
   std::vector<bool> crosses(static_cast<size_t>(rounds(n)), false);
-  for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
-    for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
-      auto member = [&](int i) {
-        if (dim == Dim::kTp) return rank(i, a, b);
-        if (dim == Dim::kDp) return rank(a, i, b);
-        return rank(a, b, i);
-      };
-      for (int k = 0; k < rounds(n); ++k)
-        for (int i = 0; i < n; ++i) {
-          const int j = i ^ (1 << k);
-          if (j < n && node_of(member(i)) != node_of(member(j))) crosses[k] = true;
-        }
-    }
-  }
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+    for (int k = 0; k < rounds(n); ++k)
+      for (int i = 0; i < n; ++i) {
+        const int j = i ^ (1 << k);
+        if (j < n && on[i] != on[j]) crosses[k] = true;
+      }
+  });
   return crosses;
 }
 
 }  // namespace
+
+bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
+  bool crosses = false;
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+    if (std::set<int>(on.begin(), on.end()).size() > 1) crosses = true;
+  });
+  return crosses;
+}
+
+int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
+  int streams = 0;
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+    const size_t n = on.size();
+    for (size_t i = 0; i < n && n > 1; ++i)
+      if (on[i] == 0 && on[(i + 1) % n] != 0) ++streams;
+  });
+  return streams;
+}
 
 Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   Link link;

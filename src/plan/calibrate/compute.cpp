@@ -31,18 +31,6 @@ double memory_gbps(Communicator& world) {
   return mean_over_ranks(3.0 * n * 4 / s / 1e9, world);
 }
 
-double block_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
-  GptOptions o;
-  o.hidden = shape.hidden;
-  o.heads = shape.heads;
-  o.seq_len = shape.seq;
-  ParamRegistry params(o.seed, tp.rank(), tp.size(), at::kFloat);
-  GptBlock block(params, tp, o, 0);
-  at::Tensor x = at::randn({shape.batch, shape.seq, shape.hidden}).requires_grad_();  // (B, T, C)
-  auto step = [&] { block.forward(x).sum().backward(); };
-  return mean_over_ranks(time_per_call(step, 1.0, world), world);
-}
-
 TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world) {
   GptOptions o;
   o.hidden = shape.hidden;
@@ -60,6 +48,10 @@ TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communi
   const double seconds = time_per_call(step, 1.0, world);
   const double wait = (tp.total_wait_seconds() - wait_before) / static_cast<double>(calls);
   return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
+}
+
+double block_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
+  return tp_block_timing(shape, tp, world).seconds;
 }
 
 double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
