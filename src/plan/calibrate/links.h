@@ -1,6 +1,5 @@
 // Link measurements for the planner through trident's communicator, the path training's
-// messages take: point-to-point exchanges between pairs of ranks, and all-reduces between
-// ranks that compute in between.
+// messages take: exchanges between pairs of ranks, back to back or between computation.
 #pragma once
 #include <cstdint>  // int64_t
 
@@ -10,13 +9,10 @@ class Communicator;
 
 namespace trident::calibrate {
 
-/// Seconds per exchange of `bytes` each way with the partner rank (rank ^ 1; itself when
-/// it has none) — a send and a receive posted together, both waited on — averaged over
-/// the ranks of `world`. Collective over `world`.
-double sendrecv_s(int64_t bytes, Communicator& world);
-
-/// The same with `partner` (a rank of `world`); the figure is averaged over, and the
-/// trials agreed between, the ranks of `timing` (those measuring; collective over them).
+/// Seconds per exchange of `bytes` each way with `partner` (a rank of `world`; itself when
+/// it has none) — a send and a receive posted together, both waited on — averaged over,
+/// and the trials agreed between, the ranks of `timing` (those measuring; collective over
+/// them).
 double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing);
 
 /// The same exchange when it comes after some_work(), as training's messages come between
@@ -25,11 +21,5 @@ double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator&
 /// sustained rate. Never below 0.
 double paced_sendrecv_s(int64_t bytes, int partner, double work, Communicator& world,
                         Communicator& timing);
-
-/// Seconds of an all-reduce of `bytes` of fp32 over `group` (with its polling wait), each
-/// after some_work(), beyond `work` = some_work()'s own time; the ranks' mean.
-/// Collective over `world`.
-double communicator_all_reduce_s(Communicator& group, int64_t bytes, double work,
-                                 Communicator& world);
 
 }  // namespace trident::calibrate

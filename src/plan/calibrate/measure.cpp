@@ -16,7 +16,7 @@
 #include "parallel/placement.h"      // node_names
 #include "plan/calibrate/compute.h"  // matmul_tflops, block_s, stage_s, ...
 #include "plan/calibrate/disk.h"     // disk_bandwidth
-#include "plan/calibrate/links.h"    // sendrecv_s, communicator_all_reduce_s
+#include "plan/calibrate/links.h"    // sendrecv_s, paced_sendrecv_s
 #include "plan/calibrate/timing.h"   // with_others_idle
 #include "plan/time_model.h"         // Link, all_reduce_s
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `trident calibrate` end to end: on one node of 2 ranks, then (where network namespaces
+# can be made) on 2 emulated nodes of 2 ranks. Each cluster file must load in
+# `trident plan`, hold positive measured rates, a [contention] entry per rank count
+# measured and, across nodes, the inter-node table and the machine's shared cores.
+set -u
+trident=$1 root=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+export OMP_NUM_THREADS=1
+tmp=$(mktemp -d)
+name=tcal$$
+trap '"$root/scripts/cluster.sh" down --name "$name" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+key() { sed -n "s/^$1 = //p" "$2" | head -1; }
+positive() { awk -v v="$1" 'BEGIN { exit !(v > 0) }'; }
+
+check_file() {  # FILE: what every calibration must hold
+  local f=$1
+  [ -s "$f" ] || fail "no cluster file $f"
+  "$trident" plan "$root/configs/tiny.toml" --cluster "$f" --layout 1,1,2 > "$tmp/plan.txt" 2>&1 ||
+    fail "trident plan cannot use $f: $(cat "$tmp/plan.txt")"
+  for k in intra_node_gbps memory_gbps layer_overhead_us layer_overhead_tp_us; do
+    positive "$(key $k "$f")" || fail "$k is not positive in $f"
+  done
+  grep -q '^\[contention\]' "$f" || fail "no [contention] in $f"
+  grep -q '^"2" = ' "$f" || fail "no contention at 2 ranks in $f"
+  awk -F' = ' '/^sync_us/ { exit !($2 >= 0) }' "$f" || fail "sync_us missing or negative in $f"
+}
+
+mpirun -np 2 --oversubscribe --bind-to none "$trident" calibrate --threads 1 --rounds 1 \
+  --disk-dir none --out "$tmp/one.toml" > "$tmp/one.log" 2>&1 || fail "calibrate failed: $(cat "$tmp/one.log")"
+check_file "$tmp/one.toml"
+[ "$(key devices_per_node "$tmp/one.toml")" = 2 ] || fail "one node: devices_per_node is not 2"
+[ "$(key machine_cores "$tmp/one.toml")" = 0 ] || fail "one node: machine_cores set"
+grep -q '^\[inter_sendrecv_us\]' "$tmp/one.toml" && fail "one node: an inter-node table"
+echo "one node: ok"
+
+if ! ip netns add "$name-probe" 2>/dev/null; then
+  echo "SKIPPED the two-node half: cannot create network namespaces here"
+  exit 0
+fi
+ip netns del "$name-probe"
+"$root/scripts/cluster.sh" up --name "$name" --nodes 2 --slots 2 --link-rate 1gbit >/dev/null ||
+  fail "cluster.sh up failed"
+"$root/scripts/cluster.sh" run --name "$name" -np 4 "$trident" calibrate --threads 1 --rounds 1 \
+  --disk-dir none --out "$tmp/two.toml" > "$tmp/two.log" 2>&1 || fail "calibrate on 2 nodes failed: $(cat "$tmp/two.log")"
+check_file "$tmp/two.toml"
+[ "$(key devices_per_node "$tmp/two.toml")" = 2 ] || fail "two nodes: devices_per_node is not 2"
+[ "$(key machine_cores "$tmp/two.toml")" = "$(getconf _NPROCESSORS_ONLN)" ] ||
+  fail "two nodes: machine_cores is not $(getconf _NPROCESSORS_ONLN)"
+grep -q '^\[inter_sendrecv_us\]' "$tmp/two.toml" || fail "two nodes: no inter-node table"
+grep -q '^"4" = ' "$tmp/two.toml" || fail "two nodes: no contention at 4 ranks"
+inter=$(key inter_node_gbps "$tmp/two.toml") intra=$(key intra_node_gbps "$tmp/two.toml")
+# A 1 Gbit/s link (0.125 GB/s, shared by the node's 2 ranks) against shared memory.
+awk -v a="$inter" -v b="$intra" 'BEGIN { exit !(a > 0.02 && a < 0.125 && b > 5 * a) }' ||
+  fail "inter-node bandwidth $inter GB/s is not that of the 1 Gbit/s link (intra $intra)"
+echo "two nodes: ok (inter-node $inter GB/s per rank, within a node $intra GB/s)"
+echo PASS
