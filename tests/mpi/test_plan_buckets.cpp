@@ -11,6 +11,7 @@
 #include "models/gpt.h"                 // GptStage, GptOptions
 #include "models/llama.h"               // LlamaStage, LlamaOptions
 #include "mpi_cases.h"                  // register_mpi_cases
+#include "mpi_test_util.h"              // tiny_gpt
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "plan/plan_model.h"            // stage_bucketed_numels, stage_parameters
 #include "zero/buffer_assignment.h"     // buffer_of, kEmbeddingBuffer
@@ -40,14 +41,8 @@ int64_t total(const std::vector<Parameter>& params) {
 
 TEST(PlanBuckets, GptStagesMatchTheModel) {
   ParallelContext ctx(MPI_COMM_WORLD, 1, 1, kTp, 120.0);
-  GptOptions o;
-  o.layers = 4;
-  o.hidden = 32;
-  o.heads = 4;
-  o.vocab = 50;
-  o.padded_vocab = 50;
-  o.seq_len = 16;
-  o.dtype = at::kFloat;
+  GptOptions o = testing::tiny_gpt(at::kFloat);
+  o.layers = 4;  // pp 4 takes one layer a stage
   plan::PlanModel m;
   m.layers = o.layers;
   m.hidden = o.hidden;
