@@ -9,11 +9,11 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
-#include "models/model_config.h"        // make_model_stage
+#include "models/model_config.h"        // make_model_stage, run_device
 #include "models/model_stage.h"         // ModelStage
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext
-#include "parallel/world.h"             // world_communicator
+#include "parallel/world.h"             // world_communicator, local_rank
 #include "train/evaluate.h"             // evaluate_token_file
 
 namespace trident::cli {
@@ -44,10 +44,11 @@ int cmd_eval(const Args& args) {
 
   const auto& p = config.parallel;
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
-                      p.timeout_s);
+                      p.timeout_s, run_device(config.train.device, local_rank()));
   std::unique_ptr<ModelStage> model;
   run_agreed(*job, [&] {
-    model = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp));
+    model =
+        make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device());
   });
   load_model_weights(*model, ctx, config, path, "");
   const EvalResult r = evaluate_token_file(*model, ctx, args.get("data"), K, T, B);

@@ -11,6 +11,8 @@
 #include "cli/threads.h"  // apply_threads
 #include "common/memory_tracker.h"
 #include "config/config.h"
+#include "config/input_error.h"   // InputError
+#include "models/model_config.h"  // check_device, run_device
 #include "parallel/agreement.h"
 #include "parallel/parallel_context.h"
 #include "parallel/placement.h"  // placement_of, node_names
@@ -28,6 +30,19 @@
 namespace trident::cli {
 
 namespace {
+
+/// load_config, saying so when a layout of several ranks meets a build without MPI.
+TrainConfig load_single_or_mpi_config(const std::string& path, const std::vector<std::string>& sets,
+                                      int world) {
+  try {
+    return load_config(path, sets, world);
+  } catch (const InputError& e) {
+    if (multi_process_built()) throw;
+    throw InputError(std::string(e.what()) +
+                     "\n(this trident was built without MPI and runs one process: "
+                     "configure with MPI to run several ranks; docs/gpu.md)");
+  }
+}
 
 /// What the offload keys do in this run, without pretending: the cpu tier is where a CPU
 /// build keeps the states anyway.
@@ -86,8 +101,9 @@ int cmd_train(const Args& args) {
   const int world = job->size(), rank = job->rank();
   TrainConfig config;
   run_agreed(*job, [&] {
-    config = load_config(args.positional[0], args.sets, world);
+    config = load_single_or_mpi_config(args.positional[0], args.sets, world);
     resolve_run_paths(config);
+    check_device(config.train.device);
     if (rank == 0) check_run_dir_is_free(config);
   });
   // Installed before the (possibly long) start-up, so that a signal during it is noticed at
@@ -98,7 +114,7 @@ int cmd_train(const Args& args) {
 
   const auto& p = config.parallel;
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
-                      p.timeout_s);
+                      p.timeout_s, run_device(config.train.device, local_rank()));
   const std::vector<std::string> nodes = node_names(ctx.world());
   const Placement placement = placement_of(ctx.grid(), nodes);
   for (Communicator* group : ctx.all_groups()) group->set_nodes(nodes);
@@ -116,6 +132,9 @@ int cmd_train(const Args& args) {
   if (rank == 0) {
     print_header(config, *trainer, params, world);
     std::cout << "placement: " << placement.describe() << "\n";
+    if (ctx.device().is_cuda())
+      std::cout << "device: " << ctx.device().str() << " on rank 0; the groups communicate over "
+                << transport_name(ctx.transport()) << "\n";
     if (placement.tp_across)
       std::cout << "warning: tp groups span nodes, so every layer's all-reduces cross the "
                    "slowest link; place consecutive ranks on one node (mpirun --map-by slot, "

@@ -1,7 +1,5 @@
-// Dispatch of `trident SUBCOMMAND ...`, MPI set-up for the commands that need it, and the
-// one place where errors become messages and exit codes.
-#include <mpi.h>
-
+// Dispatch of `trident SUBCOMMAND ...`, the job's start (MPI) for the commands that need it,
+// and the one place where errors become messages and exit codes.
 #include <cstdio>
 #include <iostream>
 
@@ -9,7 +7,7 @@
 #include "cli/commands.h"
 #include "config/input_error.h"  // InputError
 #include "parallel/agreement.h"  // JobError
-#include "parallel/world.h"      // world_rank, world_size, abort_job
+#include "parallel/world.h"      // world_rank, start_job, end_job, abort_job
 
 namespace trident::cli {
 
@@ -71,10 +69,9 @@ int run_main(int argc, char** argv) {
   const Argv args(all.begin() + 1, all.end());
   if (!command->uses_mpi) return run_guarded(*command, args);
 
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  start_job(&argc, &argv);
   const int code = run_guarded(*command, args);
-  MPI_Finalize();
+  end_job();
   return code;
 }
 

@@ -17,7 +17,7 @@ using torch::autograd::variable_list;
 at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   const int64_t T = q.size(2), hd = q.size(3);
   at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  at::Tensor future = at::ones({T, T}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  at::Tensor future = at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
   att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
   att = at::softmax(att, -1);  // (B, H, T, T)
   return at::matmul(att, v);   // (B, H, T, hd)

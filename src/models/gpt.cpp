@@ -81,9 +81,9 @@ at::Tensor GptBlock::forward(const at::Tensor& x) {
 }
 
 GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
-    : ModelStage(
-          StageDims{o.hidden, o.vocab, o.seq_len, o.dtype, o.sequence_parallel ? tp.size() : 1},
-          o.seed, tp, stage, stages),
+    : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype,
+                           o.sequence_parallel ? tp.size() : 1, o.device},
+                 o.seed, tp, stage, stages),
       o_(o) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
               " is not divisible by parallel.pp = ", stages);

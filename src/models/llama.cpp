@@ -98,11 +98,11 @@ at::Tensor LlamaBlock::forward(const at::Tensor& x) {
 }
 
 LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages)
-    : ModelStage(
-          StageDims{o.hidden, o.vocab, o.seq_len, o.dtype, o.sequence_parallel ? tp.size() : 1},
-          o.seed, tp, stage, stages),
+    : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype,
+                           o.sequence_parallel ? tp.size() : 1, o.device},
+                 o.seed, tp, stage, stages),
       o_(o),
-      rope_(rope_tables(o.seq_len, o.head_dim(), o.rope_theta, o.dtype)) {
+      rope_(rope_tables(o.seq_len, o.head_dim(), o.rope_theta, o.dtype, o.device)) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
               " is not divisible by parallel.pp = ", stages);
   TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,

@@ -29,6 +29,7 @@ struct LlamaOptions {
   bool tie_embeddings = false;
   uint64_t seed = 1234;
   at::ScalarType dtype = at::kFloat;
+  at::Device device = at::kCPU;  // train.device
   /// Norms and the residual stream hold this tp rank's slice of the sequence.
   bool sequence_parallel = false;
   /// Recompute attention's core in backward instead of keeping it ("selective").

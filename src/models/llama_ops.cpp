@@ -12,14 +12,15 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return weight * normed.to(x.scalar_type());
 }
 
-RopeTables rope_tables(int64_t positions, int64_t head_dim, double theta, at::ScalarType dtype) {
+RopeTables rope_tables(int64_t positions, int64_t head_dim, double theta, at::ScalarType dtype,
+                       at::Device device) {
   const auto f64 = at::TensorOptions().dtype(at::kDouble);
   // inv_freq[i] = theta^(-2i/d), i in [0, d/2)
   const at::Tensor inv_freq =
       at::pow(theta, at::arange(0, head_dim, 2, f64) / static_cast<double>(head_dim)).reciprocal();
   const at::Tensor angles = at::outer(at::arange(positions, f64), inv_freq);  // (P, d/2)
   const at::Tensor emb = at::cat({angles, angles}, -1);                       // (P, d)
-  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+  return {emb.cos().to(device, dtype), emb.sin().to(device, dtype)};
 }
 
 at::Tensor apply_rope(const at::Tensor& x, const RopeTables& tables) {

@@ -17,7 +17,8 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 struct RopeTables {
   at::Tensor cos, sin;
 };
-RopeTables rope_tables(int64_t positions, int64_t head_dim, double theta, at::ScalarType dtype);
+RopeTables rope_tables(int64_t positions, int64_t head_dim, double theta, at::ScalarType dtype,
+                       at::Device device = at::kCPU);
 
 /// x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) of x's two halves (the
 /// half-split order of Hugging Face's q/k rows, not Meta's interleaved pairs).

@@ -4,6 +4,7 @@
 #include <ATen/Context.h>                    // at::hasCUDA
 #include <ATen/detail/CUDAHooksInterface.h>  // at::detail::getCUDAHooks
 
+#include <cstdlib>    // setenv
 #include <stdexcept>  // std::logic_error
 #include <utility>    // std::move
 #include <vector>     // std::vector
@@ -54,12 +55,15 @@ void check_device(Device device) {
     throw InputError(key +
                      ": no GPU is visible on this node (CUDA_VISIBLE_DEVICES, driver); "
                      "run on a GPU node, or set train.device = \"cpu\"");
-  // The communicator and the build are ready; the model, the pipeline buffers and the
-  // optimizer's flat buffers still create CPU tensors (docs/gpu.md).
-  throw InputError(key +
-                   ": this version trains on the CPU only (its NCCL communicator is "
-                   "built, but the model and optimizer make CPU tensors; docs/gpu.md); "
-                   "set train.device = \"cpu\"");
+}
+
+at::Device run_device(Device device, int local_rank) {
+  if (device == Device::kCpu) return at::kCPU;
+  const int gpus = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
+  // cuBLAS repeats its reductions only with a fixed workspace, chosen before its first use.
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  return {at::kCUDA, static_cast<at::DeviceIndex>(local_rank % gpus)};
 }
 
 LlamaOptions llama_options(const TrainConfig& c) {
@@ -86,12 +90,18 @@ LlamaOptions llama_options(const TrainConfig& c) {
 namespace {
 
 std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communicator& tp, int stage,
-                                             int stages) {
+                                             int stages, at::Device device) {
   switch (config.model.arch) {
-    case ModelArch::kGpt2:
-      return std::make_unique<GptStage>(gpt_options(config), tp, stage, stages);
-    case ModelArch::kLlama:
-      return std::make_unique<LlamaStage>(llama_options(config), tp, stage, stages);
+    case ModelArch::kGpt2: {
+      GptOptions o = gpt_options(config);
+      o.device = device;
+      return std::make_unique<GptStage>(o, tp, stage, stages);
+    }
+    case ModelArch::kLlama: {
+      LlamaOptions o = llama_options(config);
+      o.device = device;
+      return std::make_unique<LlamaStage>(o, tp, stage, stages);
+    }
   }
   throw std::logic_error("make_model_stage: a model.arch without a model");
 }
@@ -99,14 +109,14 @@ std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communic
 }  // namespace
 
 std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
-                                             int stages) {
+                                             int stages, at::Device device) {
   const int chunks = static_cast<int>(config.parallel.virtual_stages);
-  if (chunks <= 1) return make_plain_stage(config, tp, stage, stages);
+  if (chunks <= 1) return make_plain_stage(config, tp, stage, stages, device);
   // Megatron's assignment: chunk c of stage s is virtual stage c * stages + s, so the
   // embedding goes with stage 0's first chunk and the head with the last stage's last.
   std::vector<std::unique_ptr<ModelStage>> parts;
   for (int c = 0; c < chunks; ++c)
-    parts.push_back(make_plain_stage(config, tp, c * stages + stage, stages * chunks));
+    parts.push_back(make_plain_stage(config, tp, c * stages + stage, stages * chunks, device));
   return std::make_unique<ChunkedStage>(std::move(parts), tp, stage, stages);
 }
 

@@ -1,6 +1,7 @@
 // The mapping from a TrainConfig to the model it describes: the one place where the
 // trainer, evaluation, conversion and the tools learn which model to build and in what dtype.
 #pragma once
+#include <c10/core/Device.h>      // at::Device
 #include <c10/core/ScalarType.h>  // at::ScalarType
 
 #include <memory>  // std::unique_ptr
@@ -22,6 +23,13 @@ GptOptions gpt_options(const TrainConfig& config);
 /// InputError that names what is missing and the fix when not.
 void check_device(Device device);
 
+/// The device this rank trains on: the CPU, or for train.device = "cuda" GPU number
+/// `local_rank` modulo the node's GPU count (`local_rank`: this rank's index among the
+/// ranks of its node), after check_device. For CUDA it also makes libtorch choose its
+/// deterministic kernels (index_add_, embedding backward, cuBLAS workspaces), so that a
+/// run repeats its numbers; an operation with none warns.
+at::Device run_device(Device device, int local_rank);
+
 /// The Llama a config describes (model.arch = "llama").
 LlamaOptions llama_options(const TrainConfig& config);
 
@@ -29,6 +37,6 @@ LlamaOptions llama_options(const TrainConfig& config);
 /// the tp group `tp`. With parallel.virtual_stages = v > 1 the stage holds v chunks
 /// (a ChunkedStage): chunk c is virtual stage c * stages + stage of stages * v.
 std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
-                                             int stages);
+                                             int stages, at::Device device = at::kCPU);
 
 }  // namespace trident

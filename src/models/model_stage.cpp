@@ -10,7 +10,7 @@ ModelStage::ModelStage(const StageDims& dims, uint64_t seed, Communicator& tp, i
     : tp_(tp),
       stage_(stage),
       stages_(stages),
-      params_(seed, tp.rank(), tp.size(), dims.dtype),
+      params_(seed, tp.rank(), tp.size(), dims.dtype, dims.device),
       dims_(dims) {}
 
 }  // namespace trident

@@ -27,6 +27,8 @@ struct StageDims {
   /// Sequence parallelism: the activations between layers and stages are this many
   /// slices of the sequence, one per tp rank (1 without it).
   int64_t sequence_shards = 1;
+  /// Where the parameters and activations live (train.device).
+  at::Device device = at::kCPU;
 };
 
 /// One pipeline stage of a model: stage `stage` of `stages` holds its share of the blocks,

@@ -1,6 +1,8 @@
 // Communicator: one interface for the collectives and point-to-point operations of a
 // process group, asynchronous by default (each call returns a Work handle), with byte and
-// time counters per kind of operation. The MPI backend serves CPU tensors.
+// time counters per kind of operation. The MPI backend serves CPU tensors, the NCCL
+// backend CUDA tensors (and hands host tensors to the group's MPI communicator), and the
+// local backend a group of one process in a build without MPI.
 #pragma once
 #include <ATen/core/Tensor.h>  // at::Tensor
 
@@ -102,9 +104,10 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key, const std::string& name,
                                               double timeout_s) = 0;
 
-  /// Counters, one per kind of operation.
-  const CommCounter& counter(CommKind kind) const { return counters_[static_cast<int>(kind)]; }
-  void reset_counters() { counters_ = {}; }
+  /// Counters, one per kind of operation (a device communicator's include the operations
+  /// it passed to its host communicator).
+  CommCounter counter(CommKind kind) const;
+  void reset_counters();
   int64_t total_bytes() const;
   /// Seconds this rank spent inside the group's operations (posting, testing, waiting).
   double total_wait_seconds() const;
@@ -115,10 +118,10 @@ class Communicator {
   /// Bytes this rank has sent to ranks on other nodes, as the wire carries them (transport
   /// dtype): exact for point-to-point operations, the ring reduce-scatter and collectives
   /// of two ranks; see cross_node_uncounted().
-  int64_t cross_node_bytes() const { return cross_node_bytes_; }
+  int64_t cross_node_bytes() const;
   /// Calls of collectives over more than two ranks spanning nodes, whose traffic depends on
   /// the algorithm MPI picks (in training: a few scalars per step over the world group).
-  int64_t cross_node_uncounted() const { return cross_node_uncounted_; }
+  int64_t cross_node_uncounted() const;
   /// Whether the group has members on more than one node (after set_nodes).
   bool spans_nodes() const { return spans_nodes_; }
 
@@ -129,10 +132,14 @@ class Communicator {
   }
   /// A collective in which this rank sends `bytes_if_two` when the group is two ranks.
   void count_collective(int64_t bytes_if_two);
+  /// Counts `host`'s operations as this group's own: for a device communicator that hands
+  /// host tensors and byte strings to the same group's host communicator.
+  void count_also(Communicator* host) { host_ = host; }
 
   std::array<CommCounter, kNumCommKinds> counters_{};
 
  private:
+  Communicator* host_ = nullptr;
   std::vector<bool> off_node_;  // per group rank: on another node than this rank
   bool spans_nodes_ = false;
   int64_t cross_node_bytes_ = 0, cross_node_uncounted_ = 0;

@@ -9,66 +9,6 @@
 
 namespace trident {
 
-const char* comm_kind_name(CommKind kind) {
-  switch (kind) {
-    case CommKind::kAllReduce:
-      return "all_reduce";
-    case CommKind::kReduceScatter:
-      return "reduce_scatter";
-    case CommKind::kAllGather:
-      return "all_gather";
-    case CommKind::kBroadcast:
-      return "broadcast";
-    case CommKind::kSend:
-      return "send";
-    case CommKind::kRecv:
-      return "recv";
-    case CommKind::kBarrier:
-      return "barrier";
-    case CommKind::kGather:
-      return "gather";
-  }
-  return "?";
-}
-
-void wait_all(std::vector<WorkHandle>& works) {
-  for (auto& w : works) w->wait();
-  works.clear();
-}
-
-int64_t Communicator::total_bytes() const {
-  int64_t total = 0;
-  for (const auto& c : counters_) total += c.bytes;
-  return total;
-}
-
-double Communicator::total_wait_seconds() const {
-  double total = 0.0;
-  for (const auto& c : counters_) total += c.wait_seconds;
-  return total;
-}
-
-void Communicator::set_nodes(const std::vector<std::string>& node_of_world_rank) {
-  const std::vector<int>& members = world_ranks();
-  const std::string& mine = node_of_world_rank.at(static_cast<size_t>(members.at(rank())));
-  off_node_.assign(members.size(), false);
-  spans_nodes_ = false;
-  for (size_t i = 0; i < members.size(); ++i) {
-    off_node_[i] = node_of_world_rank.at(static_cast<size_t>(members[i])) != mine;
-    spans_nodes_ = spans_nodes_ || off_node_[i];
-  }
-}
-
-void Communicator::count_collective(int64_t bytes_if_two) {
-  if (!spans_nodes_) return;
-  // Two ranks: every algorithm sends the peer what it lacks, once (an all-reduce the whole
-  // buffer, by recursive doubling or a reduce-scatter then an all-gather of halves).
-  if (size() == 2)
-    count_sent(1 - rank(), bytes_if_two);
-  else
-    ++cross_node_uncounted_;
-}
-
 namespace {
 
 using mpi_detail::Blocked;

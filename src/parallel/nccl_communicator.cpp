@@ -77,6 +77,10 @@ void check_tensor(const at::Tensor& t, int device, const char* what) {
 
 int64_t nbytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel() * t.element_size()); }
 
+/// A host tensor: the operation goes to the group's host (MPI) communicator. Scalars that
+/// the trainer agrees on (loss, flags, report counts) stay on the host, as do metadata.
+bool on_host(const at::Tensor& t) { return t.defined() && t.device().is_cpu(); }
+
 /// A queued NCCL operation: complete when its event has fired on the group's stream.
 class NcclWork : public Work {
  public:
@@ -200,6 +204,7 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> bootstrap, int 
              "ncclCommInitRank");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaMalloc(&scratch_, sizeof(float)), "cudaMalloc");
+  count_also(bootstrap_.get());
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -238,7 +243,9 @@ WorkHandle NcclCommunicator::enqueue(CommKind kind, int64_t bytes, std::vector<a
 }
 
 WorkHandle NcclCommunicator::all_reduce(at::Tensor tensor, ReduceOp op) {
+  if (on_host(tensor)) return bootstrap_->all_reduce(tensor, op);
   check_tensor(tensor, device_, "all_reduce");
+  count_collective(nbytes(tensor));
   return enqueue(CommKind::kAllReduce, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
     return ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(),
                          nccl_type(tensor.scalar_type()), nccl_op(op), comm_, s);
@@ -246,10 +253,12 @@ WorkHandle NcclCommunicator::all_reduce(at::Tensor tensor, ReduceOp op) {
 }
 
 WorkHandle NcclCommunicator::reduce_scatter(at::Tensor output, at::Tensor input, ReduceOp op) {
+  if (on_host(input)) return bootstrap_->reduce_scatter(output, input, op);
   check_tensor(output, device_, "reduce_scatter output");
   check_tensor(input, device_, "reduce_scatter input");
   TORCH_CHECK(input.numel() == output.numel() * size(),
               "reduce_scatter: input must hold size() chunks of the output's size");
+  count_collective(nbytes(output));
   return enqueue(CommKind::kReduceScatter, nbytes(input), {output, input}, [&](cudaStream_t s) {
     return ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(),
                              nccl_type(input.scalar_type()), nccl_op(op), comm_, s);
@@ -257,10 +266,12 @@ WorkHandle NcclCommunicator::reduce_scatter(at::Tensor output, at::Tensor input,
 }
 
 WorkHandle NcclCommunicator::all_gather(at::Tensor output, at::Tensor input) {
+  if (on_host(input)) return bootstrap_->all_gather(output, input);
   check_tensor(output, device_, "all_gather output");
   check_tensor(input, device_, "all_gather input");
   TORCH_CHECK(output.numel() == input.numel() * size(),
               "all_gather: output must hold size() chunks of the input's size");
+  count_collective(nbytes(input));
   return enqueue(CommKind::kAllGather, nbytes(output), {output, input}, [&](cudaStream_t s) {
     return ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(),
                          nccl_type(input.scalar_type()), comm_, s);
@@ -268,7 +279,9 @@ WorkHandle NcclCommunicator::all_gather(at::Tensor output, at::Tensor input) {
 }
 
 WorkHandle NcclCommunicator::broadcast(at::Tensor tensor, int root) {
+  if (on_host(tensor)) return bootstrap_->broadcast(tensor, root);
   check_tensor(tensor, device_, "broadcast");
+  count_collective(rank() == root ? nbytes(tensor) : 0);
   return enqueue(CommKind::kBroadcast, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
     return ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(),
                          nccl_type(tensor.scalar_type()), root, comm_, s);
@@ -276,8 +289,10 @@ WorkHandle NcclCommunicator::broadcast(at::Tensor tensor, int root) {
 }
 
 WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
+  if (on_host(tensor)) return bootstrap_->send(tensor, dst, tag);
   check_tensor(tensor, device_, "send");
   TORCH_CHECK(tag >= 0, "send: tags are non-negative");
+  count_sent(dst, nbytes(tensor));
   return enqueue(CommKind::kSend, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
     return ncclSend(tensor.data_ptr(), tensor.numel(), nccl_type(tensor.scalar_type()), dst, comm_,
                     s);
@@ -285,6 +300,7 @@ WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
 }
 
 WorkHandle NcclCommunicator::recv(at::Tensor tensor, int src, int tag) {
+  if (on_host(tensor)) return bootstrap_->recv(tensor, src, tag);
   check_tensor(tensor, device_, "recv");
   TORCH_CHECK(tag >= 0, "recv: tags are non-negative");
   return enqueue(CommKind::kRecv, nbytes(tensor), {tensor}, [&](cudaStream_t s) {

@@ -1,7 +1,8 @@
 // NcclCommunicator: the Communicator of one process group for CUDA tensors, on NCCL. Each
 // operation runs on the group's own stream after the work already queued on the caller's
 // compute stream (ordered by CUDA events), so communication overlaps later computation.
-// Byte strings and split() travel over the group's bootstrap (MPI) communicator.
+// Byte strings, split() and operations on host tensors go to the group's bootstrap (MPI,
+// or local) communicator, whose counters this one includes.
 #pragma once
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <nccl.h>              // ncclComm_t

@@ -2,17 +2,34 @@
 #include "parallel/parallel_context.h"
 
 #include <c10/util/Exception.h>  // TORCH_CHECK
+#include <unistd.h>              // gethostname
 
 #include <numeric>  // std::iota
+#include <set>      // std::set
 
+#include "parallel/host_staged_communicator.h"  // HostStagedCommunicator
+#include "parallel/nccl_backend.h"              // make_nccl_communicator
+
+#if TRIDENT_HAVE_MPI
 #include "parallel/mpi_communicator.h"  // MpiCommunicator, for the MPI_Comm constructor
+#endif
 
 namespace trident {
 
 namespace {
 
+/// Whether two ranks of `base`'s job use the same GPU. Collective over `base`.
+bool gpu_shared(Communicator& base, at::Device device) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::vector<std::string> all =
+      base.all_gather_bytes(std::string(host) + "/" + std::to_string(device.index()));
+  return std::set<std::string>(all.begin(), all.end()).size() < all.size();
+}
+
 std::unique_ptr<Communicator> split(Communicator& base, const ProcessGrid& grid, GroupKind kind,
-                                    int rank, double timeout_s) {
+                                    int rank, double timeout_s, at::Device device,
+                                    DeviceTransport transport) {
   const std::vector<int> members = grid.group_ranks(kind, rank);
   int color = Communicator::kNoGroup;
   int key = 0;
@@ -21,8 +38,17 @@ std::unique_ptr<Communicator> split(Communicator& base, const ProcessGrid& grid,
     for (size_t i = 0; i < members.size(); ++i)
       if (members[i] == rank) key = static_cast<int>(i);
   }
-  return base.split(color, key, group_name(kind), timeout_s);
+  std::unique_ptr<Communicator> group = base.split(color, key, group_name(kind), timeout_s);
+  // Every member makes the groups in the same order, so NCCL's start-up (collective over
+  // the group) meets the same group on every rank.
+  if (group && transport == DeviceTransport::kNccl)
+    return make_nccl_communicator(std::move(group), device.index(), timeout_s);
+  if (group && transport == DeviceTransport::kHostStaged)
+    return std::make_unique<HostStagedCommunicator>(std::move(group));
+  return group;
 }
+
+#if TRIDENT_HAVE_MPI
 
 /// `comm` as a communicator whose world ranks are its own ranks, as the grid numbers them.
 std::unique_ptr<Communicator> borrow(MPI_Comm comm, double timeout_s) {
@@ -34,25 +60,44 @@ std::unique_ptr<Communicator> borrow(MPI_Comm comm, double timeout_s) {
                                            CommOwnership::kBorrow);
 }
 
+#endif
+
 }  // namespace
 
+const char* transport_name(DeviceTransport transport) {
+  switch (transport) {
+    case DeviceTransport::kHost:
+      return "host";
+    case DeviceTransport::kNccl:
+      return "NCCL";
+    case DeviceTransport::kHostStaged:
+      return "host-staged (ranks share a GPU)";
+  }
+  return "?";
+}
+
+#if TRIDENT_HAVE_MPI
 ParallelContext::ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s)
     : ParallelContext(*borrow(base, timeout_s), dp, pp, tp, timeout_s) {}
+#endif
 
-ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s)
-    : grid_(dp, pp, tp) {
+ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s,
+                                 at::Device device)
+    : grid_(dp, pp, tp), device_(device) {
   rank_ = base.rank();
   const int size = base.size();
   TORCH_CHECK(size == grid_.world_size(), "the job has ", size, " ranks but dp*pp*tp = ", dp, "*",
               pp, "*", tp, " = ", grid_.world_size(), "; launch with mpirun -np ",
               grid_.world_size(), " or change parallel.dp/pp/tp");
   coord_ = grid_.coord_of(rank_);
-  world_ = split(base, grid_, GroupKind::kWorld, rank_, timeout_s);
-  tp_ = split(base, grid_, GroupKind::kTp, rank_, timeout_s);
-  dp_ = split(base, grid_, GroupKind::kDp, rank_, timeout_s);
-  pp_ = split(base, grid_, GroupKind::kPp, rank_, timeout_s);
-  mp_ = split(base, grid_, GroupKind::kModelParallel, rank_, timeout_s);
-  embedding_ = split(base, grid_, GroupKind::kEmbedding, rank_, timeout_s);
+  if (device.is_cuda())
+    transport_ = gpu_shared(base, device) ? DeviceTransport::kHostStaged : DeviceTransport::kNccl;
+  world_ = split(base, grid_, GroupKind::kWorld, rank_, timeout_s, device, transport_);
+  tp_ = split(base, grid_, GroupKind::kTp, rank_, timeout_s, device, transport_);
+  dp_ = split(base, grid_, GroupKind::kDp, rank_, timeout_s, device, transport_);
+  pp_ = split(base, grid_, GroupKind::kPp, rank_, timeout_s, device, transport_);
+  mp_ = split(base, grid_, GroupKind::kModelParallel, rank_, timeout_s, device, transport_);
+  embedding_ = split(base, grid_, GroupKind::kEmbedding, rank_, timeout_s, device, transport_);
 }
 
 std::vector<Communicator*> ParallelContext::all_groups() const {

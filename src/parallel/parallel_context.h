@@ -1,28 +1,50 @@
 // ParallelContext: the process grid plus one communicator per group, made once and passed
 // to everything that communicates (model layers, pipeline runtime, optimizer, checkpoints).
 #pragma once
-#include <mpi.h>  // MPI_Comm, for the tests' contexts on sub-communicators
+#include <c10/core/Device.h>  // at::Device
 
 #include <memory>
+
+#if TRIDENT_HAVE_MPI
+#include <mpi.h>  // MPI_Comm, for the tests' contexts on sub-communicators
+#endif
 
 #include "parallel/communicator.h"
 #include "parallel/process_grid.h"
 
 namespace trident {
 
+/// How the groups of a run move tensors on its device.
+enum class DeviceTransport {
+  kHost,        // a CPU run: the host backend (MPI, or one process)
+  kNccl,        // one GPU per rank: NCCL
+  kHostStaged,  // ranks sharing a GPU (which NCCL refuses): copied through the host backend
+};
+const char* transport_name(DeviceTransport transport);
+
 class ParallelContext {
  public:
   /// Splits `base` (the job's world_communicator(), or a self_communicator() for a
   /// single-process reference run) into the groups of a dp × pp × tp grid, whose waits end
   /// the job after `timeout_s`. Collective over `base`, which may be dropped afterwards.
-  ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s);
+  /// On a CUDA `device` every group communicates through NCCL on it (host tensors and
+  /// byte strings still through `base`'s backend), or, when two ranks of the job share a
+  /// GPU, through `base`'s backend with host copies; the choice is the job's, the same on
+  /// every rank.
+  ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s,
+                  at::Device device = at::kCPU);
+#if TRIDENT_HAVE_MPI
   /// The same over an MPI communicator (borrowed, not freed): MPI_COMM_WORLD, MPI_COMM_SELF
   /// or a sub-communicator in tests.
   ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s);
+#endif
 
   const ProcessGrid& grid() const { return grid_; }
   int rank() const { return rank_; }
   const GridCoord& coord() const { return coord_; }
+  /// Where this rank's tensors live (train.device; for CUDA, this rank's GPU).
+  at::Device device() const { return device_; }
+  DeviceTransport transport() const { return transport_; }
 
   Communicator& world() const { return *world_; }
   Communicator& tp() const { return *tp_; }
@@ -43,6 +65,8 @@ class ParallelContext {
   ProcessGrid grid_;
   int rank_ = 0;
   GridCoord coord_;
+  at::Device device_;
+  DeviceTransport transport_ = DeviceTransport::kHost;
   std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_;
 };
 

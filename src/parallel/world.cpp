@@ -4,6 +4,7 @@
 #include <mpi.h>  // MPI_COMM_WORLD, MPI_Comm_split_type, MPI_Abort
 
 #include <numeric>  // std::iota
+#include <utility>  // std::pair
 #include <vector>   // std::vector
 
 #include "parallel/mpi_communicator.h"  // MpiCommunicator
@@ -35,15 +36,36 @@ int world_size() {
   return size;
 }
 
-int ranks_per_node() {
-  if (!mpi_running()) return 1;
+bool multi_process_built() { return true; }
+
+void start_job(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+}
+
+void end_job() {
+  if (mpi_running()) MPI_Finalize();
+}
+
+namespace {
+
+/// This rank's (index, count) among the ranks of its node.
+std::pair<int, int> node_local() {
+  if (!mpi_running()) return {0, 1};
   MPI_Comm local;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int local_ranks = 1;
-  MPI_Comm_size(local, &local_ranks);
+  int index = 0, count = 1;
+  MPI_Comm_rank(local, &index);
+  MPI_Comm_size(local, &count);
   MPI_Comm_free(&local);
-  return local_ranks;
+  return {index, count};
 }
+
+}  // namespace
+
+int ranks_per_node() { return node_local().second; }
+
+int local_rank() { return node_local().first; }
 
 void abort_job(int code) {
   if (mpi_running() && world_size() > 1) MPI_Abort(MPI_COMM_WORLD, code);

@@ -1,6 +1,7 @@
 // The job as a whole, for the program's start-up and its commands: this process's rank,
 // the number of ranks, the ranks sharing its node, ending the job, and communicators over
-// every rank or this one alone. MPI stays behind this header.
+// every rank or this one alone. MPI stays behind this header (world.cpp); a build without
+// MPI has one process, and world_local.cpp answers for it.
 #pragma once
 #include <memory>  // std::unique_ptr
 
@@ -12,9 +13,17 @@ namespace trident {
 int world_rank();
 /// The job's number of ranks (1 outside an MPI launch, or before MPI starts).
 int world_size();
+/// Whether this build can run several ranks (it has MPI).
+bool multi_process_built();
+/// Starts the job's communication (MPI_Init_thread with full thread support), for the
+/// commands that communicate; end_job() ends it. Nothing without MPI.
+void start_job(int* argc, char*** argv);
+void end_job();
 /// The ranks of the job on this rank's node (sharing its memory), this one included.
 /// Collective over the job.
 int ranks_per_node();
+/// This rank's index among the ranks of its node, from 0. Collective over the job.
+int local_rank();
 /// From any one rank: when the job has other ranks, ends them all, this one included, with
 /// exit code `code`; alone, returns (so that the caller exits normally, with that code).
 void abort_job(int code);

@@ -133,7 +133,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
   const int next = (stage + 1) % stages;           // chunk c's successor: c or c + 1
   const int prev = (stage + stages - 1) % stages;  // chunk c's predecessor: c or c - 1
   const std::vector<int64_t> shape = stage_.activation_shape(options_.micro_batch_size);
-  const auto act_options = at::TensorOptions().dtype(options_.dtype);
+  const auto act_options = at::TensorOptions().dtype(options_.dtype).device(options_.device);
   const auto t0 = Clock::now();
   result.start_s = std::chrono::duration<double>(t0.time_since_epoch()).count();
   const int64_t bytes_at_start = live_tensor_bytes();

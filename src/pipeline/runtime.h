@@ -41,6 +41,7 @@ struct RuntimeOptions {
   bool checkpointing = false;  // "full": keep only each micro-batch's input, recompute
   int64_t micro_batch_size = 1;
   at::ScalarType dtype = at::kFloat;
+  at::Device device = at::kCPU;  // of the activations and gradients received from neighbours
 };
 
 /// One executed instruction, in seconds since the step began.

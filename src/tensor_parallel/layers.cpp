@@ -79,7 +79,7 @@ VocabParallelEmbedding::VocabParallelEmbedding(ParamRegistry& params, Communicat
                  tied_copy};
   weight_ = register_parameter("weight", params.create(spec));
   vocab_start_ = tp.rank() * (padded_vocab / tp.size());
-  anchor_ = at::zeros({}, at::kFloat).requires_grad_(true);
+  anchor_ = at::zeros({}, weight_.options().dtype(at::kFloat)).requires_grad_(true);
 }
 
 at::Tensor VocabParallelEmbedding::forward(const at::Tensor& ids, RowGradSink* sink) {

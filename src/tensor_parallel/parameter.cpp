@@ -111,7 +111,7 @@ at::Tensor cut_shard(const ParamSpec& spec, int tp_rank, int tp_size, const at::
 }
 
 at::Tensor ParamRegistry::create(const ParamSpec& spec) {
-  at::Tensor t = init_shard(spec, seed_, tp_rank_, tp_size_).to(dtype_);
+  at::Tensor t = init_shard(spec, seed_, tp_rank_, tp_size_).to(device_, dtype_);
   t.set_requires_grad(true);
   params_.push_back({spec, t});
   return t;

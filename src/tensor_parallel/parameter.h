@@ -69,8 +69,11 @@ struct Parameter {
 /// Creates and remembers a model's parameters in construction order.
 class ParamRegistry {
  public:
-  ParamRegistry(uint64_t seed, int tp_rank, int tp_size, at::ScalarType dtype)
-      : seed_(seed), tp_rank_(tp_rank), tp_size_(tp_size), dtype_(dtype) {}
+  /// Parameters in `dtype` on `device`; their values are drawn on the host in float64 (the
+  /// same numbers on every device and layout) and then moved there.
+  ParamRegistry(uint64_t seed, int tp_rank, int tp_size, at::ScalarType dtype,
+                at::Device device = at::kCPU)
+      : seed_(seed), tp_rank_(tp_rank), tp_size_(tp_size), dtype_(dtype), device_(device) {}
 
   /// This rank's shard of `spec`, initialised, requiring grad.
   at::Tensor create(const ParamSpec& spec);
@@ -79,11 +82,13 @@ class ParamRegistry {
   int tp_rank() const { return tp_rank_; }
   int tp_size() const { return tp_size_; }
   at::ScalarType dtype() const { return dtype_; }
+  at::Device device() const { return device_; }
 
  private:
   uint64_t seed_;
   int tp_rank_, tp_size_;
   at::ScalarType dtype_;
+  at::Device device_;
   std::vector<Parameter> params_;
 };
 

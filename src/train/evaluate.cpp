@@ -65,8 +65,8 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
     const int64_t B = std::min(micro_batch, windows - first);
     at::Tensor ids, targets;
     if (model.is_first() || model.is_last()) {
-      at::Tensor block =
-          at::from_blob(tokens.data() + first * (T + 1), {B, T + 1}, at::kInt).to(at::kLong);
+      at::Tensor block = at::from_blob(tokens.data() + first * (T + 1), {B, T + 1}, at::kInt)
+                             .to(ctx.device(), at::kLong);
       ids = block.narrow(1, 0, T).contiguous();      // (B, T)
       targets = block.narrow(1, 1, T).contiguous();  // (B, T)
     }
@@ -81,7 +81,7 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
       } else {
         // With sequence parallelism each tp rank receives its slice of the sequence.
         input = at::empty({B, T / model.dims().sequence_shards, model.dims().hidden},
-                          at::TensorOptions().dtype(model.dims().dtype));
+                          at::TensorOptions().dtype(model.dims().dtype).device(ctx.device()));
         pp.recv(input, (stage + stages - 1) % stages, stage > 0 ? tag : tag - 1)->wait();
       }
       at::Tensor out = chunk.forward(input, targets, 1.0);

@@ -32,7 +32,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   source.markov_successors = config.data.markov_successors;
   source_ = data::open_source(source);
 
-  model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp));
+  model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device());
   ZeroOptions zero;
   zero.stage = static_cast<int>(p.zero_stage);
   zero.bucket_size = p.bucket_size;
@@ -68,6 +68,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   runtime.checkpointing = p.activation_checkpointing == ActivationCheckpointing::kFull;
   runtime.micro_batch_size = config.train.micro_batch_size;
   runtime.dtype = precision_dtype(config.train.precision);
+  runtime.device = ctx.device();
   runtime_ = std::make_unique<PipelineRuntime>(*model_, ctx, runtime);
 
   // Every stage's list is checked together before anything runs.
@@ -115,7 +116,7 @@ MicroBatch Trainer::micro_batch(int64_t step, int k) const {
   if (!model_->is_first() && !model_->is_last()) return mb;
   std::vector<int32_t> tokens(static_cast<size_t>(B * (T + 1)));
   data::fill_batch(*source_, step, first, B, T, tokens.data());
-  at::Tensor ids = at::from_blob(tokens.data(), {B, T + 1}, at::kInt).to(at::kLong);
+  at::Tensor ids = at::from_blob(tokens.data(), {B, T + 1}, at::kInt).to(ctx_.device(), at::kLong);
   mb.input = ids.narrow(1, 0, T).contiguous();
   mb.targets = ids.narrow(1, 1, T).contiguous();
   return mb;

@@ -34,15 +34,17 @@ void adam_update(at::Tensor& master, const at::Tensor& grad, at::Tensor& exp_avg
   master.addcdiv_(exp_avg, denom, -lr / bias1);
 }
 
-/// Σ x² in float64, over chunks (no float64 copy of the whole tensor).
-double sum_of_squares(const at::Tensor& x) {
-  if (x.scalar_type() == at::kDouble) return at::dot(x, x).item<double>();
-  double total = 0.0;
+/// Adds Σ x² in float64 to `total` (a float64 scalar on x's device), over chunks (no
+/// float64 copy of the whole tensor); on the device, without waiting for it.
+void add_sum_of_squares(at::Tensor& total, const at::Tensor& x) {
+  if (x.scalar_type() == at::kDouble) {
+    total.add_(at::dot(x, x));
+    return;
+  }
   for (int64_t i = 0; i < x.numel(); i += kChunk) {
     const at::Tensor c = x.narrow(0, i, std::min(kChunk, x.numel() - i)).to(at::kDouble);
-    total += at::dot(c, c).item<double>();
+    total.add_(at::dot(c, c));
   }
-  return total;
 }
 
 }  // namespace
@@ -51,7 +53,8 @@ double ZeroOptimizer::grad_norm() {
   wait_pending();
   const int dp_rank = ctx_.dp().rank();
   const int tp_rank = ctx_.tp().rank();
-  double local = 0.0;
+  // One float64 sum on the parameters' device, read once after the all-reduce.
+  at::Tensor sum_sq = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
   for (const Group& g : groups_) {
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       // Every stage counts the dp shard it owns, so dp replicas count each element once.
@@ -66,11 +69,10 @@ double ZeroOptimizer::grad_norm() {
             shards_grads()
                 ? g.grad_shard.narrow(0, state_offset(g, b) + part.begin - mine.begin, part.size())
                 : g.grad.narrow(0, part.begin, part.size());
-        local += sum_of_squares(grad);
+        add_sum_of_squares(sum_sq, grad);
       }
     }
   }
-  at::Tensor sum_sq = at::full({1}, local, at::TensorOptions().dtype(at::kDouble).device(device_));
   ctx_.world().all_reduce(sum_sq, ReduceOp::kSum)->wait();
   return std::sqrt(sum_sq.item<double>());
 }
