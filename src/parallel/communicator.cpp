@@ -32,13 +32,6 @@ void wait_all(std::vector<WorkHandle>& works) {
   works.clear();
 }
 
-std::pair<WorkHandle, WorkHandle> Communicator::send_recv(at::Tensor send_tensor, int dst,
-                                                          int send_tag, at::Tensor recv_tensor,
-                                                          int src, int recv_tag) {
-  WorkHandle sent = send(std::move(send_tensor), dst, send_tag);
-  return {sent, recv(std::move(recv_tensor), src, recv_tag)};
-}
-
 CommCounter Communicator::counter(CommKind kind) const {
   CommCounter c = counters_[static_cast<int>(kind)];
   if (host_ != nullptr) {

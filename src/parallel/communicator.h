@@ -12,7 +12,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <utility>  // std::pair
 #include <vector>
 
 namespace trident {
@@ -86,13 +85,6 @@ class Communicator {
   virtual WorkHandle send(at::Tensor tensor, int dst, int tag) = 0;
   virtual WorkHandle recv(at::Tensor tensor, int src, int tag) = 0;
   virtual WorkHandle barrier() = 0;
-  /// A send to `dst` and a receive from `src` posted together, for neighbours that each
-  /// send and then receive: NCCL launches the two in one group (as separate calls the two
-  /// send kernels would each wait for a receive queued behind the other). Returns the
-  /// send's and the receive's handles; by default, send() then recv().
-  virtual std::pair<WorkHandle, WorkHandle> send_recv(at::Tensor send_tensor, int dst, int send_tag,
-                                                      at::Tensor recv_tensor, int src,
-                                                      int recv_tag);
 
   // Byte strings of any length, for metadata (checkpoint records, trace events, error
   // messages): each call blocks until done and is counted under its kind (a gather as

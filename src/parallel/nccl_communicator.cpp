@@ -309,33 +309,6 @@ WorkHandle NcclCommunicator::recv(at::Tensor tensor, int src, int tag) {
   });
 }
 
-std::pair<WorkHandle, WorkHandle> NcclCommunicator::send_recv(at::Tensor send_tensor, int dst,
-                                                              int send_tag, at::Tensor recv_tensor,
-                                                              int src, int recv_tag) {
-  if (on_host(send_tensor) || on_host(recv_tensor))
-    return Communicator::send_recv(send_tensor, dst, send_tag, recv_tensor, src, recv_tag);
-  check_tensor(send_tensor, device_, "send");
-  check_tensor(recv_tensor, device_, "recv");
-  TORCH_CHECK(send_tag >= 0 && recv_tag >= 0, "send_recv: tags are non-negative");
-  count_sent(dst, nbytes(send_tensor));
-  // One Work for the group, counted as the receive; the send is counted beside it.
-  auto& sends = counters_[static_cast<int>(CommKind::kSend)];
-  sends.calls += 1;
-  sends.bytes += nbytes(send_tensor);
-  WorkHandle both = enqueue(
-      CommKind::kRecv, nbytes(recv_tensor), {send_tensor, recv_tensor}, [&](cudaStream_t s) {
-        check_nccl(ncclGroupStart(), "ncclGroupStart");
-        check_nccl(ncclSend(send_tensor.data_ptr(), send_tensor.numel(),
-                            nccl_type(send_tensor.scalar_type()), dst, comm_, s),
-                   "send");
-        check_nccl(ncclRecv(recv_tensor.data_ptr(), recv_tensor.numel(),
-                            nccl_type(recv_tensor.scalar_type()), src, comm_, s),
-                   "recv");
-        return ncclGroupEnd();
-      });
-  return {both, both};
-}
-
 WorkHandle NcclCommunicator::barrier() {
   return enqueue(CommKind::kBarrier, 0, {}, [&](cudaStream_t s) {
     return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, s);

@@ -39,10 +39,6 @@ class NcclCommunicator : public Communicator {
   WorkHandle send(at::Tensor tensor, int dst, int tag) override;
   WorkHandle recv(at::Tensor tensor, int src, int tag) override;
   WorkHandle barrier() override;
-  /// Both in one NCCL group (ncclGroupStart/End), completing together.
-  std::pair<WorkHandle, WorkHandle> send_recv(at::Tensor send_tensor, int dst, int send_tag,
-                                              at::Tensor recv_tensor, int src,
-                                              int recv_tag) override;
 
   std::string broadcast_bytes(std::string bytes, int root) override;
   std::vector<std::string> gather_bytes(const std::string& bytes, int root) override;

@@ -8,7 +8,6 @@
 
 #include <algorithm>  // std::remove_if
 #include <chrono>
-#include <optional>  // std::optional
 
 #include "common/memory_tracker.h"
 #include "models/model_stage.h"
@@ -174,43 +173,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
     f.grad_sent = f.grad_sent || chunk.is_first();
   };
 
-  // A send directly followed by a receive posts both at once (Communicator::send_recv):
-  // neighbours that each send and then receive would deadlock on NCCL otherwise. The
-  // receive's buffer and handle wait here for its own instruction.
-  struct EarlyRecv {
-    at::Tensor buffer;
-    WorkHandle work;
-  };
-  std::optional<EarlyRecv> early;
-  auto post_send = [&](size_t i, const at::Tensor& payload, int dst, int tag) -> WorkHandle {
-    const bool recv_next = i + 1 < schedule.size() && (schedule[i + 1].op == Op::kRecvActivation ||
-                                                       schedule[i + 1].op == Op::kRecvGrad);
-    if (!recv_next) return pp.send(payload, dst, tag);
-    const pipeline::Instruction& r = schedule[i + 1];
-    const int r_vstage = r.chunk * stages + stage;
-    const bool act = r.op == Op::kRecvActivation;
-    at::Tensor buffer = at::empty(shape, act_options);
-    auto [sent, received] =
-        pp.send_recv(payload, dst, tag, buffer, act ? prev : next,
-                     act ? activation_tag(r.micro_batch, r_vstage - 1, virtual_stages)
-                         : grad_tag(r.micro_batch, r_vstage, virtual_stages));
-    early = EarlyRecv{buffer, received};
-    return sent;
-  };
-  auto receive = [&](int src, int tag) {
-    if (early) {
-      EarlyRecv e = std::move(*early);
-      early.reset();
-      e.work->wait();
-      return e.buffer;
-    }
-    at::Tensor buffer = at::empty(shape, act_options);
-    pp.recv(buffer, src, tag)->wait();
-    return buffer;
-  };
-
-  for (size_t i = 0; i < schedule.size(); ++i) {
-    const pipeline::Instruction& ins = schedule[i];
+  for (const auto& ins : schedule) {
     const int k = ins.micro_batch;
     const int c = ins.chunk;
     TORCH_CHECK(ins.micro_batch < 0 || (c >= 0 && c < chunks), "pipeline: instruction ",
@@ -220,7 +183,8 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
     InstructionRecord record{ins, std::chrono::duration<double>(Clock::now() - t0).count()};
     switch (ins.op) {
       case Op::kRecvActivation: {
-        at::Tensor buffer = receive(prev, activation_tag(k, vstage - 1, virtual_stages));
+        at::Tensor buffer = at::empty(shape, act_options);
+        pp.recv(buffer, prev, activation_tag(k, vstage - 1, virtual_stages))->wait();
         in_flight[k * chunks + c].input = buffer.requires_grad_(true);
         break;
       }
@@ -241,14 +205,15 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
         InFlight& f = in_flight[k * chunks + c];
         // The send owns a detached copy's storage; the output itself keeps only its node.
         at::Tensor payload = f.output.detach().contiguous();
-        pending_sends_.push_back(
-            {post_send(i, payload, next, activation_tag(k, vstage, virtual_stages)),
-             static_cast<int64_t>(payload.nbytes())});
+        pending_sends_.push_back({pp.send(payload, next, activation_tag(k, vstage, virtual_stages)),
+                                  static_cast<int64_t>(payload.nbytes())});
         free_data(f.output);
         break;
       }
       case Op::kRecvGrad: {
-        in_flight[k * chunks + c].grad = receive(next, grad_tag(k, vstage, virtual_stages));
+        at::Tensor buffer = at::empty(shape, act_options);
+        pp.recv(buffer, next, grad_tag(k, vstage, virtual_stages))->wait();
+        in_flight[k * chunks + c].grad = buffer;
         break;
       }
       case Op::kBackward: {
@@ -271,7 +236,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
       case Op::kSendGrad: {
         InFlight& f = in_flight[k * chunks + c];
         at::Tensor grad = (f.input_grad.defined() ? f.input_grad : f.input.grad()).contiguous();
-        pending_sends_.push_back({post_send(i, grad, prev, grad_tag(k, vstage - 1, virtual_stages)),
+        pending_sends_.push_back({pp.send(grad, prev, grad_tag(k, vstage - 1, virtual_stages)),
                                   static_cast<int64_t>(grad.nbytes())});
         f.input_grad = at::Tensor();
         f.grad_sent = true;
@@ -292,7 +257,6 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
     record.end = std::chrono::duration<double>(Clock::now() - t0).count();
     result.records.push_back(record);
   }
-  TORCH_CHECK(!early, "pipeline: a receive was posted with the last send but never taken");
   wait_for_sends();
   return result;
 }
