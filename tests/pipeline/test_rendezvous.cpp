@@ -1,0 +1,86 @@
+// The rendezvous check (sends that wait for their receives, messages matched by order, as
+// on NCCL): GPipe, 1F1B and ZB-H1 pass it at every size with a channel per message kind,
+// as a CUDA run communicates; with one channel only GPipe does (why a CUDA run has two);
+// interleaved 1F1B deadlocks either way (a CUDA run refuses it); hand-made lists that
+// cross their messages are caught with the stage named.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "pipeline/rendezvous_checker.h"
+#include "pipeline/schedule.h"
+
+namespace trident::pipeline {
+namespace {
+
+std::vector<Schedule> all_stages(const std::string& name, int pp, int m, int v = 1) {
+  std::vector<Schedule> per_stage;
+  for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(name, pp, s, m, v));
+  return per_stage;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// How many of the sizes pp 2..5, m 1..12 (interleaved: v 2..3, m a multiple of pp) fail.
+int failing(const std::string& name, Channels channels, int* all) {
+  int bad = 0;
+  *all = 0;
+  const bool interleaved = name == "interleaved-1f1b";
+  for (int pp = 2; pp <= 5; ++pp)
+    for (int m = 1; m <= 12; ++m)
+      for (int v = interleaved ? 2 : 1; v <= (interleaved ? 3 : 1); ++v) {
+        if (interleaved && m % pp != 0) continue;
+        ++*all;
+        if (!check_rendezvous(all_stages(name, pp, m, v), channels).empty()) ++bad;
+      }
+  return bad;
+}
+
+TEST(Rendezvous, a_channel_per_kind_carries_gpipe_1f1b_and_zb_h1_at_every_size) {
+  int all = 0;
+  for (const char* name : {"gpipe", "1f1b", "zb-h1"}) {
+    EXPECT_EQ(failing(name, Channels::kPerKind, &all), 0) << name;
+    EXPECT_EQ(all, 48);
+  }
+}
+
+TEST(Rendezvous, one_channel_deadlocks_1f1b_and_zb_h1_and_interleaved_deadlocks_on_both) {
+  int all = 0;
+  EXPECT_EQ(failing("gpipe", Channels::kOne, &all), 0);  // all sends, then all receives
+  EXPECT_EQ(failing("1f1b", Channels::kOne, &all), 44);  // all but m = 1
+  EXPECT_EQ(failing("zb-h1", Channels::kOne, &all), 44);
+  EXPECT_EQ(failing("interleaved-1f1b", Channels::kOne, &all), all);
+  EXPECT_EQ(failing("interleaved-1f1b", Channels::kPerKind, &all), all);
+  EXPECT_EQ(all, 30);
+  // pp 2, m 4: each stage sends the other an activation, each waiting for a receive that
+  // stands behind the other's send on the activation channel.
+  const std::string error =
+      check_rendezvous(all_stages("interleaved-1f1b", 2, 4, 2), Channels::kPerKind);
+  EXPECT_TRUE(contains(error, "deadlock")) << error;
+  EXPECT_TRUE(contains(error, "stage 0, instruction 3 (SA1) waits for stage 1")) << error;
+  EXPECT_TRUE(contains(error, "stage 1, instruction 2 (SA0) waits for stage 0")) << error;
+}
+
+TEST(Rendezvous, a_send_before_the_receive_it_waits_on_deadlocks_one_channel_only) {
+  const std::vector<Schedule> crossed{parse_schedule("SA0 RG0"), parse_schedule("SG0 RA0")};
+  EXPECT_TRUE(contains(check_rendezvous(crossed, Channels::kOne), "deadlock"));
+  EXPECT_EQ(check_rendezvous(crossed, Channels::kPerKind), "");
+}
+
+TEST(Rendezvous, messages_received_out_of_order_are_caught) {
+  const std::vector<Schedule> swapped{parse_schedule("SA0 SA1"), parse_schedule("RA1 RA0")};
+  const std::string error = check_rendezvous(swapped, Channels::kPerKind);
+  EXPECT_TRUE(contains(error,
+                       "stage 1, instruction 0 (RA1) expects the activation of "
+                       "micro-batch 1"))
+      << error;
+  EXPECT_TRUE(contains(error, "matched by order")) << error;
+  const std::vector<Schedule> missing{parse_schedule("SA0 SA1"), parse_schedule("RA0")};
+  EXPECT_TRUE(contains(check_rendezvous(missing, Channels::kPerKind), "never takes")) << error;
+}
+
+}  // namespace
+}  // namespace trident::pipeline
