@@ -34,8 +34,8 @@ void wait_all(std::vector<WorkHandle>& works) {
 
 CommCounter Communicator::counter(CommKind kind) const {
   CommCounter c = counters_[static_cast<int>(kind)];
-  if (host_ != nullptr) {
-    const CommCounter h = host_->counter(kind);
+  for (const Communicator* other : also_) {
+    const CommCounter h = other->counter(kind);
     c.calls += h.calls;
     c.bytes += h.bytes;
     c.seconds += h.seconds;
@@ -46,7 +46,7 @@ CommCounter Communicator::counter(CommKind kind) const {
 
 void Communicator::reset_counters() {
   counters_ = {};
-  if (host_ != nullptr) host_->reset_counters();
+  for (Communicator* other : also_) other->reset_counters();
 }
 
 int64_t Communicator::total_bytes() const {
@@ -70,15 +70,19 @@ void Communicator::set_nodes(const std::vector<std::string>& node_of_world_rank)
     off_node_[i] = node_of_world_rank.at(static_cast<size_t>(members[i])) != mine;
     spans_nodes_ = spans_nodes_ || off_node_[i];
   }
-  if (host_ != nullptr) host_->set_nodes(node_of_world_rank);
+  for (Communicator* other : also_) other->set_nodes(node_of_world_rank);
 }
 
 int64_t Communicator::cross_node_bytes() const {
-  return cross_node_bytes_ + (host_ != nullptr ? host_->cross_node_bytes() : 0);
+  int64_t bytes = cross_node_bytes_;
+  for (const Communicator* other : also_) bytes += other->cross_node_bytes();
+  return bytes;
 }
 
 int64_t Communicator::cross_node_uncounted() const {
-  return cross_node_uncounted_ + (host_ != nullptr ? host_->cross_node_uncounted() : 0);
+  int64_t calls = cross_node_uncounted_;
+  for (const Communicator* other : also_) calls += other->cross_node_uncounted();
+  return calls;
 }
 
 void Communicator::count_collective(int64_t bytes_if_two) {

@@ -132,14 +132,15 @@ class Communicator {
   }
   /// A collective in which this rank sends `bytes_if_two` when the group is two ranks.
   void count_collective(int64_t bytes_if_two);
-  /// Counts `host`'s operations as this group's own: for a device communicator that hands
-  /// host tensors and byte strings to the same group's host communicator.
-  void count_also(Communicator* host) { host_ = host; }
+  /// Counts `other`'s operations as this group's own: for a device communicator that hands
+  /// host tensors and byte strings to the same group's host communicator, or some messages
+  /// to a second channel.
+  void count_also(Communicator* other) { also_.push_back(other); }
 
   std::array<CommCounter, kNumCommKinds> counters_{};
 
  private:
-  Communicator* host_ = nullptr;
+  std::vector<Communicator*> also_;
   std::vector<bool> off_node_;  // per group rank: on another node than this rank
   bool spans_nodes_ = false;
   int64_t cross_node_bytes_ = 0, cross_node_uncounted_ = 0;

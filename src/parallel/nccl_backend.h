@@ -11,9 +11,12 @@ namespace trident {
 bool nccl_built();
 
 /// The NCCL communicator of `group`'s ranks on CUDA device `device`, with `group` kept for
-/// byte strings and split(). Collective over the group. Throws, naming the fix, when this
-/// build has no NCCL or no GPU is visible.
+/// byte strings, split() and host tensors; with `odd_tag_channel`, point-to-point messages
+/// with odd tags get a second NCCL channel (NcclCommunicator::open_odd_tag_channel).
+/// Collective over the group. Throws, naming the fix, when this build has no NCCL or no
+/// GPU is visible.
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> group,
-                                                     int device, double timeout_s);
+                                                     int device, double timeout_s,
+                                                     bool odd_tag_channel = false);
 
 }  // namespace trident

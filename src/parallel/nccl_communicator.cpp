@@ -214,8 +214,15 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::abort() {
+  if (odd_tags_) odd_tags_->abort();
   if (comm_) ncclCommAbort(comm_);
   comm_ = nullptr;
+}
+
+void NcclCommunicator::open_odd_tag_channel() {
+  std::unique_ptr<Communicator> sub = bootstrap_->split(0, rank(), name(), timeout_s_);
+  odd_tags_ = std::make_unique<NcclCommunicator>(std::move(sub), device_, timeout_s_);
+  count_also(odd_tags_.get());
 }
 
 WorkHandle NcclCommunicator::enqueue(CommKind kind, int64_t bytes, std::vector<at::Tensor> tensors,
@@ -290,6 +297,7 @@ WorkHandle NcclCommunicator::broadcast(at::Tensor tensor, int root) {
 
 WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
   if (on_host(tensor)) return bootstrap_->send(tensor, dst, tag);
+  if (odd_tags_ && tag % 2 == 1) return odd_tags_->send(tensor, dst, tag);
   check_tensor(tensor, device_, "send");
   TORCH_CHECK(tag >= 0, "send: tags are non-negative");
   count_sent(dst, nbytes(tensor));
@@ -301,6 +309,7 @@ WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
 
 WorkHandle NcclCommunicator::recv(at::Tensor tensor, int src, int tag) {
   if (on_host(tensor)) return bootstrap_->recv(tensor, src, tag);
+  if (odd_tags_ && tag % 2 == 1) return odd_tags_->recv(tensor, src, tag);
   check_tensor(tensor, device_, "recv");
   TORCH_CHECK(tag >= 0, "recv: tags are non-negative");
   return enqueue(CommKind::kRecv, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
@@ -342,8 +351,11 @@ namespace trident {
 bool nccl_built() { return true; }
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> group,
-                                                     int device, double timeout_s) {
-  return std::make_unique<NcclCommunicator>(std::move(group), device, timeout_s);
+                                                     int device, double timeout_s,
+                                                     bool odd_tag_channel) {
+  auto comm = std::make_unique<NcclCommunicator>(std::move(group), device, timeout_s);
+  if (odd_tag_channel) comm->open_odd_tag_channel();
+  return comm;
 }
 
 }  // namespace trident

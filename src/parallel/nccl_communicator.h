@@ -33,9 +33,10 @@ class NcclCommunicator : public Communicator {
   WorkHandle reduce_scatter(at::Tensor output, at::Tensor input, ReduceOp op) override;
   WorkHandle all_gather(at::Tensor output, at::Tensor input) override;
   WorkHandle broadcast(at::Tensor tensor, int root) override;
-  /// NCCL matches point-to-point operations between two ranks by their order, not by tag:
-  /// the pipeline's schedules post them in the same order on both sides (the checker
-  /// proves it), so `tag` is only checked to be non-negative.
+  /// NCCL matches point-to-point operations between two ranks by their order, not by tag,
+  /// and a send waits for its receive; with open_odd_tag_channel(), messages with odd tags
+  /// travel on a second NCCL communicator and stream, so that they keep an order of their
+  /// own and never queue behind an even-tagged send (pipeline/rendezvous_checker.h).
   WorkHandle send(at::Tensor tensor, int dst, int tag) override;
   WorkHandle recv(at::Tensor tensor, int src, int tag) override;
   WorkHandle barrier() override;
@@ -45,6 +46,10 @@ class NcclCommunicator : public Communicator {
   std::vector<std::string> all_gather_bytes(const std::string& bytes) override;
   std::unique_ptr<Communicator> split(int color, int key, const std::string& name,
                                       double timeout_s) override;
+
+  /// Gives point-to-point messages with odd tags a channel of their own (the pipeline's
+  /// gradients; its activations have even tags). Collective over the group.
+  void open_odd_tag_channel();
 
   int device() const { return device_; }
   double timeout_s() const { return timeout_s_; }
@@ -62,7 +67,8 @@ class NcclCommunicator : public Communicator {
   double timeout_s_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void* scratch_ = nullptr;  // one float on the device, for barrier()
+  void* scratch_ = nullptr;                     // one float on the device, for barrier()
+  std::unique_ptr<NcclCommunicator> odd_tags_;  // after open_odd_tag_channel()
 };
 
 }  // namespace trident

@@ -8,6 +8,8 @@
 #include <ostream>    // std::ostream
 #include <string>     // std::string, std::to_string
 
+#include "pipeline/rendezvous_checker.h"  // check_rendezvous
+
 namespace trident::pipeline {
 namespace {
 
@@ -69,6 +71,9 @@ bool print_schedule_report(const ScheduleReportOptions& a, std::ostream& out) {
   } else {
     out << "checker: FAILED: " << report.error << "\n";
   }
+  // Where a send waits for its receive (NCCL, with the gradients on a channel of their own).
+  const std::string nccl = check_rendezvous(per_stage, Channels::kPerKind);
+  out << "on GPUs (NCCL): " << (nccl.empty() ? "ok" : "refused: " + nccl) << "\n";
   return report.ok;
 }
 

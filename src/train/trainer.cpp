@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cmath>  // std::isfinite
 
+#include "config/input_error.h"  // InputError
 #include "data/token_source.h"
 #include "models/model_config.h"
 #include "models/model_stage.h"
 #include "parallel/parallel_context.h"
+#include "pipeline/rendezvous_checker.h"
 #include "pipeline/schedule_checker.h"
 #include "train/lr_schedule.h"
 #include "zero/zero_optimizer.h"
@@ -80,6 +82,14 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
     all.push_back(pipeline::make_schedule(p.schedule, stages, s, m, chunks));
   const pipeline::CheckReport report = pipeline::check_schedules(all, m);
   TORCH_CHECK(report.ok, "pipeline schedule '", p.schedule, "' failed its check: ", report.error);
+  // Over NCCL a send waits for its receive: the schedule must not deadlock there either.
+  if (ctx.transport() == DeviceTransport::kNccl) {
+    const std::string nccl = pipeline::check_rendezvous(all, pipeline::Channels::kPerKind);
+    if (!nccl.empty())
+      throw InputError("parallel.schedule = \"" + std::string(name_of(p.schedule)) +
+                       "\" cannot run on GPUs: over NCCL, where a send waits for its receive, " +
+                       nccl + "; use \"1f1b\", \"zb-h1\" or \"gpipe\" (docs/gpu.md)");
+  }
   schedule_ = all[ctx.coord().pp];
 }
 
