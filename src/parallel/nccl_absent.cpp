@@ -9,7 +9,7 @@ bool nccl_built() { return false; }
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> /*group*/,
                                                      int /*device*/, double /*timeout_s*/,
-                                                     bool /*odd_tag_channel*/) {
+                                                     bool /*ring_channels*/) {
   throw std::runtime_error(
       "this trident was built without NCCL (no CUDA toolkit was found): build with "
       "scripts/build.sh --cuda on a GPU node (docs/gpu.md)");

@@ -11,12 +11,12 @@ namespace trident {
 bool nccl_built();
 
 /// The NCCL communicator of `group`'s ranks on CUDA device `device`, with `group` kept for
-/// byte strings, split() and host tensors; with `odd_tag_channel`, point-to-point messages
-/// with odd tags get a second NCCL channel (NcclCommunicator::open_odd_tag_channel).
+/// byte strings, split() and host tensors; with `ring_channels`, point-to-point messages
+/// between ring neighbours get channels of their own (NcclCommunicator::open_ring_channels).
 /// Collective over the group. Throws, naming the fix, when this build has no NCCL or no
 /// GPU is visible.
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> group,
                                                      int device, double timeout_s,
-                                                     bool odd_tag_channel = false);
+                                                     bool ring_channels = false);
 
 }  // namespace trident

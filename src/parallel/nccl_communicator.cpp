@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>  // TORCH_CHECK
 #include <sched.h>               // sched_yield
 
+#include <algorithm>  // std::min, std::max
 #include <chrono>     // std::chrono::steady_clock
 #include <cmath>      // std::isfinite
 #include <cstdio>     // std::fprintf
@@ -214,15 +215,37 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::abort() {
-  if (odd_tags_) odd_tags_->abort();
+  for (auto& [peer, four] : channels_)
+    for (auto& c : four) c->abort();
   if (comm_) ncclCommAbort(comm_);
   comm_ = nullptr;
 }
 
-void NcclCommunicator::open_odd_tag_channel() {
-  std::unique_ptr<Communicator> sub = bootstrap_->split(0, rank(), name(), timeout_s_);
-  odd_tags_ = std::make_unique<NcclCommunicator>(std::move(sub), device_, timeout_s_);
-  count_also(odd_tags_.get());
+void NcclCommunicator::open_ring_channels() {
+  const int n = size(), me = rank();
+  // Edge a joins a and a + 1 (mod n); with two ranks there is one edge.
+  for (int a = 0; a < (n == 2 ? 1 : n); ++a) {
+    const int lo = std::min(a, (a + 1) % n), hi = std::max(a, (a + 1) % n);
+    const bool member = me == lo || me == hi;
+    for (int k = 0; k < 4; ++k) {
+      // Collective over the group; then NCCL's start-up over the edge's two ranks, lo first.
+      std::unique_ptr<Communicator> pair =
+          bootstrap_->split(member ? a : kNoGroup, me == lo ? 0 : 1, name() + "-link", timeout_s_);
+      if (!member) continue;
+      auto c = std::make_unique<NcclCommunicator>(std::move(pair), device_, timeout_s_);
+      count_also(c.get());
+      channels_[me == lo ? hi : lo][static_cast<size_t>(k)] = std::move(c);
+    }
+  }
+}
+
+std::pair<NcclCommunicator*, int> NcclCommunicator::channel(int from, int to, int tag) const {
+  const int peer = from == rank() ? to : from;
+  const auto it = channels_.find(peer);
+  if (it == channels_.end()) return {nullptr, 0};
+  const int lo = std::min(from, to);
+  const size_t k = static_cast<size_t>((from == lo ? 0 : 2) + tag % 2);
+  return {it->second[k].get(), peer == lo ? 0 : 1};
 }
 
 WorkHandle NcclCommunicator::enqueue(CommKind kind, int64_t bytes, std::vector<at::Tensor> tensors,
@@ -297,7 +320,8 @@ WorkHandle NcclCommunicator::broadcast(at::Tensor tensor, int root) {
 
 WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
   if (on_host(tensor)) return bootstrap_->send(tensor, dst, tag);
-  if (odd_tags_ && tag % 2 == 1) return odd_tags_->send(tensor, dst, tag);
+  if (const auto [c, peer] = channel(rank(), dst, tag); c != nullptr)
+    return c->send(tensor, peer, tag);
   check_tensor(tensor, device_, "send");
   TORCH_CHECK(tag >= 0, "send: tags are non-negative");
   count_sent(dst, nbytes(tensor));
@@ -309,7 +333,8 @@ WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
 
 WorkHandle NcclCommunicator::recv(at::Tensor tensor, int src, int tag) {
   if (on_host(tensor)) return bootstrap_->recv(tensor, src, tag);
-  if (odd_tags_ && tag % 2 == 1) return odd_tags_->recv(tensor, src, tag);
+  if (const auto [c, peer] = channel(src, rank(), tag); c != nullptr)
+    return c->recv(tensor, peer, tag);
   check_tensor(tensor, device_, "recv");
   TORCH_CHECK(tag >= 0, "recv: tags are non-negative");
   return enqueue(CommKind::kRecv, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
@@ -352,9 +377,9 @@ bool nccl_built() { return true; }
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> group,
                                                      int device, double timeout_s,
-                                                     bool odd_tag_channel) {
+                                                     bool ring_channels) {
   auto comm = std::make_unique<NcclCommunicator>(std::move(group), device, timeout_s);
-  if (odd_tag_channel) comm->open_odd_tag_channel();
+  if (ring_channels) comm->open_ring_channels();
   return comm;
 }
 

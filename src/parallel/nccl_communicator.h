@@ -7,7 +7,10 @@
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <nccl.h>              // ncclComm_t
 
-#include <memory>  // std::unique_ptr
+#include <array>    // std::array
+#include <map>      // std::map
+#include <memory>   // std::unique_ptr
+#include <utility>  // std::pair
 
 #include "parallel/communicator.h"
 
@@ -34,9 +37,10 @@ class NcclCommunicator : public Communicator {
   WorkHandle all_gather(at::Tensor output, at::Tensor input) override;
   WorkHandle broadcast(at::Tensor tensor, int root) override;
   /// NCCL matches point-to-point operations between two ranks by their order, not by tag,
-  /// and a send waits for its receive; with open_odd_tag_channel(), messages with odd tags
-  /// travel on a second NCCL communicator and stream, so that they keep an order of their
-  /// own and never queue behind an even-tagged send (pipeline/rendezvous_checker.h).
+  /// and a send waits for its receive. After open_ring_channels(), a message to or from a
+  /// ring neighbour travels on a channel of its own (NCCL communicator and stream) for its
+  /// direction and tag parity, which carries messages one way only, so that no send ever
+  /// queues behind another operation (pipeline/rendezvous_checker.h: Channels::kPerLink).
   WorkHandle send(at::Tensor tensor, int dst, int tag) override;
   WorkHandle recv(at::Tensor tensor, int src, int tag) override;
   WorkHandle barrier() override;
@@ -47,9 +51,10 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key, const std::string& name,
                                       double timeout_s) override;
 
-  /// Gives point-to-point messages with odd tags a channel of their own (the pipeline's
-  /// gradients; its activations have even tags). Collective over the group.
-  void open_odd_tag_channel();
+  /// Opens the channels between ring neighbours (group ranks r and r + 1 mod size): for
+  /// each edge, each direction and each tag parity (the pipeline's activations have even
+  /// tags, its gradients odd ones) a two-rank NCCL communicator. Collective over the group.
+  void open_ring_channels();
 
   int device() const { return device_; }
   double timeout_s() const { return timeout_s_; }
@@ -67,8 +72,14 @@ class NcclCommunicator : public Communicator {
   double timeout_s_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void* scratch_ = nullptr;                     // one float on the device, for barrier()
-  std::unique_ptr<NcclCommunicator> odd_tags_;  // after open_odd_tag_channel()
+  void* scratch_ = nullptr;  // one float on the device, for barrier()
+  /// The channel for a message from group rank `from` to `to` with `tag`, and the peer's
+  /// rank in it; null when the two are not ring neighbours or no channels are open.
+  std::pair<NcclCommunicator*, int> channel(int from, int to, int tag) const;
+
+  /// After open_ring_channels(): per neighbour's group rank, its four channels (from the
+  /// lower rank even and odd, from the higher even and odd).
+  std::map<int, std::array<std::unique_ptr<NcclCommunicator>, 4>> channels_;
 };
 
 }  // namespace trident

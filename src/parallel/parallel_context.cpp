@@ -41,11 +41,11 @@ std::unique_ptr<Communicator> split(Communicator& base, const ProcessGrid& grid,
   std::unique_ptr<Communicator> group = base.split(color, key, group_name(kind), timeout_s);
   // Every member makes the groups in the same order, so NCCL's start-up (collective over
   // the group) meets the same group on every rank.
-  // The pipeline's gradients (odd tags) on a channel of their own, so that 1F1B and ZB-H1
-  // cannot deadlock where a send waits for its receive (pipeline/rendezvous_checker.h).
+  // The pipeline's messages on one-way channels per neighbour and kind, so that no schedule
+  // deadlocks where a send waits for its receive (pipeline/rendezvous_checker.h).
   if (group && transport == DeviceTransport::kNccl)
     return make_nccl_communicator(std::move(group), device.index(), timeout_s,
-                                  /*odd_tag_channel=*/kind == GroupKind::kPp && group->size() > 1);
+                                  /*ring_channels=*/kind == GroupKind::kPp && group->size() > 1);
   if (group && transport == DeviceTransport::kHostStaged)
     return std::make_unique<HostStagedCommunicator>(std::move(group));
   return group;

@@ -1,9 +1,9 @@
 // The rendezvous check as a simulation: each stage's messages on each channel in posting
-// order; a message completes once both its sender and its receiver have reached it on that
-// channel, and a channel goes on only past completed messages.
+// order; a message completes once its sender and its receiver have both posted it and
+// reached it on that channel, and a channel goes on only past completed messages.
 #include "pipeline/rendezvous_checker.h"
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::min, std::sort
 #include <map>        // std::map
 #include <utility>    // std::pair
 
@@ -36,9 +36,17 @@ struct P2p {
   std::pair<int, size_t> match{-1, 0};  // the peer's operation: (lane, index)
 };
 
-/// Lane of (stage, message kind): one per stage, or two with a channel per kind.
-int lane_of(int stage, bool activation, Channels channels) {
-  return channels == Channels::kOne ? stage : 2 * stage + (activation ? 0 : 1);
+/// The lane (a stage's operations on one channel) of an operation of `stage` with `peer`.
+int lane_of(int stage, int peer, bool send, bool activation, int stages, Channels channels) {
+  switch (channels) {
+    case Channels::kOne:
+      return stage;
+    case Channels::kPerKind:
+      return 2 * stage + (activation ? 0 : 1);
+    case Channels::kPerLink:
+      break;
+  }
+  return ((stage * stages + peer) * 2 + (send ? 0 : 1)) * 2 + (activation ? 0 : 1);
 }
 
 }  // namespace
@@ -50,7 +58,9 @@ std::string check_rendezvous(const std::vector<Schedule>& per_stage, Channels ch
     return "stage " + std::to_string(op.stage) + ", instruction " + std::to_string(op.instruction) +
            " (" + to_string(per_stage[op.stage][op.instruction]) + ")";
   };
-  const int lanes = channels == Channels::kOne ? stages : 2 * stages;
+  const int lanes = channels == Channels::kOne       ? stages
+                    : channels == Channels::kPerKind ? 2 * stages
+                                                     : stages * stages * 4;
   std::vector<std::vector<P2p>> ops(lanes);
   for (int s = 0; s < stages; ++s) {
     const int next = (s + 1) % stages, prev = (s + stages - 1) % stages;
@@ -69,7 +79,7 @@ std::string check_rendezvous(const std::vector<Schedule>& per_stage, Channels ch
         op = {false, s, next, {false, k, vstage}, i};
       else
         continue;
-      ops[lane_of(s, op.message.activation, channels)].push_back(op);
+      ops[lane_of(s, op.peer, op.send, op.message.activation, stages, channels)].push_back(op);
     }
   }
 
@@ -79,7 +89,8 @@ std::string check_rendezvous(const std::vector<Schedule>& per_stage, Channels ch
   for (int l = 0; l < lanes; ++l)
     for (size_t i = 0; i < ops[l].size(); ++i) {
       const P2p& op = ops[l][i];
-      const int peer_lane = lane_of(op.peer, op.message.activation, channels);
+      const int peer_lane =
+          lane_of(op.peer, op.stage, !op.send, op.message.activation, stages, channels);
       (op.send ? sends[{l, peer_lane}] : recvs[{peer_lane, l}]).push_back({l, i});
     }
   for (const auto& [pair, from] : sends) {
@@ -102,16 +113,36 @@ std::string check_rendezvous(const std::vector<Schedule>& per_stage, Channels ch
         return where(op) + (op.send ? ": the receiving stage never takes this message"
                                     : ": no stage sends this message");
 
-  // Run every lane as far as it goes: the head operation completes when the peer's lane
-  // has reached (or passed) the matching one.
-  std::vector<size_t> at(lanes, 0);
+  // Run: each stage posts its operations in list order and waits for each receive right
+  // after posting it (as PipelineRuntime does), so nothing after an incomplete receive is
+  // posted yet. A message completes when both its operations are posted and at the head
+  // of their lanes.
+  std::vector<size_t> at(lanes, 0);  // per lane: its first incomplete operation
+  std::vector<std::vector<std::pair<int, size_t>>> receives(stages);  // per stage, in order
+  for (int l = 0; l < lanes; ++l)
+    for (size_t i = 0; i < ops[l].size(); ++i)
+      if (!ops[l][i].send) receives[ops[l][i].stage].push_back({l, i});
+  for (auto& r : receives)
+    std::sort(r.begin(), r.end(), [&](const auto& a, const auto& b) {
+      return ops[a.first][a.second].instruction < ops[b.first][b.second].instruction;
+    });
+  std::vector<size_t> waiting(stages, 0);  // per stage: its first incomplete receive
+  auto posted = [&](const P2p& op) {
+    const auto& r = receives[op.stage];
+    size_t& w = waiting[op.stage];
+    while (w < r.size() && at[r[w].first] > r[w].second) ++w;
+    return w >= r.size() || op.instruction <= ops[r[w].first][r[w].second].instruction;
+  };
   for (bool moved = true; moved;) {
     moved = false;
     for (int l = 0; l < lanes; ++l) {
       while (at[l] < ops[l].size()) {
-        const auto [peer_lane, peer_index] = ops[l][at[l]].match;
-        if (at[peer_lane] < peer_index) break;
+        const P2p& op = ops[l][at[l]];
+        const auto [peer_lane, peer_index] = op.match;
+        if (at[peer_lane] != peer_index || !posted(op) || !posted(ops[peer_lane][peer_index]))
+          break;
         ++at[l];
+        ++at[peer_lane];
         moved = true;
       }
     }

@@ -13,7 +13,8 @@ namespace trident::pipeline {
 /// How a stage's messages are spread over channels.
 enum class Channels {
   kOne,      // every message of the pipeline group on one channel
-  kPerKind,  // activations on one, gradients on another (what a CUDA run uses)
+  kPerKind,  // activations on one, gradients on another
+  kPerLink,  // one per sender, receiver and kind: each carries messages one way
 };
 
 /// "" when every channel's messages meet in order and no stage waits forever; otherwise

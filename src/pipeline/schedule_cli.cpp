@@ -71,8 +71,8 @@ bool print_schedule_report(const ScheduleReportOptions& a, std::ostream& out) {
   } else {
     out << "checker: FAILED: " << report.error << "\n";
   }
-  // Where a send waits for its receive (NCCL, with the gradients on a channel of their own).
-  const std::string nccl = check_rendezvous(per_stage, Channels::kPerKind);
+  // Where a send waits for its receive (NCCL, with a one-way channel per neighbour and kind).
+  const std::string nccl = check_rendezvous(per_stage, Channels::kPerLink);
   out << "on GPUs (NCCL): " << (nccl.empty() ? "ok" : "refused: " + nccl) << "\n";
   return report.ok;
 }

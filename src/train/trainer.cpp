@@ -84,7 +84,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   TORCH_CHECK(report.ok, "pipeline schedule '", p.schedule, "' failed its check: ", report.error);
   // Over NCCL a send waits for its receive: the schedule must not deadlock there either.
   if (ctx.transport() == DeviceTransport::kNccl) {
-    const std::string nccl = pipeline::check_rendezvous(all, pipeline::Channels::kPerKind);
+    const std::string nccl = pipeline::check_rendezvous(all, pipeline::Channels::kPerLink);
     if (!nccl.empty())
       throw InputError("parallel.schedule = \"" + std::string(name_of(p.schedule)) +
                        "\" cannot run on GPUs: over NCCL, where a send waits for its receive, " +
