@@ -123,6 +123,11 @@ class NcclWork : public Work {
         continue;
       }
       if (bounded && Clock::now() > deadline) abort_on_timeout();
+      // A peer that failed (or a broken link) surfaces as NCCL's asynchronous error.
+      if (spins % 1024 == 0) {
+        const ncclResult_t failed = comm_.async_error();
+        if (failed != ncclSuccess && failed != ncclInProgress) abort_on_error(failed);
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from).count();
@@ -138,6 +143,18 @@ class NcclWork : public Work {
     keep_alive_.clear();
     counter_.seconds += std::chrono::duration<double>(Clock::now() - start_).count();
     return true;
+  }
+
+  [[noreturn]] void abort_on_error(ncclResult_t failed) {
+    std::fprintf(stderr,
+                 "trident: error: rank %d: %s of %lld bytes on group '%s' (NCCL on cuda:%d) "
+                 "failed: %s; another rank of the group failed or its link broke\n",
+                 world_rank(), comm_kind_name(kind_), static_cast<long long>(bytes_),
+                 comm_.name().c_str(), comm_.device(), ncclGetErrorString(failed));
+    std::fflush(stderr);
+    comm_.abort();
+    abort_job(3);
+    std::abort();
   }
 
   [[noreturn]] void abort_on_timeout() {
@@ -212,6 +229,13 @@ NcclCommunicator::~NcclCommunicator() {
   if (scratch_) cudaFree(scratch_);
   if (stream_) cudaStreamDestroy(stream_);
   if (comm_) ncclCommDestroy(comm_);
+}
+
+ncclResult_t NcclCommunicator::async_error() const {
+  ncclResult_t state = ncclSuccess;
+  if (comm_ != nullptr && ncclCommGetAsyncError(comm_, &state) != ncclSuccess)
+    return ncclSystemError;
+  return state;
 }
 
 void NcclCommunicator::abort() {

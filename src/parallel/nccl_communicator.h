@@ -60,6 +60,8 @@ class NcclCommunicator : public Communicator {
   double timeout_s() const { return timeout_s_; }
   /// Ends the group's NCCL operations in flight (after a timeout), so the job can exit.
   void abort();
+  /// NCCL's asynchronous error state of the group (ncclSuccess while healthy).
+  ncclResult_t async_error() const;
 
  private:
   /// Queues `launch` on the group's stream after the compute stream's work so far, and
