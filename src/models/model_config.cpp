@@ -1,8 +1,8 @@
 // The mapping from a TrainConfig to the model it describes.
 #include "models/model_config.h"
 
-#include <ATen/Context.h>                    // at::hasCUDA
-#include <ATen/detail/CUDAHooksInterface.h>  // at::detail::getCUDAHooks
+#include <ATen/Context.h>  // at::hasCUDA
+#include <torch/cuda.h>    // torch::cuda::device_count
 
 #include <cstdlib>    // setenv
 #include <stdexcept>  // std::logic_error
@@ -51,7 +51,7 @@ void check_device(Device device) {
                      (at::hasCUDA() ? "without NCCL" : "with a CPU-only libtorch") +
                      ": build it on a GPU node with scripts/build.sh --cuda (docs/gpu.md), "
                      "or set train.device = \"cpu\"");
-  if (at::detail::getCUDAHooks().getNumGPUs() == 0)
+  if (torch::cuda::device_count() == 0)
     throw InputError(key +
                      ": no GPU is visible on this node (CUDA_VISIBLE_DEVICES, driver); "
                      "run on a GPU node, or set train.device = \"cpu\"");
@@ -59,7 +59,7 @@ void check_device(Device device) {
 
 at::Device run_device(Device device, int local_rank) {
   if (device == Device::kCpu) return at::kCPU;
-  const int gpus = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
+  const int gpus = static_cast<int>(torch::cuda::device_count());
   // cuBLAS repeats its reductions only with a fixed workspace, chosen before its first use.
   setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
