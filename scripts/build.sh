@@ -62,19 +62,22 @@ print(d, int(torch.compiled_with_cxx11_abi()), os.path.dirname(d))') || {
   cuda_root=/usr/local/cuda
   if [ ! -f $cuda_root/include/cuda_runtime_api.h ]; then
     cuda_root=$PWD/build-cuda/cuda-root
-    wheel=$(ls -d "$site"/nvidia/cu1[0-9] 2>/dev/null | tail -1)
+    wheel=$(ls -d "$site"/nvidia/cu1[0-9] 2>/dev/null | tail -1 || true)
     wheel=${wheel:-$site/nvidia/cuda_runtime}
     rm -rf "$cuda_root" && mkdir -p "$cuda_root/include" "$cuda_root/lib"
     for from in gpu-bundle/include/cuda "$wheel/include"; do
       [ -d "$from" ] && cp -rsf "$(cd "$from" && pwd)"/. "$cuda_root/include/"
     done
-    cudart=$(ls "$wheel"/lib/libcudart.so* 2>/dev/null | head -1)
+    cudart=$(ls "$wheel"/lib/libcudart.so* 2>/dev/null | head -1 || true)
     [ -n "$cudart" ] || { echo "build.sh --cuda: no libcudart in $wheel/lib" >&2; exit 2; }
+    # The linker takes the unversioned name; the program then asks for the versioned one
+    # (its soname), which must be found next to it at start-up.
     ln -sf "$cudart" "$cuda_root/lib/libcudart.so"
+    ln -sf "$cudart" "$cuda_root/lib/$(basename "$cudart")"
   fi
   nccl=()
   if [ -f "$site/nvidia/nccl/include/nccl.h" ]; then
-    nccl_lib=$(ls "$site"/nvidia/nccl/lib/libnccl.so* | head -1)
+    nccl_lib=$(ls "$site"/nvidia/nccl/lib/libnccl.so* 2>/dev/null | head -1 || true)
     nccl=(-DNCCL_INCLUDE_DIR="$site/nvidia/nccl/include" -DNCCL_LIBRARY="$nccl_lib")
   fi
   if [ ! -f build-cuda/CMakeCache.txt ]; then

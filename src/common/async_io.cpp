@@ -1,8 +1,10 @@
 // The two AsyncIo backends: io_uring (liburing) and a thread pool over pread/pwrite.
 #include "common/async_io.h"
 
+#if TRIDENT_HAVE_URING
 #include <liburing.h>  // io_uring_queue_init, io_uring_prep_read/write, io_uring_wait_cqe
-#include <unistd.h>    // pread, pwrite
+#endif
+#include <unistd.h>  // pread, pwrite
 
 #include <cerrno>              // errno
 #include <condition_variable>  // std::condition_variable
@@ -46,6 +48,7 @@ long transfer_all(const IoRequest& r) {
   return static_cast<long>(done);
 }
 
+#if TRIDENT_HAVE_URING
 class UringIo : public AsyncIo {
  public:
   explicit UringIo(io_uring ring) : ring_(ring) {}
@@ -102,6 +105,8 @@ class UringIo : public AsyncIo {
   std::unordered_map<uint64_t, IoRequest> requests_;
   std::unordered_map<uint64_t, long> done_;
 };
+
+#endif
 
 class ThreadIo : public AsyncIo {
  public:
@@ -171,6 +176,7 @@ class ThreadIo : public AsyncIo {
 }  // namespace
 
 std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend) {
+#if TRIDENT_HAVE_URING
   if (backend != IoBackend::kThreads) {
     io_uring ring;
     const int rc = io_uring_queue_init(static_cast<unsigned>(queue_depth), &ring, 0);
@@ -179,6 +185,13 @@ std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend) {
       throw std::runtime_error(std::string("nvme tier: io_uring_queue_init refused: ") +
                                std::strerror(-rc));
   }
+#else
+  (void)queue_depth;
+  if (backend == IoBackend::kUring)
+    throw std::runtime_error(
+        "nvme tier: this trident was built without io_uring (liburing was not found); "
+        "install liburing-dev and rebuild, or use the thread-pool backend");
+#endif
   // Two threads keep a read and a write in flight at once, as the ring needs.
   return std::make_unique<ThreadIo>(2);
 }

@@ -3,6 +3,7 @@
 
 #include <c10/core/Allocator.h>     // c10::Allocator, DataPtr
 #include <c10/core/CPUAllocator.h>  // GetCPUAllocator, SetCPUAllocator
+#include <torch/version.h>          // TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR
 
 #include <atomic>
 #include <mutex>
@@ -42,11 +43,26 @@ void release(void* data) {
   // `a.inner` frees the memory as it goes out of scope.
 }
 
+// libtorch 2.3 made Allocator::allocate non-const and added copy_data.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define TRIDENT_ALLOCATE_CONST
+#define TRIDENT_ALLOCATOR_COPIES 1
+#else
+#define TRIDENT_ALLOCATE_CONST const
+#define TRIDENT_ALLOCATOR_COPIES 0
+#endif
+
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
 
-  c10::DataPtr allocate(size_t n) const override {
+#if TRIDENT_ALLOCATOR_COPIES
+  void copy_data(void* dest, const void* src, size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
+
+  c10::DataPtr allocate(size_t n) TRIDENT_ALLOCATE_CONST override {
     c10::DataPtr inner = inner_->allocate(n);
     void* data = inner.get();
     if (data == nullptr) return inner;  // empty tensors: nothing to count

@@ -7,6 +7,8 @@ namespace trident {
 
 bool nccl_built() { return false; }
 
+std::string gpu_identity(int device) { return std::to_string(device); }
+
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> /*group*/,
                                                      int /*device*/, double /*timeout_s*/,
                                                      bool /*ring_channels*/) {

@@ -2,6 +2,7 @@
 // build has NCCL (nccl_communicator.cpp where it has, nccl_absent.cpp where not).
 #pragma once
 #include <memory>  // std::unique_ptr
+#include <string>  // std::string
 
 #include "parallel/communicator.h"
 
@@ -9,6 +10,10 @@ namespace trident {
 
 /// Whether this build has the NCCL communicator.
 bool nccl_built();
+
+/// What names CUDA device `device` uniquely on its host: its PCI bus id where the CUDA
+/// runtime is built in, else the index.
+std::string gpu_identity(int device);
 
 /// The NCCL communicator of `group`'s ranks on CUDA device `device`, with `group` kept for
 /// byte strings, split() and host tensors; with `ring_channels`, point-to-point messages

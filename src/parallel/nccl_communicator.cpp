@@ -344,10 +344,10 @@ WorkHandle NcclCommunicator::broadcast(at::Tensor tensor, int root) {
 
 WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
   if (on_host(tensor)) return bootstrap_->send(tensor, dst, tag);
+  TORCH_CHECK(tag >= 0, "send: tags are non-negative");
   if (const auto [c, peer] = channel(rank(), dst, tag); c != nullptr)
     return c->send(tensor, peer, tag);
   check_tensor(tensor, device_, "send");
-  TORCH_CHECK(tag >= 0, "send: tags are non-negative");
   count_sent(dst, nbytes(tensor));
   return enqueue(CommKind::kSend, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
     return ncclSend(tensor.data_ptr(), tensor.numel(), nccl_type(tensor.scalar_type()), dst, comm_,
@@ -357,10 +357,10 @@ WorkHandle NcclCommunicator::send(at::Tensor tensor, int dst, int tag) {
 
 WorkHandle NcclCommunicator::recv(at::Tensor tensor, int src, int tag) {
   if (on_host(tensor)) return bootstrap_->recv(tensor, src, tag);
+  TORCH_CHECK(tag >= 0, "recv: tags are non-negative");
   if (const auto [c, peer] = channel(src, rank(), tag); c != nullptr)
     return c->recv(tensor, peer, tag);
   check_tensor(tensor, device_, "recv");
-  TORCH_CHECK(tag >= 0, "recv: tags are non-negative");
   return enqueue(CommKind::kRecv, nbytes(tensor), {tensor}, [&](cudaStream_t s) {
     return ncclRecv(tensor.data_ptr(), tensor.numel(), nccl_type(tensor.scalar_type()), src, comm_,
                     s);
@@ -398,6 +398,12 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key, const 
 namespace trident {
 
 bool nccl_built() { return true; }
+
+std::string gpu_identity(int device) {
+  char bus[64] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return std::to_string(device);
+  return bus;
+}
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::unique_ptr<Communicator> group,
                                                      int device, double timeout_s,

@@ -18,12 +18,13 @@ namespace trident {
 
 namespace {
 
-/// Whether two ranks of `base`'s job use the same GPU. Collective over `base`.
+/// Whether two ranks of `base`'s job use the same GPU (the same PCI device on one host,
+/// whatever CUDA_VISIBLE_DEVICES numbers it). Collective over `base`.
 bool gpu_shared(Communicator& base, at::Device device) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::vector<std::string> all =
-      base.all_gather_bytes(std::string(host) + "/" + std::to_string(device.index()));
+      base.all_gather_bytes(std::string(host) + "/" + gpu_identity(device.index()));
   return std::set<std::string>(all.begin(), all.end()).size() < all.size();
 }
 
@@ -43,9 +44,10 @@ std::unique_ptr<Communicator> split(Communicator& base, const ProcessGrid& grid,
   // the group) meets the same group on every rank.
   // The pipeline's messages on one-way channels per neighbour and kind, so that no schedule
   // deadlocks where a send waits for its receive (pipeline/rendezvous_checker.h).
-  if (group && transport == DeviceTransport::kNccl)
-    return make_nccl_communicator(std::move(group), device.index(), timeout_s,
-                                  /*ring_channels=*/kind == GroupKind::kPp && group->size() > 1);
+  if (group && transport == DeviceTransport::kNccl) {
+    const bool ring_channels = kind == GroupKind::kPp && group->size() > 1;
+    return make_nccl_communicator(std::move(group), device.index(), timeout_s, ring_channels);
+  }
   if (group && transport == DeviceTransport::kHostStaged)
     return std::make_unique<HostStagedCommunicator>(std::move(group));
   return group;
