@@ -234,6 +234,22 @@ Schedule make_schedule(const std::string& name, int stages, int stage, int micro
   return make_schedule(*kind, stages, stage, micro_batches, chunks);
 }
 
+std::vector<Schedule> make_schedules(PipelineSchedule kind, int stages, int micro_batches,
+                                     int chunks) {
+  std::vector<Schedule> per_stage;
+  for (int s = 0; s < stages; ++s)
+    per_stage.push_back(make_schedule(kind, stages, s, micro_batches, chunks));
+  return per_stage;
+}
+
+std::vector<Schedule> make_schedules(const std::string& name, int stages, int micro_batches,
+                                     int chunks) {
+  std::vector<Schedule> per_stage;
+  for (int s = 0; s < stages; ++s)
+    per_stage.push_back(make_schedule(name, stages, s, micro_batches, chunks));
+  return per_stage;
+}
+
 Schedule compute_only(const Schedule& schedule) {
   Schedule out;
   for (const Instruction& in : schedule) {

@@ -69,6 +69,12 @@ Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_b
 Schedule make_schedule(const std::string& name, int stages, int stage, int micro_batches,
                        int chunks = 1);
 
+/// Every stage's schedule (stage s at index s), as the checkers take them.
+std::vector<Schedule> make_schedules(PipelineSchedule kind, int stages, int micro_batches,
+                                     int chunks = 1);
+std::vector<Schedule> make_schedules(const std::string& name, int stages, int micro_batches,
+                                     int chunks = 1);
+
 /// The compute order (forwards and backwards only) of GPipe for one stage.
 Schedule gpipe_compute_order(int stages, int stage, int micro_batches);
 

@@ -25,8 +25,7 @@ bool print_schedule_report(const ScheduleReportOptions& a, std::ostream& out) {
   const int pp = a.pp;
   const int m = a.micro_batches;
   const int v = a.virtual_stages;
-  std::vector<Schedule> per_stage;
-  for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(a.schedule, pp, s, m, v));
+  const std::vector<Schedule> per_stage = make_schedules(a.schedule, pp, m, v);
   const PipelineSchedule kind = *parse_choice<PipelineSchedule>(a.schedule);  // made above
   const CheckReport report = check_schedules(per_stage, m, a.forward_cost, a.backward_cost);
 

@@ -77,9 +77,8 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   const int stages = static_cast<int>(p.pp);
   const int m = static_cast<int>(config.micro_batches());
   const int chunks = static_cast<int>(p.virtual_stages);
-  std::vector<pipeline::Schedule> all;
-  for (int s = 0; s < stages; ++s)
-    all.push_back(pipeline::make_schedule(p.schedule, stages, s, m, chunks));
+  const std::vector<pipeline::Schedule> all =
+      pipeline::make_schedules(p.schedule, stages, m, chunks);
   const pipeline::CheckReport report = pipeline::check_schedules(all, m);
   TORCH_CHECK(report.ok, "pipeline schedule '", p.schedule, "' failed its check: ", report.error);
   // Over NCCL a send waits for its receive: the schedule must not deadlock there either.

@@ -14,12 +14,6 @@
 namespace trident::pipeline {
 namespace {
 
-std::vector<Schedule> all_stages(const std::string& name, int pp, int m, int v = 1) {
-  std::vector<Schedule> per_stage;
-  for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(name, pp, s, m, v));
-  return per_stage;
-}
-
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -34,7 +28,7 @@ int failing(const std::string& name, Channels channels, int* all) {
       for (int v = interleaved ? 2 : 1; v <= (interleaved ? 3 : 1); ++v) {
         if (interleaved && m % pp != 0) continue;
         ++*all;
-        if (!check_rendezvous(all_stages(name, pp, m, v), channels).empty()) ++bad;
+        if (!check_rendezvous(make_schedules(name, pp, m, v), channels).empty()) ++bad;
       }
   return bad;
 }
@@ -61,7 +55,7 @@ TEST(Rendezvous, one_channel_deadlocks_1f1b_and_zb_h1_and_one_per_kind_interleav
   // pp 2, m 4: each stage sends the other an activation, each waiting for a receive that
   // stands behind the other's send on the activation channel.
   const std::string error =
-      check_rendezvous(all_stages("interleaved-1f1b", 2, 4, 2), Channels::kPerKind);
+      check_rendezvous(make_schedules("interleaved-1f1b", 2, 4, 2), Channels::kPerKind);
   EXPECT_TRUE(contains(error, "deadlock")) << error;
   EXPECT_TRUE(contains(error, "stage 0, instruction 3 (SA1) waits for stage 1")) << error;
   EXPECT_TRUE(contains(error, "stage 1, instruction 2 (SA0) waits for stage 0")) << error;

@@ -15,12 +15,6 @@
 namespace trident::pipeline {
 namespace {
 
-std::vector<Schedule> all_stages(const std::string& name, int pp, int m) {
-  std::vector<Schedule> per_stage;
-  for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(name, pp, s, m));
-  return per_stage;
-}
-
 size_t index_of(const Schedule& schedule, const std::string& mnemonic) {
   for (size_t k = 0; k < schedule.size(); ++k) {
     if (to_string(schedule[k]) == mnemonic) return k;
@@ -46,7 +40,7 @@ TEST(CheckerAccepts, every_builtin_schedule_pp1_to_8_m1_to_16) {
     for (int pp = 1; pp <= 8; ++pp) {
       for (int m = 1; m <= 16; ++m) {
         SCOPED_TRACE(name + " pp" + std::to_string(pp) + " m" + std::to_string(m));
-        const CheckReport report = check_schedules(all_stages(name, pp, m), m);
+        const CheckReport report = check_schedules(make_schedules(name, pp, m), m);
         ASSERT_TRUE(report.ok) << report.error;
         EXPECT_TRUE(report.error.empty());
         ASSERT_EQ(report.max_in_flight.size(), static_cast<size_t>(pp));
@@ -67,7 +61,7 @@ TEST(CheckerAccepts, every_builtin_schedule_pp1_to_8_m1_to_16) {
 TEST(CheckerAccepts, bubble_matches_formula_for_unequal_forward_backward_pp4_m8) {
   for (const std::string name : {"gpipe", "1f1b"}) {
     for (double backward : {0.5, 1.0, 3.0}) {
-      const CheckReport report = check_schedules(all_stages(name, 4, 8), 8, 1.0, backward);
+      const CheckReport report = check_schedules(make_schedules(name, 4, 8), 8, 1.0, backward);
       ASSERT_TRUE(report.ok) << report.error;
       EXPECT_NEAR(report.bubble_fraction, 3.0 / 11.0, 1e-12) << name << " b=" << backward;
       EXPECT_NEAR(report.makespan, 11.0 * (1.0 + backward), 1e-12) << name;
@@ -76,7 +70,7 @@ TEST(CheckerAccepts, bubble_matches_formula_for_unequal_forward_backward_pp4_m8)
 }
 
 TEST(CheckerTimeline, pp2_m2_1f1b_start_and_end_of_each_compute) {
-  const CheckReport report = check_schedules(all_stages("1f1b", 2, 2), 2);
+  const CheckReport report = check_schedules(make_schedules("1f1b", 2, 2), 2);
   ASSERT_TRUE(report.ok) << report.error;
   using Spans = std::vector<std::pair<double, double>>;
   // Stage 0: F0 F1 B0 B1; B0 waits for stage 1's B0 to end at 4, B1 for its end at 7.
@@ -97,7 +91,7 @@ TEST(CheckerAccepts, interleaved_chunks_pp2_v2_m2) {
 }
 
 TEST(CheckerRejects, send_removed_pp2_m4_gpipe_names_the_waiting_receive) {
-  std::vector<Schedule> per_stage = all_stages("gpipe", 2, 4);
+  std::vector<Schedule> per_stage = make_schedules("gpipe", 2, 4);
   remove(per_stage[0], "SA3");
   const CheckReport report = check_schedules(per_stage, 4);
   ASSERT_FALSE(report.ok);
@@ -108,7 +102,7 @@ TEST(CheckerRejects, send_removed_pp2_m4_gpipe_names_the_waiting_receive) {
 }
 
 TEST(CheckerRejects, send_removed_pp2_m2_1f1b_sender_finishes) {
-  std::vector<Schedule> per_stage = all_stages("1f1b", 2, 2);
+  std::vector<Schedule> per_stage = make_schedules("1f1b", 2, 2);
   remove(per_stage[1], "SG1");
   const CheckReport report = check_schedules(per_stage, 2);
   ASSERT_FALSE(report.ok);
@@ -118,7 +112,7 @@ TEST(CheckerRejects, send_removed_pp2_m2_1f1b_sender_finishes) {
 }
 
 TEST(CheckerRejects, send_removed_pp4_m8_1f1b_later_send_arrives_instead) {
-  std::vector<Schedule> per_stage = all_stages("1f1b", 4, 8);
+  std::vector<Schedule> per_stage = make_schedules("1f1b", 4, 8);
   remove(per_stage[1], "SA2");
   const CheckReport report = check_schedules(per_stage, 8);
   ASSERT_FALSE(report.ok);
@@ -130,7 +124,7 @@ TEST(CheckerRejects, send_removed_pp4_m8_1f1b_later_send_arrives_instead) {
 }
 
 TEST(CheckerRejects, swap_makes_deadlock_pp2_m2_gpipe) {
-  std::vector<Schedule> per_stage = all_stages("gpipe", 2, 2);
+  std::vector<Schedule> per_stage = make_schedules("gpipe", 2, 2);
   swap(per_stage[0], "SA1", "RG0");  // stage 0 now waits for a gradient before sending
   const CheckReport report = check_schedules(per_stage, 2);
   ASSERT_FALSE(report.ok);
@@ -141,7 +135,7 @@ TEST(CheckerRejects, swap_makes_deadlock_pp2_m2_gpipe) {
 }
 
 TEST(CheckerRejects, swap_makes_deadlock_pp4_m8_1f1b_names_the_cycle) {
-  std::vector<Schedule> per_stage = all_stages("1f1b", 4, 8);
+  std::vector<Schedule> per_stage = make_schedules("1f1b", 4, 8);
   swap(per_stage[2], "SA0", "RG0");
   const CheckReport report = check_schedules(per_stage, 8);
   ASSERT_FALSE(report.ok);
@@ -154,7 +148,7 @@ TEST(CheckerRejects, swap_makes_deadlock_pp4_m8_1f1b_names_the_cycle) {
 }
 
 TEST(CheckerRejects, out_of_order_sends_pp2_m2_gpipe) {
-  std::vector<Schedule> per_stage = all_stages("gpipe", 2, 2);
+  std::vector<Schedule> per_stage = make_schedules("gpipe", 2, 2);
   per_stage[0] = parse_schedule("F0 F1 SA1 SA0 RG0 B0 RG1 B1 RED OPT");
   const CheckReport report = check_schedules(per_stage, 2);
   ASSERT_FALSE(report.ok);
@@ -164,7 +158,7 @@ TEST(CheckerRejects, out_of_order_sends_pp2_m2_gpipe) {
 }
 
 TEST(CheckerRejects, micro_batch_backwarded_twice_pp2_m4_1f1b) {
-  std::vector<Schedule> per_stage = all_stages("1f1b", 2, 4);
+  std::vector<Schedule> per_stage = make_schedules("1f1b", 2, 4);
   per_stage[1] =
       parse_schedule("RA0 F0 B0 SG0 RA1 F1 B1 SG1 RA2 F2 B2 SG2 B2 RA3 F3 B3 SG3 RED OPT");
   const CheckReport report = check_schedules(per_stage, 4);
@@ -173,7 +167,7 @@ TEST(CheckerRejects, micro_batch_backwarded_twice_pp2_m4_1f1b) {
 }
 
 TEST(CheckerRejects, micro_batch_never_backwarded_pp2_m4_1f1b) {
-  std::vector<Schedule> per_stage = all_stages("1f1b", 2, 4);
+  std::vector<Schedule> per_stage = make_schedules("1f1b", 2, 4);
   remove(per_stage[0], "B3");
   CheckReport report = check_schedules(per_stage, 4);
   ASSERT_FALSE(report.ok);
@@ -190,30 +184,30 @@ TEST(CheckerRejects, micro_batch_never_backwarded_pp2_m4_1f1b) {
 }
 
 TEST(CheckerRejects, dependencies_within_a_stage) {
-  std::vector<Schedule> per_stage = all_stages("gpipe", 2, 2);
+  std::vector<Schedule> per_stage = make_schedules("gpipe", 2, 2);
   per_stage[1] = parse_schedule("RA0 F0 F1 RA1 B0 SG0 B1 SG1 RED OPT");
   EXPECT_EQ(check_schedules(per_stage, 2).error,
             "stage 1, instruction 2 (F1): forwards micro-batch 1 before receiving its activation");
 
-  per_stage = all_stages("gpipe", 2, 2);
+  per_stage = make_schedules("gpipe", 2, 2);
   per_stage[0] = parse_schedule("F0 SA0 F1 SA1 RG0 B0 RG1 B1 OPT RED");
   EXPECT_EQ(check_schedules(per_stage, 2).error,
             "stage 0, instruction 8 (OPT): the optimizer steps before ReduceGrads");
 
-  per_stage = all_stages("1f1b", 2, 2);
+  per_stage = make_schedules("1f1b", 2, 2);
   per_stage[1] = parse_schedule("RA0 B0 F0 SG0 RA1 F1 B1 SG1 RED OPT");
   EXPECT_EQ(check_schedules(per_stage, 2).error,
             "stage 1, instruction 1 (B0): micro-batch 0 is backwarded before it is forwarded");
 }
 
 TEST(CheckerRejects, communication_past_the_pipeline_ends) {
-  std::vector<Schedule> per_stage = all_stages("gpipe", 2, 1);
+  std::vector<Schedule> per_stage = make_schedules("gpipe", 2, 1);
   per_stage[0].insert(per_stage[0].begin(), Instruction{Op::kRecvActivation, 0});
   EXPECT_EQ(check_schedules(per_stage, 1).error,
             "stage 0, instruction 0 (RA0): the first stage has no previous stage to receive "
             "activations from");
 
-  per_stage = all_stages("gpipe", 2, 1);
+  per_stage = make_schedules("gpipe", 2, 1);
   per_stage[1] = parse_schedule("RA0 F0 SA0 B0 SG0 RED OPT");
   EXPECT_EQ(
       check_schedules(per_stage, 1).error,
@@ -221,7 +215,7 @@ TEST(CheckerRejects, communication_past_the_pipeline_ends) {
 }
 
 TEST(CheckerRejects, micro_batch_out_of_range) {
-  std::vector<Schedule> per_stage = all_stages("gpipe", 1, 2);
+  std::vector<Schedule> per_stage = make_schedules("gpipe", 1, 2);
   per_stage[0] = parse_schedule("F0 F2 B0 B2 RED OPT");
   EXPECT_EQ(check_schedules(per_stage, 2).error,
             "stage 0, instruction 1 (F2): micro-batch 2 is out of range for 2 micro-batches");
@@ -229,8 +223,8 @@ TEST(CheckerRejects, micro_batch_out_of_range) {
 
 TEST(CheckerArguments, throws_for_bad_input) {
   EXPECT_THROW(check_schedules({}, 4), std::invalid_argument);
-  EXPECT_THROW(check_schedules(all_stages("1f1b", 2, 4), 0), std::invalid_argument);
-  EXPECT_THROW(check_schedules(all_stages("1f1b", 2, 4), 4, 0.0, 2.0), std::invalid_argument);
+  EXPECT_THROW(check_schedules(make_schedules("1f1b", 2, 4), 0), std::invalid_argument);
+  EXPECT_THROW(check_schedules(make_schedules("1f1b", 2, 4), 4, 0.0, 2.0), std::invalid_argument);
 }
 
 }  // namespace

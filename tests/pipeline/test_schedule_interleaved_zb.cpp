@@ -14,12 +14,6 @@
 namespace trident::pipeline {
 namespace {
 
-std::vector<Schedule> all_stages(const std::string& name, int pp, int m, int v = 1) {
-  std::vector<Schedule> per_stage;
-  for (int s = 0; s < pp; ++s) per_stage.push_back(make_schedule(name, pp, s, m, v));
-  return per_stage;
-}
-
 size_t index_of(const Schedule& schedule, const std::string& mnemonic) {
   for (size_t k = 0; k < schedule.size(); ++k)
     if (to_string(schedule[k]) == mnemonic) return k;
@@ -74,7 +68,7 @@ TEST(CheckerAccepts, interleaved_pp2_to_8_v1_to_4_bubble_is_formula) {
       for (int m = pp; m <= 4 * pp; m += pp) {
         SCOPED_TRACE("pp" + std::to_string(pp) + " v" + std::to_string(v) + " m" +
                      std::to_string(m));
-        const CheckReport report = check_schedules(all_stages("interleaved-1f1b", pp, m, v), m);
+        const CheckReport report = check_schedules(make_schedules("interleaved-1f1b", pp, m, v), m);
         ASSERT_TRUE(report.ok) << report.error;
         EXPECT_NEAR(report.bubble_fraction, interleaved_bubble_formula(pp, m, v), 1e-12);
         for (int s = 0; s < pp; ++s)
@@ -87,7 +81,7 @@ TEST(CheckerAccepts, interleaved_pp2_to_8_v1_to_4_bubble_is_formula) {
 
 TEST(CheckerAccepts, interleaved_pp4_m8_v2_in_flight_chunks) {
   // Warm-up 2 (p - s - 1) + (v - 1) p forwards plus the first steady one.
-  const CheckReport report = check_schedules(all_stages("interleaved-1f1b", 4, 8, 2), 8);
+  const CheckReport report = check_schedules(make_schedules("interleaved-1f1b", 4, 8, 2), 8);
   ASSERT_TRUE(report.ok) << report.error;
   EXPECT_EQ(report.max_in_flight, (std::vector<int>{11, 9, 7, 5}));
 }
@@ -105,7 +99,7 @@ TEST(CheckerAccepts, zb_h1_pp1_to_8_m1_to_16_bubble_and_memory) {
   for (int pp = 1; pp <= 8; ++pp) {
     for (int m = 1; m <= 16; ++m) {
       SCOPED_TRACE("pp" + std::to_string(pp) + " m" + std::to_string(m));
-      const CheckReport report = check_schedules(all_stages("zb-h1", pp, m), m);
+      const CheckReport report = check_schedules(make_schedules("zb-h1", pp, m), m);
       ASSERT_TRUE(report.ok) << report.error;
       // No stage holds more micro-batches than 1F1B's first stage.
       for (int s = 0; s < pp; ++s) EXPECT_LE(report.max_in_flight[s], std::min(pp, m));
@@ -118,7 +112,7 @@ TEST(CheckerAccepts, zb_h1_pp1_to_8_m1_to_16_bubble_and_memory) {
 }
 
 TEST(CheckerRejects, weight_half_before_input_half_names_stage_and_instruction) {
-  std::vector<Schedule> per_stage = all_stages("zb-h1", 2, 4);
+  std::vector<Schedule> per_stage = make_schedules("zb-h1", 2, 4);
   Schedule& s1 = per_stage[1];
   std::swap(s1[index_of(s1, "BI0")], s1[index_of(s1, "W0")]);
   const CheckReport report = check_schedules(per_stage, 4);
@@ -131,7 +125,7 @@ TEST(CheckerRejects, weight_half_before_input_half_names_stage_and_instruction) 
 }
 
 TEST(CheckerRejects, weight_half_missing_before_reduce) {
-  std::vector<Schedule> per_stage = all_stages("zb-h1", 2, 4);
+  std::vector<Schedule> per_stage = make_schedules("zb-h1", 2, 4);
   Schedule& s0 = per_stage[0];
   s0.erase(s0.begin() + index_of(s0, "W3"));
   const CheckReport report = check_schedules(per_stage, 4);
@@ -141,7 +135,7 @@ TEST(CheckerRejects, weight_half_missing_before_reduce) {
 }
 
 TEST(CheckerRejects, gradient_sent_before_input_half) {
-  std::vector<Schedule> per_stage = all_stages("zb-h1", 2, 2);
+  std::vector<Schedule> per_stage = make_schedules("zb-h1", 2, 2);
   Schedule& s1 = per_stage[1];
   std::swap(s1[index_of(s1, "BI1")], s1[index_of(s1, "SG1")]);
   const CheckReport report = check_schedules(per_stage, 2);
@@ -156,7 +150,7 @@ TEST(CheckerRejects, gradient_sent_before_input_half) {
 TEST(CheckerRejects, interleaved_chunks_swapped_deadlock) {
   // Stage 0 waits for chunk 1's activation before sending chunk 0's, which stage 1 needs
   // first: a cycle through the ring.
-  std::vector<Schedule> per_stage = all_stages("interleaved-1f1b", 2, 2, 2);
+  std::vector<Schedule> per_stage = make_schedules("interleaved-1f1b", 2, 2, 2);
   per_stage[0] = parse_schedule(
       "RA0c1 F0 SA0 F1 SA1 F0c1 SA0c1 RA1c1 F1c1 SA1c1 RG0c1 B0c1 SG0c1 RG1c1 B1c1 SG1c1 RG0 B0 "
       "RG1 B1 RED OPT");
@@ -170,7 +164,7 @@ TEST(CheckerRejects, interleaved_chunks_swapped_deadlock) {
 TEST(CheckerRejects, interleaved_chunk_gradient_out_of_fifo_order) {
   // Stage 0's chunk 1 takes the last chunk's gradients of micro-batches 1 then 0, but
   // stage 1 sends them in order 0, 1 over the FIFO channel.
-  std::vector<Schedule> per_stage = all_stages("interleaved-1f1b", 2, 2, 2);
+  std::vector<Schedule> per_stage = make_schedules("interleaved-1f1b", 2, 2, 2);
   per_stage[0] = parse_schedule(
       "F0 SA0 F1 SA1 RA0c1 F0c1 SA0c1 RA1c1 F1c1 SA1c1 RG1c1 B1c1 SG1c1 RG0c1 B0c1 SG0c1 RG0 B0 "
       "RG1 B1 RED OPT");
