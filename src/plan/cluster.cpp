@@ -176,6 +176,11 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       if (!v || (*v != "block" && *v != "cyclic"))
         throw ClusterError(where(source, node) + ": placement must be \"block\" or \"cyclic\"");
       c.placement = *v;
+    } else if (key == "collectives") {
+      const auto v = node.value<std::string>();
+      if (!v || (*v != "nccl" && *v != "mpi"))
+        throw ClusterError(where(source, node) + ": collectives must be \"nccl\" or \"mpi\"");
+      c.collectives = *v;
     } else if (key == "inter_node_latency_us") {
       c.inter_node_latency_us = number(source, key, node, 0);
     } else if (key == "elementwise_gbps") {
@@ -207,7 +212,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       throw ClusterError(where(source, node) + ": unknown key '" + key +
                          "'; valid keys: name description devices_per_node cores_per_node "
                          "memory_per_device_gb "
-                         "usable_memory_fraction machine_cores placement peak_tflops matmul_tflops "
+                         "usable_memory_fraction machine_cores placement collectives peak_tflops "
+                         "matmul_tflops "
                          "sendrecv_us inter_sendrecv_us contention efficiency intra_node_gbps "
                          "inter_node_gbps latency_us inter_node_latency_us sync_us memory_gbps "
                          "disk_gbps "
@@ -281,6 +287,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "cores_per_node = " << c.cores_per_node << "\n"
       << "machine_cores = " << c.machine_cores << "\n"
       << "placement = \"" << c.placement << "\"\n"
+      << "collectives = \"" << c.collectives << "\"\n"
       << "memory_per_device_gb = " << c.memory_per_device_gb << "\n"
       << "usable_memory_fraction = " << c.usable_memory_fraction << "\n"
       << "efficiency = " << c.efficiency << "\n"

@@ -6,7 +6,9 @@
 #include <cmath>       // std::cbrt, std::log, std::exp
 #include <functional>  // std::function
 #include <iterator>    // std::prev
+#include <map>         // std::map
 #include <set>         // std::set
+#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include "plan/memory_model.h"     // layer_activation_bytes, head_activation_bytes
@@ -53,9 +55,29 @@ double reduce_scatter_rounds_s(double bytes, int n, const Link& link) {
   const double ring = (n - 1) * link.message_s(bytes / n) * link.ring_scale;
   // Recursive halving: partners n/2 apart exchange half the buffer, then n/4 apart a
   // quarter, ...: round r has partners 2^(R-1-r) apart.
+  if (link.collectives == Collectives::kMpi) return ring;  // trident's own ring
   double halving = 0, part = bytes;
   for (int r = 0; r < rounds(n); ++r) halving += link.round_message_s(part /= 2, rounds(n) - 1 - r);
   return std::min(ring, halving);
+}
+
+/// The binomial reduce and broadcast of `bytes` over n members, round by round: a round
+/// takes as long as its slowest message, inside a node or across (the messages leaving
+/// one node together sharing its link).
+double binomial_all_reduce_s(double bytes, int n, const Link& link) {
+  if (link.binomial_n != n || link.binomial.empty()) return 2.0 * rounds(n) * link.message_s(bytes);
+  const Link& inside = link.within ? *link.within : link;
+  double total = 0;
+  for (const BinomialRound& r : link.binomial) {
+    double round = r.inside ? inside.message_s(bytes) : 0.0;
+    if (r.leaving > 0) {
+      const double share =
+          link.node_streams > 0 ? static_cast<double>(r.leaving) / link.node_streams : 1.0;
+      round = std::max(round, link.message_s(bytes * share));
+    }
+    total += round;
+  }
+  return total;
 }
 
 }  // namespace
@@ -71,6 +93,8 @@ double all_gather_s(double bytes, int n, const Link& link) {
 
 double all_reduce_s(double bytes, int n, const Link& link) {
   if (n <= 1) return 0;
+  if (link.collectives == Collectives::kMpi)
+    return binomial_all_reduce_s(bytes, n, link) + link.sync_s;
   double doubling = 0;  // partners 1, 2, 4, ... apart, the whole buffer each round
   for (int k = 0; k < rounds(n); ++k) doubling += link.round_message_s(bytes, k);
   return std::min(2.0 * reduce_scatter_rounds_s(bytes, n, link), doubling) + link.sync_s;
@@ -78,10 +102,11 @@ double all_reduce_s(double bytes, int n, const Link& link) {
 
 namespace {
 
-/// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
+/// Calls `f` with the nodes of each group of `dim`, in member order, and the group's pp
+/// stage (-1 for pp's own groups). Ranks are numbered
 /// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate.
 void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
-                    const std::function<void(const std::vector<int>&)>& f) {
+                    const std::function<void(const std::vector<int>&, int)>& f) {
   const int per_node = std::max(devices_per_node, 1);
   const int nodes = (l.world() + per_node - 1) / per_node;
   auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
@@ -96,7 +121,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
                                         : rank(a, b, i);
         on[static_cast<size_t>(i)] = node_of(r);
       }
-      f(on);
+      f(on, dim == Dim::kPp ? -1 : b);
     }
   }
 }
@@ -106,7 +131,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
 std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
   std::vector<bool> crosses(static_cast<size_t>(rounds(n)), false);
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
     for (int k = 0; k < rounds(n); ++k)
       for (int i = 0; i < n; ++i) {
         const int j = i ^ (1 << k);
@@ -116,11 +141,44 @@ std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node
   return crosses;
 }
 
+/// The rounds of a binomial all-reduce (member 0 the root, as libnbc's) over the groups
+/// of `dim` that run it at the same moment, those of one pipeline stage (the stages of a
+/// pipeline reach their collectives at different times): reduce round r = 1 .. R, member
+/// i with i mod 2^r = 2^(r-1) sends to i - 2^(r-1); broadcast round r = 0 .. R-1, member
+/// i < 2^r sends to i + 2^r.
+std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices_per_node,
+                                           bool cyclic) {
+  const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+  const int R = rounds(n);
+  // By round, by (stage, node): the messages leaving the node.
+  std::vector<std::map<std::pair<int, int>, int>> leaving(static_cast<size_t>(2 * R));
+  std::vector<BinomialRound> out(static_cast<size_t>(2 * R));
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int stage) {
+    auto message = [&](size_t round, int from, int to) {
+      if (on[from] == on[to]) {
+        out[round].inside = true;
+      } else {
+        ++leaving[round][{stage, on[from]}];
+      }
+    };
+    for (int r = 1; r <= R; ++r)
+      for (int i = 0; i < n; ++i)
+        if (i % (1 << r) == 1 << (r - 1))
+          message(static_cast<size_t>(r - 1), i, i - (1 << (r - 1)));
+    for (int r = 0; r < R; ++r)
+      for (int i = 0; i < (1 << r) && i + (1 << r) < n; ++i)
+        message(static_cast<size_t>(R + r), i, i + (1 << r));
+  });
+  for (size_t k = 0; k < out.size(); ++k)
+    for (const auto& [where, count] : leaving[k]) out[k].leaving = std::max(out[k].leaving, count);
+  return out;
+}
+
 }  // namespace
 
 bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   bool crosses = false;
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
     if (std::set<int>(on.begin(), on.end()).size() > 1) crosses = true;
   });
   return crosses;
@@ -128,7 +186,7 @@ bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cy
 
 int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   int streams = 0;
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
     const size_t n = on.size();
     for (size_t i = 0; i < n && n > 1; ++i)
       if (on[i] == 0 && on[(i + 1) % n] != 0) ++streams;
@@ -163,6 +221,12 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
     const bool cyclic = c.placement == "cyclic";
     const int streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);
     link.ring_scale = static_cast<double>(std::max(streams, 1)) / std::max(c.devices_per_node, 1);
+    link.node_streams = std::max(c.devices_per_node, 1);
+  }
+  if (c.collectives == "mpi") {
+    link.collectives = Collectives::kMpi;
+    link.binomial = binomial_rounds(l, dim, c.devices_per_node, c.placement == "cyclic");
+    link.binomial_n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
   }
   return link;
 }

@@ -12,6 +12,23 @@
 
 namespace trident::plan {
 
+/// How a cluster's collectives are carried out (Cluster::collectives).
+enum class Collectives {
+  /// NCCL's: the fastest of the textbook algorithms for each size (ring, Rabenseifner,
+  /// recursive halving and doubling), as NCCL chooses between ring and tree.
+  kNccl,
+  /// trident's MPI communicator on Open MPI: an all-reduce is libnbc's in-place
+  /// MPI_Iallreduce, a binomial reduce to member 0 then a binomial broadcast, the whole
+  /// buffer in each of 2 ceil(log2 n) rounds; reduce-scatter and all-gather are rings.
+  kMpi,
+};
+
+/// One round of a binomial reduce or broadcast over every group of a dimension at once.
+struct BinomialRound {
+  int leaving = 0;      ///< the most messages leaving one node at once
+  bool inside = false;  ///< some message stays inside its node
+};
+
 /// A link: bandwidth one device drives (bytes/s) and the latency per message (s), or a
 /// measured time per message size.
 struct Link {
@@ -31,6 +48,15 @@ struct Link {
   /// stays inside every node uses `within` instead. Empty: every round uses this link.
   std::vector<bool> round_crosses;
   std::shared_ptr<const Link> within;
+  Collectives collectives = Collectives::kNccl;
+  /// kMpi: the rounds of a binomial all-reduce over groups of `binomial_n` members (the
+  /// reduce's, then the broadcast's); empty: each round one message on this link.
+  std::vector<BinomialRound> binomial;
+  int binomial_n = 0;
+  /// The measured table between nodes timed this many messages leaving a node at once
+  /// (its ranks all sending across): k messages leaving together then pass the node's
+  /// link like k / node_streams of the table's. 0: each device has its own link.
+  int node_streams = 0;
 
   /// Seconds to exchange one message of `bytes` with a peer.
   double message_s(double bytes) const;
@@ -49,7 +75,9 @@ double reduce_scatter_s(double bytes, int n, const Link& link);
 double all_gather_s(double bytes, int n, const Link& link);
 /// All-reduce: the faster of a reduce-scatter followed by an all-gather (ring or
 /// Rabenseifner: 2 (n-1)/n * bytes on the wire) and recursive doubling, ceil(log2 n)
-/// messages of the whole buffer, which wins for small buffers.
+/// messages of the whole buffer, which wins for small buffers. With kMpi collectives the
+/// binomial reduce and broadcast instead (link.binomial), and reduce-scatter and
+/// all-gather the ring.
 double all_reduce_s(double bytes, int n, const Link& link);
 
 /// The parallel dimensions whose groups the rank order lays out.

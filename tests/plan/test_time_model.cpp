@@ -99,6 +99,63 @@ TEST(Collectives, measured_message_times) {
   EXPECT_DOUBLE_EQ(all_reduce_s(2e6, 2, link), 2 * 100e-6);  // one message of 1 MB each way
 }
 
+/// Two emulated nodes of 2 ranks with MPI collectives: 1 us + 0.01 ns per byte inside a
+/// node (100 GB/s), 10 us + 0.1 ns per byte for a message between nodes with both ranks
+/// of a node sending across at once (what `trident calibrate` measures), tabulated at
+/// the sizes the tests ask for.
+Cluster two_mpi_nodes() {
+  Cluster c = compute_only();
+  c.devices_per_node = 2;
+  c.collectives = "mpi";
+  for (double bytes : {0.25e6, 0.5e6, 1e6}) {
+    c.sendrecv_seconds[bytes] = 1e-6 + bytes * 0.01e-9;
+    c.inter_sendrecv_seconds[bytes] = 10e-6 + bytes * 0.1e-9;
+  }
+  return c;
+}
+
+TEST(Collectives, mpi_all_reduce_is_a_binomial_reduce_then_broadcast) {
+  // Open MPI's in-place MPI_Iallreduce: the whole buffer in each of 2 ceil(log2 n) rounds.
+  const Cluster c = two_mpi_nodes();
+  const Link inside = link_for(c, Layout{1, 1, 2}, Dim::kTp);  // ranks 0, 1: node 0
+  EXPECT_DOUBLE_EQ(all_reduce_s(1e6, 2, inside), 2 * inside.message_s(1e6));
+  // tp 4 over the two nodes: reduce 1 -> 0 and 3 -> 2 inside, then 2 -> 0 alone on node
+  // 1's link (half of the table's two messages at once); broadcast 0 -> 1 inside, then
+  // 0 -> 2 and 1 -> 3 together on node 0's link.
+  const Link across = link_for(c, Layout{1, 1, 4}, Dim::kTp);
+  const double in = across.within->message_s(1e6);
+  EXPECT_NEAR(all_reduce_s(1e6, 4, across),
+              in + across.message_s(0.5e6) + in + across.message_s(1e6), 1e-15);
+  EXPECT_NEAR(all_reduce_s(1e6, 4, across), 2 * 11e-6 + 60e-6 + 110e-6, 1e-12);
+  // Dealt round robin (ranks 0, 2 on node 0): the first reduce round sends 1 -> 0 and
+  // 3 -> 2 together from node 1, the first broadcast round 0 -> 1 alone; the second
+  // rounds stay inside. The same total by another path.
+  Cluster cyclic = c;
+  cyclic.placement = "cyclic";
+  const Link dealt = link_for(cyclic, Layout{1, 1, 4}, Dim::kTp);
+  EXPECT_NEAR(all_reduce_s(1e6, 4, dealt), 110e-6 + 11e-6 + 60e-6 + 11e-6, 1e-12);
+  // Reduce-scatter stays trident's ring: 3 messages of a quarter.
+  EXPECT_NEAR(reduce_scatter_s(1e6, 4, across), 3 * across.message_s(0.25e6) * across.ring_scale,
+              1e-15);
+  // NCCL's collectives on the same links keep the fastest algorithm.
+  Cluster nccl = c;
+  nccl.collectives = "nccl";
+  EXPECT_LT(all_reduce_s(1e6, 4, link_for(nccl, Layout{1, 1, 4}, Dim::kTp)),
+            all_reduce_s(1e6, 4, across));
+}
+
+TEST(Collectives, only_the_groups_of_one_pipeline_stage_share_a_round) {
+  // tp 2 x pp 2 dealt round robin over two nodes: every tp pair crosses. The two stages
+  // reach their all-reduces at different times, so each round has one message leaving
+  // a node; two dp replicas of one stage run theirs together, two messages.
+  Cluster c = two_mpi_nodes();
+  c.placement = "cyclic";
+  const Link stages = link_for(c, Layout{1, 2, 2}, Dim::kTp);
+  EXPECT_NEAR(all_reduce_s(1e6, 2, stages), 2 * stages.message_s(0.5e6), 1e-15);
+  const Link replicas = link_for(c, Layout{2, 1, 2}, Dim::kTp);
+  EXPECT_NEAR(all_reduce_s(1e6, 2, replicas), 2 * replicas.message_s(1e6), 1e-15);
+}
+
 TEST(Links, megatron_rank_order) {
   // 16 ranks on nodes of 8; rank = tp + tp * (dp + dp * pp).
   EXPECT_FALSE(group_crosses_nodes(Layout{2, 1, 8}, Dim::kTp, 8));

@@ -25,6 +25,7 @@ check_file() {  # FILE: what every calibration must hold
   grep -q '^\[contention\]' "$f" || fail "no [contention] in $f"
   grep -q '^"2" = ' "$f" || fail "no contention at 2 ranks in $f"
   awk -F' = ' '/^sync_us/ { exit !($2 >= 0) }' "$f" || fail "sync_us missing or negative in $f"
+  [ "$(key collectives "$f")" = '"mpi"' ] || fail "collectives is not \"mpi\" in $f"
 }
 
 mpirun -np 2 --oversubscribe --bind-to none "$trident" calibrate --threads 1 --rounds 1 \

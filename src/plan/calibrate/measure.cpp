@@ -165,7 +165,8 @@ void measure_sync(Communicator& pair, Communicator& world, double share, plan::C
                   const Say& say) {
   char line[200];
   const BlockShape mid{4, 64, 128, 4};
-  const plan::Link raw{c.intra_node_gbps * 1e9, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
+  plan::Link raw{c.intra_node_gbps * 1e9, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
+  raw.collectives = plan::Collectives::kMpi;  // the block's all-reduces: binomial over 2
   const double message = plan::all_reduce_s(mid.batch * mid.seq * mid.hidden * 4.0, 2, raw);
   const TpBlockTiming t = tp_block_timing(mid, pair, world);
   c.sync_us = std::max(0.0, t.tp_wait_s / 4 - message) / share * 1e6;
@@ -184,6 +185,7 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
   const NodeMap where = node_map(world);
   plan::Cluster c;
   c.devices_per_node = where.max_ranks_per_node;
+  c.collectives = "mpi";  // measured through trident's MPI communicator
   // More ranks than cores time-share them: a node's cores, or on emulated nodes the
   // machine's, which every rank shares.
   const bool emulated = where.nodes > 1 && where.one_machine;
