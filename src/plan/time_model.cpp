@@ -8,7 +8,6 @@
 #include <iterator>    // std::prev
 #include <map>         // std::map
 #include <set>         // std::set
-#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include "plan/memory_model.h"     // layer_activation_bytes, head_activation_bytes
@@ -102,11 +101,10 @@ double all_reduce_s(double bytes, int n, const Link& link) {
 
 namespace {
 
-/// Calls `f` with the nodes of each group of `dim`, in member order, and the group's pp
-/// stage (-1 for pp's own groups). Ranks are numbered
+/// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
 /// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate.
 void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
-                    const std::function<void(const std::vector<int>&, int)>& f) {
+                    const std::function<void(const std::vector<int>&)>& f) {
   const int per_node = std::max(devices_per_node, 1);
   const int nodes = (l.world() + per_node - 1) / per_node;
   auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
@@ -121,7 +119,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
                                         : rank(a, b, i);
         on[static_cast<size_t>(i)] = node_of(r);
       }
-      f(on, dim == Dim::kPp ? -1 : b);
+      f(on);
     }
   }
 }
@@ -131,7 +129,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
 std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
   std::vector<bool> crosses(static_cast<size_t>(rounds(n)), false);
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     for (int k = 0; k < rounds(n); ++k)
       for (int i = 0; i < n; ++i) {
         const int j = i ^ (1 << k);
@@ -142,23 +140,23 @@ std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node
 }
 
 /// The rounds of a binomial all-reduce (member 0 the root, as libnbc's) over the groups
-/// of `dim` that run it at the same moment, those of one pipeline stage (the stages of a
-/// pipeline reach their collectives at different times): reduce round r = 1 .. R, member
-/// i with i mod 2^r = 2^(r-1) sends to i - 2^(r-1); broadcast round r = 0 .. R-1, member
-/// i < 2^r sends to i + 2^r.
+/// of `dim`: reduce round r = 1 .. R, member i with i mod 2^r = 2^(r-1) sends to
+/// i - 2^(r-1); broadcast round r = 0 .. R-1, member i < 2^r sends to i + 2^r. A round's
+/// messages leaving a node are counted within one group: groups reach their collectives
+/// at different moments (pipeline stages always; dp replicas too once ranks time-share
+/// cores, measured on emulated nodes), so they are not taken to share a round.
 std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices_per_node,
                                            bool cyclic) {
   const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
   const int R = rounds(n);
-  // By round, by (stage, node): the messages leaving the node.
-  std::vector<std::map<std::pair<int, int>, int>> leaving(static_cast<size_t>(2 * R));
   std::vector<BinomialRound> out(static_cast<size_t>(2 * R));
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int stage) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+    std::vector<std::map<int, int>> leaving(out.size());  // by round: node -> messages
     auto message = [&](size_t round, int from, int to) {
       if (on[from] == on[to]) {
         out[round].inside = true;
       } else {
-        ++leaving[round][{stage, on[from]}];
+        ++leaving[round][on[from]];
       }
     };
     for (int r = 1; r <= R; ++r)
@@ -168,9 +166,9 @@ std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < (1 << r) && i + (1 << r) < n; ++i)
         message(static_cast<size_t>(R + r), i, i + (1 << r));
+    for (size_t k = 0; k < out.size(); ++k)
+      for (const auto& [node, count] : leaving[k]) out[k].leaving = std::max(out[k].leaving, count);
   });
-  for (size_t k = 0; k < out.size(); ++k)
-    for (const auto& [where, count] : leaving[k]) out[k].leaving = std::max(out[k].leaving, count);
   return out;
 }
 
@@ -178,7 +176,7 @@ std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices
 
 bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   bool crosses = false;
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     if (std::set<int>(on.begin(), on.end()).size() > 1) crosses = true;
   });
   return crosses;
@@ -186,7 +184,7 @@ bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cy
 
 int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   int streams = 0;
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     const size_t n = on.size();
     for (size_t i = 0; i < n && n > 1; ++i)
       if (on[i] == 0 && on[(i + 1) % n] != 0) ++streams;
