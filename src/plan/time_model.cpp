@@ -424,22 +424,6 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
         all_reduce_s(8.0, l.world(), world) + all_reduce_s(8.0, l.dp, link_for(c, l, Dim::kDp));
     out.pp += all_gather_s(8.0, l.pp, link_for(c, l, Dim::kPp));
   }
-  if (share > 1) {
-    // On shared cores a rank waiting for a pipeline message or for the step's gradient
-    // reduction needs no core, and the ranks sharing its core compute meanwhile (a rank
-    // whose part of the reduction is done starts its next step while the others' part
-    // still crosses the link). The step is then the larger of two bounds: the cores' work,
-    // and one rank's own compute plus those waits; what the second exceeds the first by
-    // is what shows. (tp's all-reduces already count only their share of the wait,
-    // sync_us; ZeRO-2 and 3 reduce inside every micro-batch's backward.)
-    const double busy = out.compute + out.bubble;
-    const double dp_waits = l.zero < 2 ? out.dp : 0.0, waits = out.pp + dp_waits;
-    if (waits > 0) {
-      const double shown = std::max(0.0, busy / share + waits - busy) / waits;
-      out.pp *= shown;
-      out.dp -= dp_waits * (1.0 - shown);
-    }
-  }
   if (c.memory_gbps > 0 && l.zero >= 2) {
     // Every micro-batch, stage 2 copies the gradients into bucket buffers (read and
     // write) and adds the reduced shard into its gradient shard (read, read, write).

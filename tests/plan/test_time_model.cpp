@@ -257,34 +257,5 @@ TEST(StepTime, ranks_sharing_cores_time_share_them) {
   EXPECT_LT(two_cores.compute + two_cores.bubble, 2 * (alone.compute + alone.bubble));
 }
 
-TEST(StepTime, waits_on_shared_cores_show_beyond_the_cores_work) {
-  // dp 4 with ZeRO-0 over slow links: alone, a rank computes and then reduces; with 2
-  // ranks per core the others compute while it waits, so the step is the larger of the
-  // cores' work and one rank's compute plus its reduction.
-  const PlanModel m = small_model();
-  Cluster c = compute_only();
-  c.intra_node_gbps = c.inter_node_gbps = 0.01;
-  const Layout l{4, 1, 1, 0, 4, false};
-  const TimeBreakdown own = step_time(m, l, c);
-  c.cores_per_node = 2;
-  const TimeBreakdown shared = step_time(m, l, c);
-  ASSERT_GT(own.dp, own.compute);  // the reduction is longer than the compute
-  EXPECT_NEAR(shared.compute, 2 * own.compute, 1e-12);
-  EXPECT_NEAR(shared.compute + shared.dp, own.compute + own.dp, 1e-12);
-  // A fast link: the reduction hides entirely behind the other ranks' compute.
-  c.intra_node_gbps = c.inter_node_gbps = 1e3;
-  c.cores_per_node = 0;
-  const double dedicated = step_time(m, l, c).dp;
-  c.cores_per_node = 2;
-  ASSERT_GT(dedicated, 0.0);
-  EXPECT_DOUBLE_EQ(step_time(m, l, c).dp, 0.0);
-  // ZeRO-2 reduces inside every micro-batch's backward: nothing is hidden.
-  const Layout z2{4, 1, 1, 2, 4, false};
-  c.cores_per_node = 0;
-  const double z2_dedicated = step_time(m, z2, c).dp;
-  c.cores_per_node = 2;
-  EXPECT_DOUBLE_EQ(step_time(m, z2, c).dp, z2_dedicated);
-}
-
 }  // namespace
 }  // namespace trident::plan
