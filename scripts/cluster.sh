@@ -9,7 +9,7 @@
 #   scripts/cluster.sh up --nodes N [--slots S] [--link-rate RATE] [--link-burst SIZE]
 #                         [--name NAME]
 #   scripts/cluster.sh run [--name NAME] -np P [mpirun options] PROGRAM [ARGS...]
-#   scripts/cluster.sh bytes [--name NAME]    # bytes each node has sent and received
+#   scripts/cluster.sh bytes [--name NAME]    # bytes (and packets) each node sent, received
 #   scripts/cluster.sh down [--name NAME]     # removes everything `up` made; idempotent
 #
 # NAME (default "trident") prefixes every namespace, link and file, so that two clusters
@@ -80,7 +80,7 @@ AGENT
   chmod +x "$state/agent"
   echo "$nodes" >"$state/nodes"
   trap - ERR
-  echo "cluster '$name': $nodes nodes x $slots slots, link ${rate:+$rate (bucket $burst)}${rate:-unshaped}, hostfile $state/hosts"
+  echo "cluster '$name': $nodes nodes x $slots slots, link ${rate:-unshaped}${rate:+ (bucket $burst)}, hostfile $state/hosts"
 }
 
 run() {
@@ -106,9 +106,14 @@ bytes() {
   [ -d "$state" ] || die "no cluster '$name' is up"
   local n i
   n=$(cat "$state/nodes")
+  # NODE TX_BYTES RX_BYTES TX_PACKETS RX_PACKETS: each packet's bytes include its own
+  # Ethernet, IP and TCP headers (66 bytes with TCP timestamps), pure ACKs only those.
+  local stats f
   for ((i = 0; i < n; i++)); do
-    echo "node$i $(ip netns exec "$(node_ns $i)" cat /sys/class/net/eth0/statistics/tx_bytes) \
-$(ip netns exec "$(node_ns $i)" cat /sys/class/net/eth0/statistics/rx_bytes)"
+    stats=/sys/class/net/eth0/statistics
+    echo "node$i$(for f in tx_bytes rx_bytes tx_packets rx_packets; do
+      printf ' %s' "$(ip netns exec "$(node_ns $i)" cat "$stats/$f")"
+    done)"
   done
 }
 
