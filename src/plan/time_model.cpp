@@ -52,9 +52,9 @@ namespace {
 
 double reduce_scatter_rounds_s(double bytes, int n, const Link& link) {
   const double ring = (n - 1) * link.message_s(bytes / n) * link.ring_scale;
+  if (link.collectives == Collectives::kMpi) return ring;  // trident's own ring
   // Recursive halving: partners n/2 apart exchange half the buffer, then n/4 apart a
   // quarter, ...: round r has partners 2^(R-1-r) apart.
-  if (link.collectives == Collectives::kMpi) return ring;  // trident's own ring
   double halving = 0, part = bytes;
   for (int r = 0; r < rounds(n); ++r) halving += link.round_message_s(part /= 2, rounds(n) - 1 - r);
   return std::min(ring, halving);
@@ -101,6 +101,11 @@ double all_reduce_s(double bytes, int n, const Link& link) {
 
 namespace {
 
+/// The members of each group of `dim`.
+int group_size(const Layout& l, Dim dim) {
+  return dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+}
+
 /// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
 /// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate.
 void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
@@ -109,7 +114,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
   const int nodes = (l.world() + per_node - 1) / per_node;
   auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
   auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
-  const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+  const int n = group_size(l, dim);
   std::vector<int> on(static_cast<size_t>(n));
   for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
     for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
@@ -127,7 +132,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
 /// Per round k of recursive halving or doubling: whether some group of `dim` has members
 /// 2^k apart (index i and i xor 2^k) on different nodes.
 std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
-  const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+  const int n = group_size(l, dim);
   std::vector<bool> crosses(static_cast<size_t>(rounds(n)), false);
   for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     for (int k = 0; k < rounds(n); ++k)
@@ -147,7 +152,7 @@ std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node
 /// cores, measured on emulated nodes), so they are not taken to share a round.
 std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices_per_node,
                                            bool cyclic) {
-  const int n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+  const int n = group_size(l, dim);
   const int R = rounds(n);
   std::vector<BinomialRound> out(static_cast<size_t>(2 * R));
   for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
@@ -224,7 +229,7 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   if (c.collectives == "mpi") {
     link.collectives = Collectives::kMpi;
     link.binomial = binomial_rounds(l, dim, c.devices_per_node, c.placement == "cyclic");
-    link.binomial_n = dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+    link.binomial_n = group_size(l, dim);
   }
   return link;
 }

@@ -23,9 +23,9 @@ enum class Collectives {
   kMpi,
 };
 
-/// One round of a binomial reduce or broadcast over every group of a dimension at once.
+/// One round of a binomial reduce or broadcast over the groups of a dimension.
 struct BinomialRound {
-  int leaving = 0;      ///< the most messages leaving one node at once
+  int leaving = 0;      ///< the most messages of one group leaving one node at once
   bool inside = false;  ///< some message stays inside its node
 };
 
