@@ -108,9 +108,8 @@ bytes() {
   n=$(cat "$state/nodes")
   # NODE TX_BYTES RX_BYTES TX_PACKETS RX_PACKETS: each packet's bytes include its own
   # Ethernet, IP and TCP headers (66 bytes with TCP timestamps), pure ACKs only those.
-  local stats f
+  local stats=/sys/class/net/eth0/statistics f
   for ((i = 0; i < n; i++)); do
-    stats=/sys/class/net/eth0/statistics
     echo "node$i$(for f in tx_bytes rx_bytes tx_packets rx_packets; do
       printf ' %s' "$(ip netns exec "$(node_ns $i)" cat "$stats/$f")"
     done)"

@@ -6,12 +6,13 @@
 #   scripts/scale.sh CONFIG --ranks 1,2,4,8 [--layouts "dp,pp,tp[,zero[,micro[,ckpt]]];..."]
 #                    [--strong] [--steps N] [--out DIR] [--cluster FILE|NAME] [--calibrate]
 #                    [--mpirun-args "..."] [--wait-load L] [--set section.key=value ...]
-#   scripts/scale.sh CONFIG --nodes 1,2,4 --ranks-per-node R [--link-rate RATE]
+#   scripts/scale.sh CONFIG --nodes 1,2,4 --ranks-per-node R [--link-rate RATE] [--link-burst SIZE]
 #                    [--tp-across] [same options]
 #   scripts/scale.sh --replan DIR     # predictions again, same runs and cluster files
 #
 # --nodes runs on emulated nodes (scripts/cluster.sh, as root): for each node count N a
-# cluster of N nodes x R ranks comes up (links shaped to RATE, tc's notation, e.g. 1gbit),
+# cluster of N nodes x R ranks comes up (links shaped to RATE, tc's notation, e.g. 1gbit,
+# with a token bucket of SIZE, default 16kb: scripts/cluster.sh),
 # the layouts of N*R ranks run across it (ranks on one node over shared memory, between
 # nodes over TCP), and it goes down again, also when a run fails. --tp-across also runs
 # every layout with tp > 1 on more than one node with the ranks dealt round robin over
@@ -31,7 +32,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 trident=${TRIDENT:-$root/build/trident}
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2; }  # the header
 [ $# -ge 1 ] && [ "$1" != -h ] && [ "$1" != --help ] || usage
 python_for_plots() {
   # Debian's python3-matplotlib lives with /usr/bin/python3; prefer an interpreter with it.
@@ -54,7 +55,7 @@ if [ "$1" = --replan ]; then
 fi
 config=$1; shift
 ranks_list="1,2,4,8" layouts="*,1,1" strong=0 steps=6 out="" cluster="h100" calibrate=0 wait_load=""
-nodes_list="" per_node="" link_rate="" tp_across=0
+nodes_list="" per_node="" link_rate="" link_burst="" tp_across=0
 mpirun_args=${MPIRUN_ARGS:---oversubscribe --bind-to none}
 sets=()
 while [ $# -gt 0 ]; do
@@ -63,6 +64,7 @@ while [ $# -gt 0 ]; do
     --nodes) nodes_list=$2; shift 2 ;;
     --ranks-per-node) per_node=$2; shift 2 ;;
     --link-rate) link_rate=$2; shift 2 ;;
+    --link-burst) link_burst=$2; shift 2 ;;
     --tp-across) tp_across=1; shift ;;
     --layouts) layouts=$2; shift 2 ;;
     --strong) strong=1; shift ;;
@@ -155,7 +157,8 @@ for config_spec in "${configs[@]}"; do
   if [ "$nodes" != 0 ]; then
     "$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true
     "$cluster_sh" up --name $cluster_name --nodes "$nodes" --slots "$per_node" \
-      ${link_rate:+--link-rate "$link_rate"} > "$out/cluster-n$nodes.log"
+      ${link_rate:+--link-rate "$link_rate"} ${link_burst:+--link-burst "$link_burst"} \
+      > "$out/cluster-n$nodes.log"
     if [ "$calibrate" = 1 ]; then
       cluster_file=$out/cluster-n$nodes.toml
       wait_for_quiet
