@@ -46,7 +46,9 @@ double Link::round_message_s(double bytes, int k) const {
   return message_s(bytes);
 }
 
-double send_s(double bytes, const Link& link) { return link.message_s(bytes) + link.sync_s; }
+double send_s(double bytes, const Link& link) {
+  return link.message_s(bytes * link.send_share) + link.sync_s;
+}
 
 namespace {
 
@@ -106,10 +108,12 @@ int group_size(const Layout& l, Dim dim) {
   return dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
 }
 
-/// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
-/// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate.
+/// Calls `f` with the nodes of each group of `dim`, in member order, and the pipeline stage
+/// the group belongs to (0 for pp's groups, which span the stages). Ranks are numbered
+/// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate. The
+/// groups of one stage run in step: its dp replicas and tp ranks run the same work at once.
 void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
-                    const std::function<void(const std::vector<int>&)>& f) {
+                    const std::function<void(const std::vector<int>&, int)>& f) {
   const int per_node = std::max(devices_per_node, 1);
   const int nodes = (l.world() + per_node - 1) / per_node;
   auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
@@ -124,7 +128,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
                                         : rank(a, b, i);
         on[static_cast<size_t>(i)] = node_of(r);
       }
-      f(on);
+      f(on, dim == Dim::kPp ? 0 : b);
     }
   }
 }
@@ -134,7 +138,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
 std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   const int n = group_size(l, dim);
   std::vector<bool> crosses(static_cast<size_t>(rounds(n)), false);
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
     for (int k = 0; k < rounds(n); ++k)
       for (int i = 0; i < n; ++i) {
         const int j = i ^ (1 << k);
@@ -147,21 +151,23 @@ std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node
 /// The rounds of a binomial all-reduce (member 0 the root, as libnbc's) over the groups
 /// of `dim`: reduce round r = 1 .. R, member i with i mod 2^r = 2^(r-1) sends to
 /// i - 2^(r-1); broadcast round r = 0 .. R-1, member i < 2^r sends to i + 2^r. A round's
-/// messages leaving a node are counted within one group: groups reach their collectives
-/// at different moments (pipeline stages always; dp replicas too once ranks time-share
-/// cores, measured on emulated nodes), so they are not taken to share a round.
+/// messages leaving a node are counted over the groups of one pipeline stage, which run in
+/// step (measured on emulated nodes: two tp pairs of two dp replicas across the same link
+/// take 1.6-1.9x one pair's time per all-reduce); different stages reach their
+/// collectives at different moments and are not taken to share a round.
 std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices_per_node,
                                            bool cyclic) {
   const int n = group_size(l, dim);
   const int R = rounds(n);
   std::vector<BinomialRound> out(static_cast<size_t>(2 * R));
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
-    std::vector<std::map<int, int>> leaving(out.size());  // by round: node -> messages
+  // By round: (stage, node) -> messages leaving the node.
+  std::vector<std::map<std::pair<int, int>, int>> leaving(out.size());
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int stage) {
     auto message = [&](size_t round, int from, int to) {
       if (on[from] == on[to]) {
         out[round].inside = true;
       } else {
-        ++leaving[round][on[from]];
+        ++leaving[round][{stage, on[from]}];
       }
     };
     for (int r = 1; r <= R; ++r)
@@ -171,9 +177,9 @@ std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices
     for (int r = 0; r < R; ++r)
       for (int i = 0; i < (1 << r) && i + (1 << r) < n; ++i)
         message(static_cast<size_t>(R + r), i, i + (1 << r));
-    for (size_t k = 0; k < out.size(); ++k)
-      for (const auto& [node, count] : leaving[k]) out[k].leaving = std::max(out[k].leaving, count);
   });
+  for (size_t k = 0; k < out.size(); ++k)
+    for (const auto& [where, count] : leaving[k]) out[k].leaving = std::max(out[k].leaving, count);
   return out;
 }
 
@@ -181,20 +187,34 @@ std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices
 
 bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   bool crosses = false;
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
     if (std::set<int>(on.begin(), on.end()).size() > 1) crosses = true;
   });
   return crosses;
 }
 
 int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
-  int streams = 0;
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+  std::map<int, int> streams;  // by stage
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int stage) {
     const size_t n = on.size();
     for (size_t i = 0; i < n && n > 1; ++i)
-      if (on[i] == 0 && on[(i + 1) % n] != 0) ++streams;
+      if (on[i] == 0 && on[(i + 1) % n] != 0) ++streams[stage];
   });
-  return streams;
+  int most = 0;
+  for (const auto& [stage, count] : streams) most = std::max(most, count);
+  return most;
+}
+
+int pipeline_streams_leaving_a_node(const Layout& l, int devices_per_node, bool cyclic) {
+  // By (boundary between stage i and i + 1, node of stage i's rank): the sends across.
+  std::map<std::pair<int, int>, int> streams;
+  for_each_group(l, Dim::kPp, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
+    for (size_t i = 0; i + 1 < on.size(); ++i)
+      if (on[i] != on[i + 1]) ++streams[{static_cast<int>(i), on[i]}];
+  });
+  int most = 0;
+  for (const auto& [where, count] : streams) most = std::max(most, count);
+  return most;
 }
 
 Link link_for(const Cluster& c, const Layout& l, Dim dim) {
@@ -225,6 +245,12 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
     const int streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);
     link.ring_scale = static_cast<double>(std::max(streams, 1)) / std::max(c.devices_per_node, 1);
     link.node_streams = std::max(c.devices_per_node, 1);
+    if (dim == Dim::kPp) {
+      // The ranks of a stage send to the next stage at once (its dp replicas and tp ranks
+      // run in step); those that leave one node share its link.
+      const int sending = pipeline_streams_leaving_a_node(l, c.devices_per_node, cyclic);
+      link.send_share = static_cast<double>(std::max(sending, 1)) / link.node_streams;
+    }
   }
   if (c.collectives == "mpi") {
     link.collectives = Collectives::kMpi;

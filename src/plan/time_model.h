@@ -25,7 +25,7 @@ enum class Collectives {
 
 /// One round of a binomial reduce or broadcast over the groups of a dimension.
 struct BinomialRound {
-  int leaving = 0;      ///< the most messages of one group leaving one node at once
+  int leaving = 0;      ///< the most messages of one stage's groups leaving one node at once
   bool inside = false;  ///< some message stays inside its node
 };
 
@@ -54,9 +54,14 @@ struct Link {
   std::vector<BinomialRound> binomial;
   int binomial_n = 0;
   /// The measured table between nodes timed this many messages leaving a node at once
-  /// (its ranks all sending across): k messages leaving together then pass the node's
-  /// link like k / node_streams of the table's. 0: each device has its own link.
+  /// (its ranks all sending across): k messages leaving together (the groups of one
+  /// pipeline stage run in step) then pass the node's link like k / node_streams of the
+  /// table's. 0: each device has its own link.
   int node_streams = 0;
+  /// A send passes like a message of this fraction of its bytes: the share of the node's
+  /// link its stage's sends across take, of the node_streams the measured table timed
+  /// (1 when each device has its own link).
+  double send_share = 1;
 
   /// Seconds to exchange one message of `bytes` with a peer.
   double message_s(double bytes) const;
@@ -90,8 +95,13 @@ enum class Dim { kTp, kDp, kPp };
 bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node, bool cyclic = false);
 
 /// The ring edges (member i to i + 1 of each group of `dim`) that leave node 0 for
-/// another node: the streams a ring collective of every group at once puts on the link.
+/// another node: the streams a ring collective of the groups of one pipeline stage, which
+/// run in step, puts on the link (the most over the stages).
 int ring_streams_leaving_node0(const Layout& layout, Dim dim, int devices_per_node, bool cyclic);
+
+/// The most sends of one pipeline boundary (stage i to i + 1, every dp replica and tp
+/// rank at once) that leave one node: the streams the pipeline puts on a node's link.
+int pipeline_streams_leaving_a_node(const Layout& layout, int devices_per_node, bool cyclic);
 
 /// The link the collectives of `dim` use: across nodes when any of its groups crosses.
 Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);

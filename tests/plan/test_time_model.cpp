@@ -144,17 +144,34 @@ TEST(Collectives, mpi_all_reduce_is_a_binomial_reduce_then_broadcast) {
             all_reduce_s(1e6, 4, across));
 }
 
-TEST(Collectives, groups_do_not_share_a_round) {
-  // tp 2 dealt round robin over two nodes: every tp pair crosses. Two pipeline stages, or
-  // two dp replicas, reach their all-reduces at different moments: each round has one
-  // message leaving a node (half the table's two at once), in both layouts.
+TEST(Collectives, groups_of_a_stage_share_a_round) {
+  // tp 2 dealt round robin over two nodes: every tp pair crosses. The pairs of two dp
+  // replicas run in step: each round sends two messages from one node, the table's two at
+  // once. The pairs of two pipeline stages reach their all-reduces at different moments:
+  // one message leaving a node a round, half the table's two.
   Cluster c = two_mpi_nodes();
   c.placement = "cyclic";
-  for (const Layout& l : {Layout{1, 2, 2}, Layout{2, 1, 2}}) {
-    const Link link = link_for(c, l, Dim::kTp);
-    ASSERT_TRUE(link.inter_node) << l.name();
-    EXPECT_NEAR(all_reduce_s(1e6, 2, link), 2 * 60e-6, 1e-12) << l.name();
-  }
+  const Link replicas = link_for(c, Layout{2, 1, 2}, Dim::kTp);
+  ASSERT_TRUE(replicas.inter_node);
+  EXPECT_NEAR(all_reduce_s(1e6, 2, replicas), 2 * 110e-6, 1e-12);
+  const Link stages = link_for(c, Layout{1, 2, 2}, Dim::kTp);
+  ASSERT_TRUE(stages.inter_node);
+  EXPECT_NEAR(all_reduce_s(1e6, 2, stages), 2 * 60e-6, 1e-12);
+}
+
+TEST(Collectives, pipeline_sends_share_a_node_link) {
+  // Nodes of two in blocks. pp 4: stage 1 (rank 1, node 0) sends alone to stage 2 (rank
+  // 2, node 1): half the table's two messages at once. dp 2 x pp 2: both replicas of
+  // stage 0 (node 0) send to stage 1 (node 1) at once: the table's two.
+  const Cluster c = two_mpi_nodes();
+  EXPECT_EQ(pipeline_streams_leaving_a_node(Layout{1, 4, 1}, 2, false), 1);
+  EXPECT_NEAR(send_s(1e6, link_for(c, Layout{1, 4, 1}, Dim::kPp)), 60e-6, 1e-12);
+  EXPECT_EQ(pipeline_streams_leaving_a_node(Layout{2, 2, 1}, 2, false), 2);
+  EXPECT_NEAR(send_s(1e6, link_for(c, Layout{2, 2, 1}, Dim::kPp)), 110e-6, 1e-12);
+  // Inside a node the table is not shared: pp 2 on ranks 0, 1.
+  const Link inside = link_for(c, Layout{1, 2, 1}, Dim::kPp);
+  EXPECT_FALSE(inside.inter_node);
+  EXPECT_NEAR(send_s(1e6, inside), 11e-6, 1e-12);
 }
 
 TEST(Links, megatron_rank_order) {
