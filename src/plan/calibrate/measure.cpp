@@ -54,6 +54,12 @@ NodeMap node_map(Communicator& world) {
   return m;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /// Rank 0's `value` on every rank.
 double from_rank0(double value, Communicator& world) {
   at::Tensor t = at::full({1}, value, at::kDouble);
@@ -204,28 +210,40 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     with_others_idle(world, rank < computing, [&] { measure_compute(*busy, c, say, disk_dir); });
     c = cluster_from_rank0(c, world);
   }
-  char line[160];
+  char line[200];
   const std::unique_ptr<Communicator> alone = world.split(rank, 0, "self", kTimeoutS);
 
   // Contention: the middle block run by the first k ranks at once (the others asleep),
-  // over its time alone times the k ranks' share of the cores. Only ranks that share cores
-  // (node 0's, or every rank on emulated nodes) contend.
+  // over its time with `computing` ranks at once — the condition every compute figure above
+  // was measured in — times the k ranks' share of the cores. Only ranks that share cores
+  // (node 0's, or every rank on emulated nodes) contend. The counts are taken in turn,
+  // three passes, and each count's median kept, so that a drift of the machine's speed
+  // during the measurement falls on every count alike.
   {
     const BlockShape mid{4, 64, 128, 4};
-    double alone_s = 0;
-    for (int k = 1; k <= sharing; k = k * 2 > sharing && k < sharing ? sharing : k * 2) {
-      const std::unique_ptr<Communicator> active =
-          world.split(rank < k ? 0 : 1, rank, "contention", kTimeoutS);
-      double t = 0;
-      with_others_idle(world, rank < k, [&] { t = block_s(mid, *alone, *active); });
-      t = from_rank0(t, world);
-      if (k == 1) alone_s = t;
+    std::vector<int> counts;
+    for (int k = 1; k <= sharing; k = k * 2 > sharing && k < sharing ? sharing : k * 2)
+      counts.push_back(k);
+    if (std::find(counts.begin(), counts.end(), computing) == counts.end())
+      counts.push_back(computing);
+    std::map<int, std::vector<double>> times;
+    for (int pass = 0; pass < 3; ++pass)
+      for (int k : counts) {
+        const std::unique_ptr<Communicator> active =
+            world.split(rank < k ? 0 : 1, rank, "contention", kTimeoutS);
+        double t = 0;
+        with_others_idle(world, rank < k, [&] { t = block_s(mid, *alone, *active); });
+        times[k].push_back(from_rank0(t, world));
+      }
+    const double reference = median(times[computing]);
+    for (int k : counts) {
+      const double t = median(times[k]);
       const double share = std::max(1.0, static_cast<double>(k) / cores);
-      c.contention[k] = t / (alone_s * share);
+      c.contention[k] = t / (reference * share);
       std::snprintf(line, sizeof line,
-                    "block b4 s64 h128 with %d ranks at once: %.2f ms, %.2f x alone at %.1f "
-                    "ranks per core: contention %.3f",
-                    k, t * 1e3, t / alone_s, share, c.contention[k]);
+                    "block b4 s64 h128 with %d ranks at once: %.2f ms, %.2f x with %d at once, "
+                    "at %.1f ranks per core: contention %.3f",
+                    k, t * 1e3, t / reference, computing, share, c.contention[k]);
       say(line);
     }
   }
@@ -327,12 +345,6 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
 }
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /// Each key's median over the tables that have it.
 template <typename Key>
