@@ -15,6 +15,7 @@
 #include <optional>    // std::optional
 #include <set>         // std::set
 #include <sstream>     // std::ostringstream, std::istringstream
+#include <tuple>       // std::tuple
 
 namespace trident::plan {
 
@@ -162,8 +163,10 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           c.matmul_tflops[p][n] = number(source, key + "." + p + "." + s, rate, 1e-12);
         }
       });
-    } else if (key == "sendrecv_us" || key == "inter_sendrecv_us") {
-      auto& table = key == "sendrecv_us" ? c.sendrecv_seconds : c.inter_sendrecv_seconds;
+    } else if (key == "sendrecv_us" || key == "inter_sendrecv_us" || key == "inter_send_us") {
+      auto& table = key == "sendrecv_us"         ? c.sendrecv_seconds
+                    : key == "inter_sendrecv_us" ? c.inter_sendrecv_seconds
+                                                 : c.inter_send_seconds;
       read_size_table(source, key, node, "a message size in bytes", 1e-9,
                       [&](double bytes, double us) { table[bytes] = us * 1e-6; });
     } else if (key == "contention") {
@@ -214,7 +217,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
                          "memory_per_device_gb "
                          "usable_memory_fraction machine_cores placement collectives peak_tflops "
                          "matmul_tflops "
-                         "sendrecv_us inter_sendrecv_us contention efficiency intra_node_gbps "
+                         "sendrecv_us inter_sendrecv_us inter_send_us contention efficiency "
+                         "intra_node_gbps "
                          "inter_node_gbps latency_us inter_node_latency_us sync_us memory_gbps "
                          "disk_gbps "
                          "elementwise_gbps "
@@ -315,10 +319,12 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
     for (const auto& [bytes, gbps] : c.elementwise_gbps)
       out << "\"" << static_cast<long long>(bytes) << "\" = " << gbps << "\n";
   }
-  for (const auto& [name, table] : {std::pair{"sendrecv_us", &c.sendrecv_seconds},
-                                    std::pair{"inter_sendrecv_us", &c.inter_sendrecv_seconds}}) {
+  for (const auto& [name, table, what] :
+       {std::tuple{"sendrecv_us", &c.sendrecv_seconds, "an exchange"},
+        std::tuple{"inter_sendrecv_us", &c.inter_sendrecv_seconds, "an exchange"},
+        std::tuple{"inter_send_us", &c.inter_send_seconds, "a message one way"}}) {
     if (table->empty()) continue;
-    out << "\n[" << name << "]  # measured, by message bytes\n";
+    out << "\n[" << name << "]  # measured, " << what << " by its bytes\n";
     for (const auto& [bytes, s] : *table)
       out << "\"" << static_cast<long long>(bytes) << "\" = " << s * 1e6 << "\n";
   }

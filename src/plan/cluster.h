@@ -40,8 +40,15 @@ struct Cluster {
   /// Measured seconds per point-to-point message by its bytes, for links within a node; when
   /// present it replaces intra_node_gbps and latency_us there. TOML: [sendrecv_us].
   std::map<double, double> sendrecv_seconds;
-  /// The same for links between nodes. TOML: [inter_sendrecv_us].
+  /// The same for links between nodes: an exchange, a message each way at once, as a
+  /// ring's rounds send. TOML: [inter_sendrecv_us].
   std::map<double, double> inter_sendrecv_seconds;
+  /// Measured seconds of a message one way between nodes (the receiver then answers with
+  /// one byte), every rank of a node sending across at once: a round of a binomial
+  /// collective or a pipeline send. On a shaped TCP link it takes about half an exchange,
+  /// whose acknowledgements queue behind the other direction's data. When present it prices
+  /// those messages instead of inter_sendrecv_us. TOML: [inter_send_us].
+  std::map<double, double> inter_send_seconds;
   /// Ranks computing at once slow each other beyond sharing the cores (memory bandwidth,
   /// caches, switching): the factor on compute by the number of ranks computing at once on
   /// a machine (or node), measured by `trident calibrate` as a block's time with that many

@@ -26,11 +26,12 @@ int rounds(int n) {
 
 }  // namespace
 
-double Link::message_s(double bytes) const {
-  if (!measured || measured->empty()) return bytes / bytes_per_s + latency_s;
-  // Interpolate log(time) in log(size); below the table the smallest message's time (the
-  // latency floor), above it the largest message's rate.
-  const auto& t = *measured;
+namespace {
+
+/// Seconds for `bytes` in a table of measured seconds by message bytes: log(time)
+/// interpolated in log(size); below the table the smallest message's time (the latency
+/// floor), above it the largest message's rate.
+double interpolated_s(const std::map<double, double>& t, double bytes) {
   if (bytes <= t.begin()->first) return t.begin()->second;
   if (bytes >= t.rbegin()->first) return t.rbegin()->second * bytes / t.rbegin()->first;
   auto hi = t.lower_bound(bytes);
@@ -38,6 +39,18 @@ double Link::message_s(double bytes) const {
   const double x =
       (std::log(bytes) - std::log(lo->first)) / (std::log(hi->first) - std::log(lo->first));
   return std::exp(std::log(lo->second) + x * (std::log(hi->second) - std::log(lo->second)));
+}
+
+}  // namespace
+
+double Link::message_s(double bytes) const {
+  if (!measured || measured->empty()) return bytes / bytes_per_s + latency_s;
+  return interpolated_s(*measured, bytes);
+}
+
+double Link::exchange_s(double bytes) const {
+  if (!measured_exchange || measured_exchange->empty()) return message_s(bytes);
+  return interpolated_s(*measured_exchange, bytes);
 }
 
 double Link::round_message_s(double bytes, int k) const {
@@ -53,7 +66,7 @@ double send_s(double bytes, const Link& link) {
 namespace {
 
 double reduce_scatter_rounds_s(double bytes, int n, const Link& link) {
-  const double ring = (n - 1) * link.message_s(bytes / n) * link.ring_scale;
+  const double ring = (n - 1) * link.exchange_s(bytes / n) * link.ring_scale;
   if (link.collectives == Collectives::kMpi) return ring;  // trident's own ring
   // Recursive halving: partners n/2 apart exchange half the buffer, then n/4 apart a
   // quarter, ...: round r has partners 2^(R-1-r) apart.
@@ -108,12 +121,10 @@ int group_size(const Layout& l, Dim dim) {
   return dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
 }
 
-/// Calls `f` with the nodes of each group of `dim`, in member order, and the pipeline stage
-/// the group belongs to (0 for pp's groups, which span the stages). Ranks are numbered
-/// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate. The
-/// groups of one stage run in step: its dp replicas and tp ranks run the same work at once.
+/// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
+/// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate.
 void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
-                    const std::function<void(const std::vector<int>&, int)>& f) {
+                    const std::function<void(const std::vector<int>&)>& f) {
   const int per_node = std::max(devices_per_node, 1);
   const int nodes = (l.world() + per_node - 1) / per_node;
   auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
@@ -128,7 +139,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
                                         : rank(a, b, i);
         on[static_cast<size_t>(i)] = node_of(r);
       }
-      f(on, dim == Dim::kPp ? 0 : b);
+      f(on);
     }
   }
 }
@@ -138,7 +149,7 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
 std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   const int n = group_size(l, dim);
   std::vector<bool> crosses(static_cast<size_t>(rounds(n)), false);
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     for (int k = 0; k < rounds(n); ++k)
       for (int i = 0; i < n; ++i) {
         const int j = i ^ (1 << k);
@@ -151,23 +162,23 @@ std::vector<bool> round_crossings(const Layout& l, Dim dim, int devices_per_node
 /// The rounds of a binomial all-reduce (member 0 the root, as libnbc's) over the groups
 /// of `dim`: reduce round r = 1 .. R, member i with i mod 2^r = 2^(r-1) sends to
 /// i - 2^(r-1); broadcast round r = 0 .. R-1, member i < 2^r sends to i + 2^r. A round's
-/// messages leaving a node are counted over the groups of one pipeline stage, which run in
-/// step (measured on emulated nodes: two tp pairs of two dp replicas across the same link
-/// take 1.6-1.9x one pair's time per all-reduce); different stages reach their
-/// collectives at different moments and are not taken to share a round.
+/// messages leaving a node are counted over every group of the dimension, which run their
+/// collectives at about the same moments: the dp replicas of a stage in step, and the
+/// stages of a pipeline, busy at once in its steady state, often enough (measured on
+/// emulated nodes: tp pairs of two replicas, or of two stages, dealt across the link take
+/// about the time of both messages at once per round).
 std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices_per_node,
                                            bool cyclic) {
   const int n = group_size(l, dim);
   const int R = rounds(n);
   std::vector<BinomialRound> out(static_cast<size_t>(2 * R));
-  // By round: (stage, node) -> messages leaving the node.
-  std::vector<std::map<std::pair<int, int>, int>> leaving(out.size());
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int stage) {
+  std::vector<std::map<int, int>> leaving(out.size());  // by round: node -> messages
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     auto message = [&](size_t round, int from, int to) {
       if (on[from] == on[to]) {
         out[round].inside = true;
       } else {
-        ++leaving[round][{stage, on[from]}];
+        ++leaving[round][on[from]];
       }
     };
     for (int r = 1; r <= R; ++r)
@@ -179,7 +190,7 @@ std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices
         message(static_cast<size_t>(R + r), i, i + (1 << r));
   });
   for (size_t k = 0; k < out.size(); ++k)
-    for (const auto& [where, count] : leaving[k]) out[k].leaving = std::max(out[k].leaving, count);
+    for (const auto& [node, count] : leaving[k]) out[k].leaving = std::max(out[k].leaving, count);
   return out;
 }
 
@@ -187,28 +198,26 @@ std::vector<BinomialRound> binomial_rounds(const Layout& l, Dim dim, int devices
 
 bool group_crosses_nodes(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   bool crosses = false;
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     if (std::set<int>(on.begin(), on.end()).size() > 1) crosses = true;
   });
   return crosses;
 }
 
 int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
-  std::map<int, int> streams;  // by stage
-  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on, int stage) {
+  int streams = 0;
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     const size_t n = on.size();
     for (size_t i = 0; i < n && n > 1; ++i)
-      if (on[i] == 0 && on[(i + 1) % n] != 0) ++streams[stage];
+      if (on[i] == 0 && on[(i + 1) % n] != 0) ++streams;
   });
-  int most = 0;
-  for (const auto& [stage, count] : streams) most = std::max(most, count);
-  return most;
+  return streams;
 }
 
 int pipeline_streams_leaving_a_node(const Layout& l, int devices_per_node, bool cyclic) {
   // By (boundary between stage i and i + 1, node of stage i's rank): the sends across.
   std::map<std::pair<int, int>, int> streams;
-  for_each_group(l, Dim::kPp, devices_per_node, cyclic, [&](const std::vector<int>& on, int) {
+  for_each_group(l, Dim::kPp, devices_per_node, cyclic, [&](const std::vector<int>& on) {
     for (size_t i = 0; i + 1 < on.size(); ++i)
       if (on[i] != on[i + 1]) ++streams[{static_cast<int>(i), on[i]}];
   });
@@ -236,10 +245,10 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
     link.within = std::make_shared<const Link>(intra);
     link.round_crosses = round_crossings(l, dim, c.devices_per_node, c.placement == "cyclic");
   }
-  if (link.inter_node && !c.inter_sendrecv_seconds.empty()) {
-    // The paced table was measured after computation on both sides: it holds the wait
-    // for a late peer already.
-    link.sync_s = 0;
+  if (link.inter_node && !c.inter_send_seconds.empty()) link.measured = &c.inter_send_seconds;
+  if (!c.inter_sendrecv_seconds.empty() && link.inter_node)
+    link.measured_exchange = &c.inter_sendrecv_seconds;
+  if (link.inter_node && link.measured) {
     // trident calibrate measured with every rank of a node sending across at once.
     const bool cyclic = c.placement == "cyclic";
     const int streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);

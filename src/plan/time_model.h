@@ -25,7 +25,7 @@ enum class Collectives {
 
 /// One round of a binomial reduce or broadcast over the groups of a dimension.
 struct BinomialRound {
-  int leaving = 0;      ///< the most messages of one stage's groups leaving one node at once
+  int leaving = 0;      ///< the most messages of the groups leaving one node at once
   bool inside = false;  ///< some message stays inside its node
 };
 
@@ -35,9 +35,13 @@ struct Link {
   double bytes_per_s = 1e9;
   double latency_s = 0;
   bool inter_node = false;
-  /// Measured seconds per exchange by message bytes (Cluster::sendrecv_us); when set,
-  /// it replaces bytes / bytes_per_s + latency_s.
+  /// Measured seconds per message by its bytes (Cluster::sendrecv_us within a node,
+  /// inter_send_us one way between nodes); when set, it replaces bytes / bytes_per_s +
+  /// latency_s.
   const std::map<double, double>* measured = nullptr;
+  /// Measured seconds per exchange, a message each way at once (inter_sendrecv_us), for a
+  /// ring's rounds; unset: as message_s.
+  const std::map<double, double>* measured_exchange = nullptr;
   double sync_s = 0;  ///< extra wait once per collective or send (Cluster::sync_us)
   /// A ring's messages take this times message_s(): a measured table between nodes holds
   /// the time with every rank of a node sending at once, a ring only the groups' edges
@@ -54,17 +58,18 @@ struct Link {
   std::vector<BinomialRound> binomial;
   int binomial_n = 0;
   /// The measured table between nodes timed this many messages leaving a node at once
-  /// (its ranks all sending across): k messages leaving together (the groups of one
-  /// pipeline stage run in step) then pass the node's link like k / node_streams of the
-  /// table's. 0: each device has its own link.
+  /// (its ranks all sending across): k messages leaving together then pass the node's
+  /// link like k / node_streams of the table's. 0: each device has its own link.
   int node_streams = 0;
   /// A send passes like a message of this fraction of its bytes: the share of the node's
   /// link its stage's sends across take, of the node_streams the measured table timed
   /// (1 when each device has its own link).
   double send_share = 1;
 
-  /// Seconds to exchange one message of `bytes` with a peer.
+  /// Seconds of one message of `bytes` to a peer.
   double message_s(double bytes) const;
+  /// Seconds of a message each way at once with peers, as in a ring's round.
+  double exchange_s(double bytes) const;
   /// The same in round k of recursive halving or doubling.
   double round_message_s(double bytes, int k) const;
 };
@@ -95,8 +100,7 @@ enum class Dim { kTp, kDp, kPp };
 bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node, bool cyclic = false);
 
 /// The ring edges (member i to i + 1 of each group of `dim`) that leave node 0 for
-/// another node: the streams a ring collective of the groups of one pipeline stage, which
-/// run in step, puts on the link (the most over the stages).
+/// another node: the streams a ring collective of every group at once puts on the link.
 int ring_streams_leaving_node0(const Layout& layout, Dim dim, int devices_per_node, bool cyclic);
 
 /// The most sends of one pipeline boundary (stage i to i + 1, every dp replica and tp

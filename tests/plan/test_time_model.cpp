@@ -144,19 +144,36 @@ TEST(Collectives, mpi_all_reduce_is_a_binomial_reduce_then_broadcast) {
             all_reduce_s(1e6, 4, across));
 }
 
-TEST(Collectives, groups_of_a_stage_share_a_round) {
+TEST(Collectives, groups_crossing_a_link_share_its_rounds) {
   // tp 2 dealt round robin over two nodes: every tp pair crosses. The pairs of two dp
-  // replicas run in step: each round sends two messages from one node, the table's two at
-  // once. The pairs of two pipeline stages reach their all-reduces at different moments:
-  // one message leaving a node a round, half the table's two.
+  // replicas, and those of two pipeline stages (busy at once in the steady state), send
+  // their messages of a round from one node together: the table's two at once.
   Cluster c = two_mpi_nodes();
   c.placement = "cyclic";
-  const Link replicas = link_for(c, Layout{2, 1, 2}, Dim::kTp);
-  ASSERT_TRUE(replicas.inter_node);
-  EXPECT_NEAR(all_reduce_s(1e6, 2, replicas), 2 * 110e-6, 1e-12);
-  const Link stages = link_for(c, Layout{1, 2, 2}, Dim::kTp);
-  ASSERT_TRUE(stages.inter_node);
-  EXPECT_NEAR(all_reduce_s(1e6, 2, stages), 2 * 60e-6, 1e-12);
+  for (const Layout& l : {Layout{2, 1, 2}, Layout{1, 2, 2}}) {
+    const Link link = link_for(c, l, Dim::kTp);
+    ASSERT_TRUE(link.inter_node) << l.name();
+    EXPECT_NEAR(all_reduce_s(1e6, 2, link), 2 * 110e-6, 1e-12) << l.name();
+  }
+}
+
+TEST(Collectives, rounds_one_way_and_rings_as_exchanges_between_nodes) {
+  // With a one-way table between nodes (inter_send_us), a binomial round or a pipeline
+  // send is priced by it and a ring's round, a message each way at once, by the exchange
+  // table: on a shaped TCP link the exchange takes about twice as long.
+  Cluster c = two_mpi_nodes();
+  for (const auto& [bytes, s] : c.inter_sendrecv_seconds) c.inter_send_seconds[bytes] = s / 2;
+  c.placement = "cyclic";
+  const Link tp = link_for(c, Layout{2, 1, 2}, Dim::kTp);
+  EXPECT_NEAR(all_reduce_s(1e6, 2, tp), 2 * 55e-6, 1e-12);
+  Cluster block = c;
+  block.placement = "block";
+  const Link pp = link_for(block, Layout{2, 2, 1}, Dim::kPp);
+  EXPECT_NEAR(send_s(1e6, pp), 55e-6, 1e-12);
+  // dp 4 over the two nodes in blocks: ring edges 1 -> 2 and 3 -> 0 cross, one leaving each
+  // node (half the table's two); 3 rounds of a quarter each, as exchanges.
+  const Link dp = link_for(block, Layout{4, 1, 1}, Dim::kDp);
+  EXPECT_NEAR(reduce_scatter_s(1e6, 4, dp), 3 * (10e-6 + 0.25e6 * 0.1e-9) * 0.5, 1e-12);
 }
 
 TEST(Collectives, pipeline_sends_share_a_node_link) {

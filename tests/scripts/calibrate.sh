@@ -2,7 +2,8 @@
 # `trident calibrate` end to end: on one node of 2 ranks, then (where network namespaces
 # can be made) on 2 emulated nodes of 2 ranks. Each cluster file must load in
 # `trident plan`, hold positive measured rates, a [contention] entry per rank count
-# measured and, across nodes, the inter-node table and the machine's shared cores.
+# measured and, across nodes, the inter-node tables (one way and exchange) and the
+# machine's shared cores.
 set -u
 trident=$1 root=$2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
@@ -50,6 +51,13 @@ check_file "$tmp/two.toml"
 [ "$(key machine_cores "$tmp/two.toml")" = "$(getconf _NPROCESSORS_ONLN)" ] ||
   fail "two nodes: machine_cores is not $(getconf _NPROCESSORS_ONLN)"
 grep -q '^\[inter_sendrecv_us\]' "$tmp/two.toml" || fail "two nodes: no inter-node table"
+grep -q '^\[inter_send_us\]' "$tmp/two.toml" || fail "two nodes: no one-way inter-node table"
+# On the shaped link a message each way at once waits for acknowledgements queued behind
+# the other direction's data: a 1 MiB exchange takes longer than the message one way.
+table_us() { sed -n "/^\[$1\]/,/^\[/s/^\"$2\" = //p" "$tmp/two.toml"; }
+one_way=$(table_us inter_send_us 1048576) exchange=$(table_us inter_sendrecv_us 1048576)
+awk -v a="$one_way" -v b="$exchange" 'BEGIN { exit !(a > 0 && b > 1.2 * a) }' ||
+  fail "two nodes: 1 MiB one way $one_way us is not well under the exchange's $exchange us"
 grep -q '^"4" = ' "$tmp/two.toml" || fail "two nodes: no contention at 4 ranks"
 inter=$(key inter_node_gbps "$tmp/two.toml") intra=$(key intra_node_gbps "$tmp/two.toml")
 # A 1 Gbit/s link (0.125 GB/s, shared by the node's 2 ranks) against shared memory.

@@ -83,16 +83,6 @@ double block_activation_bytes(const BlockShape& x) {
   return plan::layer_activation_bytes({x.seq, x.batch, x.hidden, x.heads}, 1, false, 4.0);
 }
 
-void some_work() {
-  static const at::Tensor a = at::randn({192, 192}), b = at::randn({192, 192});
-  static at::Tensor c = at::empty({192, 192});
-  for (int i = 0; i < 8; ++i) at::matmul_out(c, a, b);
-}
-
-double work_s(Communicator& world) {
-  return mean_over_ranks(time_per_call(some_work, 1.0, world), world);
-}
-
 double mem_total_bytes() {
   std::ifstream in("/proc/meminfo");
   std::string key;

@@ -49,12 +49,6 @@ double block_matmul_s(const BlockShape& x, const plan::Cluster& c);
 /// charges elementwise work for.
 double block_activation_bytes(const BlockShape& x);
 
-/// About 0.5 ms of matmuls, the work between two collectives in the link measurements.
-void some_work();
-
-/// Seconds of some_work(), per rank while all run.
-double work_s(Communicator& world);
-
 /// MemTotal from /proc/meminfo in bytes, or 0.
 double mem_total_bytes();
 

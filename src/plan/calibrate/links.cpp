@@ -3,45 +3,46 @@
 
 #include <ATen/ATen.h>  // at::ones, at::empty
 
-#include <algorithm>  // std::max
-
-#include "parallel/communicator.h"   // Communicator, WorkHandle
-#include "plan/calibrate/compute.h"  // some_work
-#include "plan/calibrate/timing.h"   // time_per_call, mean_over_ranks
+#include "parallel/communicator.h"  // Communicator, WorkHandle
+#include "plan/calibrate/timing.h"  // time_per_call, mean_over_ranks
 
 namespace trident::calibrate {
 
 namespace {
 
-/// Seconds per call of an exchange with `partner` (after some_work() when `paced`), the
-/// mean over the ranks of `timing`.
-double exchange_s(int64_t bytes, int partner, bool paced, double min_s, Communicator& world,
-                  Communicator& timing) {
-  at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
-  const int tag = paced ? 8 : 7;
-  const double s = time_per_call(
-      [&] {
-        if (paced) some_work();
-        // The receive first, so that a message to itself or a rendezvous finds it posted.
-        WorkHandle recv = world.recv(in, partner, tag);
-        WorkHandle send = world.send(out, partner, tag);
-        send->wait();
-        recv->wait();
-      },
-      min_s, timing);
-  return mean_over_ranks(s, timing);
+/// A send and a receive of `out` / `in` with `partner`, posted together and both waited
+/// on; the receive first, so that a message to itself or a rendezvous finds it posted.
+void exchange(at::Tensor& out, at::Tensor& in, int partner, int tag, Communicator& world) {
+  WorkHandle recv = world.recv(in, partner, tag);
+  WorkHandle send = world.send(out, partner, tag);
+  send->wait();
+  recv->wait();
 }
 
 }  // namespace
 
 double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing) {
-  return exchange_s(bytes, partner, false, bytes >= (16 << 20) ? 1.0 : 0.3, world, timing);
+  at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
+  const double s = time_per_call([&] { exchange(out, in, partner, 7, world); },
+                                 bytes >= (16 << 20) ? 1.0 : 0.3, timing);
+  return mean_over_ranks(s, timing);
 }
 
-double paced_sendrecv_s(int64_t bytes, int partner, double work, Communicator& world,
-                        Communicator& timing) {
-  const double s = exchange_s(bytes, partner, true, bytes >= (1 << 20) ? 2.0 : 0.5, world, timing);
-  return std::max(0.0, s - work);
+double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Communicator& timing) {
+  at::Tensor message = at::ones({bytes}, at::kByte), answer = at::zeros({1}, at::kByte);
+  const double s = time_per_call(
+      [&] {
+        if (sending) {
+          WorkHandle answered = world.recv(answer, partner, 10);
+          world.send(message, partner, 9)->wait();
+          answered->wait();
+        } else {
+          world.recv(message, partner, 9)->wait();
+          world.send(answer, partner, 10)->wait();
+        }
+      },
+      bytes >= (16 << 20) ? 1.0 : 0.3, timing);
+  return mean_over_ranks(s, timing);
 }
 
 }  // namespace trident::calibrate

@@ -15,11 +15,9 @@ namespace trident::calibrate {
 /// them).
 double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing);
 
-/// The same exchange when it comes after some_work(), as training's messages come between
-/// computation, less `work` (some_work()'s own time): on a link shaped by a token bucket
-/// (tc's tbf) or with other bursts of slack, small messages then pass faster than the
-/// sustained rate. Never below 0.
-double paced_sendrecv_s(int64_t bytes, int partner, double work, Communicator& world,
-                        Communicator& timing);
+/// Seconds per message of `bytes` one way, from the sender to `partner` (`sending`), or to
+/// this rank from `partner`, which then answers with one byte so that the sender sees the
+/// message delivered; averaged over, and the trials agreed between, the ranks of `timing`.
+double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Communicator& timing);
 
 }  // namespace trident::calibrate

@@ -16,7 +16,7 @@
 #include "parallel/placement.h"      // node_names
 #include "plan/calibrate/compute.h"  // matmul_tflops, block_s, stage_s, ...
 #include "plan/calibrate/disk.h"     // disk_bandwidth
-#include "plan/calibrate/links.h"    // sendrecv_s, paced_sendrecv_s
+#include "plan/calibrate/links.h"    // sendrecv_s, send_s
 #include "plan/calibrate/timing.h"   // with_others_idle
 #include "plan/time_model.h"         // Link, all_reduce_s
 
@@ -271,50 +271,52 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
   say(line);
 
   if (where.nodes > 1) {
-    // Between nodes: each rank of node 0 with the rank of the same index on node 1, all
-    // pairs at once (a dp or pp group's traffic shares the node's link the same way).
-    const bool measuring = where.node[rank] < 2;
-    int partner = rank;
-    for (int r = 0; r < size; ++r)
-      if (where.node[r] == (where.node[rank] ^ 1) && where.local[r] == where.local[rank])
-        partner = r;
+    // Between nodes: every rank with the rank of the same index on the neighbouring node
+    // (node 2k with 2k + 1; the last of an odd count sits out), all pairs at once, as
+    // training's groups that cross put every rank of a node on its link and every rank of
+    // the job on the cores (a TCP link's messages cost the cores of both ends). One way
+    // (the receiver answers with one byte), as a round of a binomial collective or a
+    // pipeline send goes; and as an exchange, as a ring's rounds go. On a shaped link an
+    // exchange takes about twice as long: each direction's acknowledgements queue behind
+    // the other's data.
+    auto counterpart = [&](int of_node) {
+      for (int r = 0; r < size; ++r)
+        if (where.node[r] == of_node && where.local[r] == where.local[rank]) return r;
+      return rank;  // no such node, or no rank of this index on it
+    };
+    const int partner = counterpart(where.node[rank] ^ 1);
+    const bool paired = partner != rank;
     const std::unique_ptr<Communicator> pairs =
-        world.split(measuring ? 0 : 1, rank, "inter-node", kTimeoutS);
+        world.split(paired ? 0 : 1, rank, "inter-node", kTimeoutS);
     const int64_t inter_largest = 4 << 20;  // shaped links are slow
-    // Sustained (back to back), for the bandwidth and the latency, and paced (after 0.5 ms
-    // of matmuls, as training's messages come), for the table the planner prices messages
-    // by: a shaped link lets a burst through faster than its rate.
-    std::map<double, double> sustained, table;
-    with_others_idle(world, measuring, [&] {
-      const double work = work_s(*pairs);
-      for (int64_t bytes = 1 << 10; bytes <= inter_largest; bytes *= 4) {
-        sustained[static_cast<double>(bytes)] = sendrecv_s(bytes, partner, world, *pairs);
-        // Never below the smallest message's time: a difference of timings can undershoot.
-        table[static_cast<double>(bytes)] = std::max(
-            paced_sendrecv_s(bytes, partner, work, world, *pairs), sustained.begin()->second);
+    std::map<double, double> one_way, exchange;
+    with_others_idle(world, paired, [&] {
+      for (int64_t bytes = 1 << 10; bytes <= inter_largest; bytes *= 2) {
+        const double b = static_cast<double>(bytes);
+        one_way[b] = send_s(bytes, partner, where.node[rank] % 2 == 0, world, *pairs);
+        exchange[b] = sendrecv_s(bytes, partner, world, *pairs);
       }
     });
-    // Rank 0 measured; the ranks of other nodes have nothing yet.
-    for (int64_t size = 1 << 10; size <= inter_largest; size *= 4) {
-      const double bytes = static_cast<double>(size);
-      double& s = table[bytes];
-      s = from_rank0(s, world);
-      double& back_to_back = sustained[bytes];
-      back_to_back = from_rank0(back_to_back, world);
+    // Rank 0 measured; a rank that sat out has nothing yet.
+    for (int64_t bytes = 1 << 10; bytes <= inter_largest; bytes *= 2) {
+      const double b = static_cast<double>(bytes);
+      one_way[b] = from_rank0(one_way[b], world);
+      exchange[b] = from_rank0(exchange[b], world);
       std::snprintf(line, sizeof line,
-                    "sendrecv between nodes %9lld B: %10.2f us back to back (%8.3f GB/s each "
-                    "way), %10.2f us after work",
-                    static_cast<long long>(bytes), back_to_back * 1e6, bytes / back_to_back / 1e9,
-                    s * 1e6);
+                    "between nodes %9lld B: one way %10.2f us (%6.3f GB/s), exchange %10.2f us "
+                    "(%6.3f GB/s each way)",
+                    static_cast<long long>(bytes), one_way[b] * 1e6, b / one_way[b] / 1e9,
+                    exchange[b] * 1e6, b / exchange[b] / 1e9);
       say(line);
     }
-    c.inter_sendrecv_seconds = table;
-    const double inter_bw = static_cast<double>(inter_largest) / sustained.rbegin()->second;
+    c.inter_send_seconds = one_way;
+    c.inter_sendrecv_seconds = exchange;
+    const double inter_bw = static_cast<double>(inter_largest) / one_way.rbegin()->second;
     c.inter_node_gbps = inter_bw / 1e9;
-    c.inter_node_latency_us = std::max(0.0, sustained.begin()->second - 1024.0 / inter_bw) * 1e6;
+    c.inter_node_latency_us = std::max(0.0, one_way.begin()->second - 1024.0 / inter_bw) * 1e6;
     std::snprintf(line, sizeof line,
-                  "link between nodes: %.3f GB/s per rank at 4 MiB with %d pairs at once, "
-                  "latency %.2f us",
+                  "link between nodes: %.3f GB/s per rank one way at 4 MiB with %d ranks of a "
+                  "node sending at once, latency %.2f us",
                   c.inter_node_gbps, where.max_ranks_per_node, c.inter_node_latency_us);
     say(line);
   }
@@ -373,7 +375,8 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   }
   for (std::map<double, double> plan::Cluster::*table :
        {&plan::Cluster::elementwise_gbps, &plan::Cluster::sendrecv_seconds,
-        &plan::Cluster::inter_sendrecv_seconds, &plan::Cluster::contention}) {
+        &plan::Cluster::inter_sendrecv_seconds, &plan::Cluster::inter_send_seconds,
+        &plan::Cluster::contention}) {
     std::vector<const std::map<double, double>*> tables;
     for (const plan::Cluster& r : rounds) tables.push_back(&(r.*table));
     c.*table = median_table(tables);
