@@ -3,14 +3,16 @@
 
     scripts/plot_scaling.py DIR [--strong]
 
-Reads DIR/runs.tsv (one row per run) and, per run, metrics.jsonl (the trainer's JSONL),
+Reads DIR/runs.tsv (one row per run) and, per layout, metrics.jsonl (the trainer's JSONL;
+metrics.2.jsonl, ... for the runs of later rounds of scale.sh --repeat, whose steps are pooled),
 train.log (its model-state bytes per rank) and plan.json (`trident plan --layout --json`).
 Writes DIR/scaling.csv, DIR/scaling.md (the predicted-against-measured table) and
 DIR/tokens_per_s.png, efficiency.png, memory.png,
 predicted_vs_measured.png and scaling.png (all four in one figure), and for runs on emulated
 nodes communication.png (rank 0's communication inside and across nodes). Prints the error
 summary and, per rank count, the layout predicted fastest against the one measured fastest. Step times and tokens/s
-are medians over the steps after the first, which pays for warm-up; step_time_min_s is the
+are medians over the steps after the first (of every run of the layout), which pays for
+warm-up; step_time_runs_s lists each run's own median; step_time_min_s is the
 fastest of those steps, the least disturbed on a machine shared with other work, and
 error_min_pct compares the prediction with it. Needs matplotlib for
 the plots (Debian: python3-matplotlib); the CSV is written without it.
@@ -26,7 +28,7 @@ RANK_LINE = re.compile(r"rank (\d+) \(dp (\d+) pp (\d+) tp (\d+)\): (\d+) / (\d+
 COLUMNS = [
     "ranks", "nodes", "placement", "dp", "pp", "tp", "zero", "micro", "ckpt", "global_batch",
     "layout", "status", "load",
-    "steps_measured", "tokens_per_s", "step_time_s", "step_time_min_s",
+    "runs", "steps_measured", "tokens_per_s", "step_time_s", "step_time_min_s", "step_time_runs_s",
     "wait_dp_s", "wait_tp_s", "wait_pp_s", "wait_intra_node_s", "wait_inter_node_s",
     "predicted_step_time_s",
     "error_pct", "error_min_pct",
@@ -38,18 +40,26 @@ COLUMNS = [
 ]
 
 
-def read_metrics(path):
-    """Median step time and tokens/s over the steps after the first."""
-    if not path.exists():
-        return None
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    later = [r for r in rows if r["step"] > 1] or rows
+def read_metrics(paths):
+    """Median step time and tokens/s over the steps after the first of each run of a layout
+    (scale.sh --repeat runs it several times), and each run's own median."""
+    later, per_run = [], []
+    for path in paths:
+        if not path.exists():
+            continue
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        run = [r for r in rows if r["step"] > 1] or rows
+        if run:
+            later += run
+            per_run.append(statistics.median(r["step_time_s"] for r in run))
     if not later:
         return None
     out = {
+        "runs": len(per_run),
         "steps_measured": len(later),
         "step_time_s": statistics.median(r["step_time_s"] for r in later),
         "step_time_min_s": min(r["step_time_s"] for r in later),
+        "step_time_runs_s": "/".join(f"{t:.4f}" for t in per_run),
         "tokens_per_s": statistics.median(r["tokens_per_s"] for r in later),
     }
     # Rank 0's communication per step by group, and split by whether the group spans nodes.
@@ -73,37 +83,47 @@ def read_states(path):
 def collect(directory):
     rows = []
     with open(directory / "runs.tsv") as f:
-        for run in csv.DictReader(f, delimiter="\t"):
-            run_dir = directory / run["dir"]
-            row = {k: run.get(k, "") for k in
-                   ("ranks", "dp", "pp", "tp", "zero", "micro", "ckpt", "layout", "status", "load")}
-            row["nodes"] = run.get("nodes") or "1"
-            row["placement"] = run.get("placement") or "block"
-            row["global_batch"] = run["global"]
-            metrics = read_metrics(run_dir / "metrics.jsonl")
-            if metrics:
-                row.update(metrics)
-            plan_path = run_dir / "plan.json"
-            if plan_path.exists() and plan_path.stat().st_size > 0:
-                layout = json.loads(plan_path.read_text())["layouts"][0]
-                t, mem = layout["time_s"], layout["memory_bytes"]
-                row["predicted_step_time_s"] = t["total"]
-                for part in ("compute", "tp", "pp", "dp", "bubble", "optimizer"):
-                    row[f"predicted_{part}_s"] = t[part]
-                row["predicted_param_bytes"] = mem["parameters"]
-                # trident's optimizer counts ZeRO-2's bucket buffers with the gradients.
-                row["predicted_grad_bytes"] = mem["gradients"] + mem.get("bucket_buffers", 0)
-                row["predicted_optim_bytes"] = mem["optimizer_states"]
-                row["predicted_activation_bytes"] = mem["activations"]
-                row["predicted_total_bytes"] = mem["total"]
-                row["memory_stage"] = mem["stage"]
-                states = read_states(run_dir / "train.log").get((0, mem["stage"], 0))
-                if states:
-                    row["measured_param_bytes"], row["measured_grad_bytes"], row["measured_optim_bytes"] = states
-            if "step_time_s" in row and "predicted_step_time_s" in row:
-                row["error_pct"] = 100.0 * (row["predicted_step_time_s"] / row["step_time_s"] - 1)
-                row["error_min_pct"] = 100.0 * (row["predicted_step_time_s"] / row["step_time_min_s"] - 1)
-            rows.append(row)
+        runs = list(csv.DictReader(f, delimiter="\t"))
+    # A layout run several times (scale.sh --repeat) is one row: its runs' steps pooled.
+    repeats = {}
+    for run in runs:
+        repeats.setdefault(run["dir"], []).append(run)
+    for layout_dir, its_runs in repeats.items():
+        run = its_runs[0]
+        run_dir = directory / layout_dir
+        row = {k: run.get(k, "") for k in
+               ("ranks", "dp", "pp", "tp", "zero", "micro", "ckpt", "layout", "load")}
+        failed = [r["status"] for r in its_runs if r["status"] != "ok"]
+        row["status"] = failed[0] if failed else "ok"
+        row["nodes"] = run.get("nodes") or "1"
+        row["placement"] = run.get("placement") or "block"
+        row["global_batch"] = run["global"]
+        metrics = read_metrics([run_dir / (f"metrics.{r['round']}.jsonl"
+                                           if r.get("round", "1") not in ("", "1")
+                                           else "metrics.jsonl") for r in its_runs])
+        if metrics:
+            row.update(metrics)
+        plan_path = run_dir / "plan.json"
+        if plan_path.exists() and plan_path.stat().st_size > 0:
+            layout = json.loads(plan_path.read_text())["layouts"][0]
+            t, mem = layout["time_s"], layout["memory_bytes"]
+            row["predicted_step_time_s"] = t["total"]
+            for part in ("compute", "tp", "pp", "dp", "bubble", "optimizer"):
+                row[f"predicted_{part}_s"] = t[part]
+            row["predicted_param_bytes"] = mem["parameters"]
+            # trident's optimizer counts ZeRO-2's bucket buffers with the gradients.
+            row["predicted_grad_bytes"] = mem["gradients"] + mem.get("bucket_buffers", 0)
+            row["predicted_optim_bytes"] = mem["optimizer_states"]
+            row["predicted_activation_bytes"] = mem["activations"]
+            row["predicted_total_bytes"] = mem["total"]
+            row["memory_stage"] = mem["stage"]
+            states = read_states(run_dir / "train.log").get((0, mem["stage"], 0))
+            if states:
+                row["measured_param_bytes"], row["measured_grad_bytes"], row["measured_optim_bytes"] = states
+        if "step_time_s" in row and "predicted_step_time_s" in row:
+            row["error_pct"] = 100.0 * (row["predicted_step_time_s"] / row["step_time_s"] - 1)
+            row["error_min_pct"] = 100.0 * (row["predicted_step_time_s"] / row["step_time_min_s"] - 1)
+        rows.append(row)
     with open(directory / "scaling.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
@@ -246,7 +266,9 @@ def write_table(directory, rows):
     mb = lambda x: f"{x / 1e6:.2f}" if x != "" else ""
     nodes = any(int(r["nodes"]) > 1 for r in rows)
     head = "| ranks | nodes | ranks to nodes | tp | dp·pp·tp |" if nodes else "| ranks | dp·pp·tp |"
-    lines = [head + " ZeRO | ckpt | tokens/s | step, s (median / fastest) | "
+    runs = max((r.get("runs", 1) for r in rows), default=1)
+    lines = [head + " ZeRO | ckpt | tokens/s | step, s (median / fastest"
+             + (" (each run's median)" if runs > 1 else "") + ") | "
              "predicted, s | error |"
              + (" comm. inside / across nodes, s |" if nodes else "")
              + " params MB (meas / pred) | grads MB | optimizer MB |"]
@@ -263,7 +285,9 @@ def write_table(directory, rows):
                 if nodes else "")
         lines.append(
             f"{where} {r['dp']}·{r['pp']}·{r['tp']} | {r['zero']} | {r['ckpt']} | "
-            f"{r['tokens_per_s']:.0f} | {r['step_time_s']:.4f} / {r['step_time_min_s']:.4f} | "
+            f"{r['tokens_per_s']:.0f} | {r['step_time_s']:.4f} / {r['step_time_min_s']:.4f}"
+            + (f" ({r['step_time_runs_s'].replace('/', ', ')})" if r.get("runs", 1) > 1 else "")
+            + " | "
             f"{r['predicted_step_time_s']:.4f} | {r['error_pct']:+.1f}% |{comm} "
             f"{mb(g('measured_param_bytes'))} / {mb(g('predicted_param_bytes'))} | "
             f"{mb(g('measured_grad_bytes'))} / {mb(g('predicted_grad_bytes'))} | "

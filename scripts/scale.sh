@@ -5,7 +5,7 @@
 #
 #   scripts/scale.sh CONFIG --ranks 1,2,4,8 [--layouts "dp,pp,tp[,zero[,micro[,ckpt]]];..."]
 #                    [--strong] [--steps N] [--out DIR] [--cluster FILE|NAME] [--calibrate]
-#                    [--mpirun-args "..."] [--wait-load L] [--set section.key=value ...]
+#                    [--mpirun-args "..."] [--wait-load L] [--repeat K] [--set section.key=value ...]
 #   scripts/scale.sh CONFIG --nodes 1,2,4 --ranks-per-node R [--link-rate RATE] [--link-burst SIZE]
 #                    [--tp-across] [same options]
 #   scripts/scale.sh --replan DIR     # predictions again, same runs and cluster files
@@ -28,6 +28,13 @@
 # the planner time-shares when there are more ranks than cores). --wait-load L
 # waits (up to 10 minutes) before each run for the 1-minute load average to fall below L,
 # for machines shared with other work; runs.tsv records the load each run started at.
+# --repeat K runs the whole experiment K times, round after round: each round calibrates
+# (with --calibrate) and runs every layout once, so that a slow or fast spell of a machine
+# shared with other work falls on calibrations and runs alike. Each layout is measured over
+# the steps of all its runs (metrics.jsonl, then metrics.2.jsonl, ... in its folder), and
+# predicted from the median of its cluster's calibrations (trident calibrate --merge); a
+# calibration takes 3 rounds of its own when K < 3, one otherwise. Predictions are made
+# after the last run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 trident=${TRIDENT:-$root/build/trident}
@@ -55,7 +62,7 @@ if [ "$1" = --replan ]; then
 fi
 config=$1; shift
 ranks_list="1,2,4,8" layouts="*,1,1" strong=0 steps=6 out="" cluster="h100" calibrate=0 wait_load=""
-nodes_list="" per_node="" link_rate="" link_burst="" tp_across=0
+nodes_list="" per_node="" link_rate="" link_burst="" tp_across=0 repeat=1
 mpirun_args=${MPIRUN_ARGS:---oversubscribe --bind-to none}
 sets=()
 while [ $# -gt 0 ]; do
@@ -74,12 +81,14 @@ while [ $# -gt 0 ]; do
     --calibrate) calibrate=1; shift ;;
     --mpirun-args) mpirun_args=$2; shift 2 ;;
     --wait-load) wait_load=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     -h|--help) usage ;;
     *) echo "scale.sh: unknown argument '$1'" >&2; usage ;;
   esac
 done
 [ -f "$config" ] || { echo "scale.sh: no config file '$config'" >&2; exit 2; }
+[ "$repeat" -ge 1 ] 2>/dev/null || { echo "scale.sh: --repeat needs a count of at least 1" >&2; exit 2; }
 [ -x "$trident" ] || { echo "scale.sh: $trident is not built (scripts/build.sh --target trident)" >&2; exit 2; }
 if [ -n "$nodes_list" ]; then
   [ -n "$per_node" ] && [ "$per_node" -ge 1 ] 2>/dev/null ||
@@ -112,7 +121,7 @@ wait_for_quiet() {
 }
 
 index=$out/runs.tsv
-printf 'ranks\tdp\tpp\ttp\tzero\tmicro\tckpt\tglobal\tlayout\tdir\tstatus\tload\tnodes\tplacement\n' > "$index"
+printf 'ranks\tdp\tpp\ttp\tzero\tmicro\tckpt\tglobal\tlayout\tdir\tstatus\tload\tnodes\tplacement\tround\n' > "$index"
 IFS=';' read -r -a layout_specs <<< "$layouts"
 cluster_name=tscale
 cluster_sh=$root/scripts/cluster.sh
@@ -141,85 +150,116 @@ launch() {
   fi
 }
 
-cluster_file=$cluster
-if [ "$calibrate" = 1 ] && [ -z "$nodes_list" ]; then
-  # One rank per core; the planner time-shares the cores when a run has more ranks.
-  np=$(nproc); [ "$np" -ge 2 ] || np=2
-  cluster_file=$out/cluster.toml
+# calibrate ROUND NODES RANKS: measures the machine (or the emulated cluster that is up)
+# into DIR/cluster[-nNODES].rROUND.toml; merged into DIR/cluster[-nNODES].toml at the end.
+calibrations=()
+calibration_rounds=$([ "$repeat" -lt 3 ] && echo 3 || echo 1)
+calibrate_round() {
+  local round=$1 nodes=$2 ranks=$3 base=$out/cluster np
+  [ "$nodes" = 0 ] || base=$out/cluster-n$nodes
   wait_for_quiet
-  echo "== calibrate: $np ranks (load $(load))"
-  mpirun -np "$np" $mpirun_args "$trident" calibrate --threads 1 --out "$cluster_file" \
-    > "$out/calibrate.log" 2>&1 || { cat "$out/calibrate.log"; exit 1; }
-fi
-for config_spec in "${configs[@]}"; do
-  read -r ranks nodes <<< "$config_spec"
-  plan_node=()
-  if [ "$nodes" != 0 ]; then
-    "$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true
-    "$cluster_sh" up --name $cluster_name --nodes "$nodes" --slots "$per_node" \
-      ${link_rate:+--link-rate "$link_rate"} ${link_burst:+--link-burst "$link_burst"} \
-      > "$out/cluster-n$nodes.log"
-    if [ "$calibrate" = 1 ]; then
-      cluster_file=$out/cluster-n$nodes.toml
-      wait_for_quiet
-      echo "== calibrate: $nodes nodes x $per_node ranks (load $(load))"
-      launch "$ranks" block "$trident" calibrate --threads 1 --disk-dir none \
-        --name "emulated-n$nodes" --out "$cluster_file" > "$out/calibrate-n$nodes.log" 2>&1 ||
-        { cat "$out/calibrate-n$nodes.log"; exit 1; }
-    fi
-  elif [ "$calibrate" = 1 ]; then
-    # All ranks run on this machine: one node of `ranks` devices sharing its cores.
-    plan_node=(--devices-per-node "$ranks")
+  if [ "$nodes" = 0 ]; then
+    # One rank per core; the planner time-shares the cores when a run has more ranks.
+    np=$(nproc); [ "$np" -ge 2 ] || np=2
+    echo "== calibrate: $np ranks (load $(load))$([ "$repeat" = 1 ] || echo ", round $round of $repeat")"
+    mpirun -np "$np" $mpirun_args "$trident" calibrate --threads 1 --rounds "$calibration_rounds" \
+      --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 || { cat "$base.r$round.log"; exit 1; }
+  else
+    echo "== calibrate: $nodes nodes x $per_node ranks (load $(load))$([ "$repeat" = 1 ] || echo ", round $round of $repeat")"
+    launch "$ranks" block "$trident" calibrate --threads 1 --rounds "$calibration_rounds" --disk-dir none \
+      --name "emulated-n$nodes" --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 ||
+      { cat "$base.r$round.log"; exit 1; }
   fi
-  for spec in "${layout_specs[@]}"; do
-    IFS=',' read -r dp pp tp zero micro ckpt <<< "$spec"
-    pp=${pp:-1} tp=${tp:-1} zero=${zero:-$base_zero} micro=${micro:-$base_micro} ckpt=${ckpt:-$base_ckpt}
-    if [ "$dp" = "*" ]; then
-      [ $((ranks % (pp * tp))) -eq 0 ] || continue
-      dp=$((ranks / (pp * tp)))
-      # ZeRO stages differ only by sharding over dp: at dp 1 the stage-0 run stands for them.
-      if [ "$dp" = 1 ] && [ "$zero" != 0 ] && [ "$zero" != "$base_zero" ]; then continue; fi
+  [ "$round" != 1 ] || calibrations+=("$base")
+}
+
+# Rounds outermost: each round calibrates (with --calibrate) and runs every layout of every
+# rank or node count once, so that calibrations and runs spread alike over the time the
+# experiment takes. Predictions come at the end, from the median of the calibrations.
+for round in $(seq "$repeat"); do
+  if [ "$calibrate" = 1 ] && [ -z "$nodes_list" ]; then calibrate_round "$round" 0 0; fi
+  for config_spec in "${configs[@]}"; do
+    read -r ranks nodes <<< "$config_spec"
+    plan_node=()
+    cluster_file=$cluster
+    if [ "$nodes" != 0 ]; then
+      "$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true
+      "$cluster_sh" up --name $cluster_name --nodes "$nodes" --slots "$per_node" \
+        ${link_rate:+--link-rate "$link_rate"} ${link_burst:+--link-burst "$link_burst"} \
+        > "$out/cluster-n$nodes.log"
+      if [ "$calibrate" = 1 ]; then
+        calibrate_round "$round" "$nodes" "$ranks"
+        cluster_file=$out/cluster-n$nodes.toml
+      fi
+    elif [ "$calibrate" = 1 ]; then
+      # All ranks run on this machine: one node of `ranks` devices sharing its cores.
+      cluster_file=$out/cluster.toml
+      plan_node=(--devices-per-node "$ranks")
     fi
-    [ $((dp * pp * tp)) -eq "$ranks" ] || continue
-    if [ "$strong" = 1 ]; then global=$base_global; else global=$((per_dp * micro * dp)); fi
-    if [ $((global % (micro * dp))) -ne 0 ]; then
-      echo "skip $spec at $ranks ranks: global batch $global is not a multiple of $micro x dp $dp"
-      continue
-    fi
-    placements=(block)
-    if [ "$tp_across" = 1 ] && [ "$nodes" -gt 1 ] && [ "$tp" -gt 1 ]; then placements+=(cyclic); fi
-    for placement in "${placements[@]}"; do
-      name=r${ranks}_dp${dp}_pp${pp}_tp${tp}_z${zero}_mb${micro}_${ckpt}
-      if [ "$nodes" != 0 ]; then name=n${nodes}_${name}; fi
-      if [ "$placement" = cyclic ]; then name=${name}_cyclic; fi
-      dir=$out/runs/$name
-      mkdir -p "$dir"
-      run_sets=("${sets[@]}" --set parallel.dp="$dp" --set parallel.pp="$pp" --set parallel.tp="$tp"
-                --set parallel.zero_stage="$zero" --set parallel.activation_checkpointing="$ckpt"
-                --set train.micro_batch_size="$micro" --set train.global_batch_size="$global")
-      wait_for_quiet
-      started_at=$(load)
-      where=""
-      if [ "$nodes" != 0 ]; then where=" on $nodes nodes, $placement"; fi
-      echo "== $ranks ranks$where: dp $dp pp $pp tp $tp zero $zero micro $micro ckpt $ckpt global $global (load $started_at)"
-      status=ok
-      # The prediction's arguments, kept so that --replan can ask a newer planner again.
-      printf '%q ' "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
-        --placement "$placement" --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" > "$dir/plan.args"
-      "$trident" plan "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
-        --placement "$placement" --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" \
-        > "$dir/plan.json" 2> "$dir/plan.err" || status=plan-failed
-      launch "$ranks" "$placement" "$trident" train "$config" "${run_sets[@]}" \
-        --set train.steps="$steps" --set train.stop_at=0 --set train.threads=1 --set train.log_every=1 \
-        --set logging.metrics="$dir/metrics.jsonl" --set checkpoint.dir='""' --set checkpoint.load='""' \
-        --set logging.run_dir=none > "$dir/train.log" 2>&1 || status=train-failed
-      [ "$status" = ok ] || { echo "   $status (see $dir)"; tail -3 "$dir/train.log" "$dir/plan.err" 2>/dev/null || true; }
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ranks" "$dp" "$pp" "$tp" \
-        "$zero" "$micro" "$ckpt" "$global" "$spec" "runs/$name" "$status" "$started_at" \
-        "$([ "$nodes" = 0 ] && echo 1 || echo "$nodes")" "$placement" >> "$index"
+    for spec in "${layout_specs[@]}"; do
+      IFS=',' read -r dp pp tp zero micro ckpt <<< "$spec"
+      pp=${pp:-1} tp=${tp:-1} zero=${zero:-$base_zero} micro=${micro:-$base_micro} ckpt=${ckpt:-$base_ckpt}
+      if [ "$dp" = "*" ]; then
+        [ $((ranks % (pp * tp))) -eq 0 ] || continue
+        dp=$((ranks / (pp * tp)))
+        # ZeRO stages differ only by sharding over dp: at dp 1 the stage-0 run stands for them.
+        if [ "$dp" = 1 ] && [ "$zero" != 0 ] && [ "$zero" != "$base_zero" ]; then continue; fi
+      fi
+      [ $((dp * pp * tp)) -eq "$ranks" ] || continue
+      if [ "$strong" = 1 ]; then global=$base_global; else global=$((per_dp * micro * dp)); fi
+      if [ $((global % (micro * dp))) -ne 0 ]; then
+        [ "$round" != 1 ] ||
+          echo "skip $spec at $ranks ranks: global batch $global is not a multiple of $micro x dp $dp"
+        continue
+      fi
+      placements=(block)
+      if [ "$tp_across" = 1 ] && [ "$nodes" -gt 1 ] && [ "$tp" -gt 1 ]; then placements+=(cyclic); fi
+      for placement in "${placements[@]}"; do
+        name=r${ranks}_dp${dp}_pp${pp}_tp${tp}_z${zero}_mb${micro}_${ckpt}
+        if [ "$nodes" != 0 ]; then name=n${nodes}_${name}; fi
+        if [ "$placement" = cyclic ]; then name=${name}_cyclic; fi
+        dir=$out/runs/$name
+        mkdir -p "$dir"
+        run_sets=("${sets[@]}" --set parallel.dp="$dp" --set parallel.pp="$pp" --set parallel.tp="$tp"
+                  --set parallel.zero_stage="$zero" --set parallel.activation_checkpointing="$ckpt"
+                  --set train.micro_batch_size="$micro" --set train.global_batch_size="$global")
+        wait_for_quiet
+        started_at=$(load)
+        where=""
+        if [ "$nodes" != 0 ]; then where=" on $nodes nodes, $placement"; fi
+        echo "== $ranks ranks$where: dp $dp pp $pp tp $tp zero $zero micro $micro ckpt $ckpt global $global" \
+          "(load $started_at$([ "$repeat" = 1 ] || echo ", round $round of $repeat"))"
+        status=ok
+        suffix=""  # the first run's files keep their plain names
+        if [ "$round" != 1 ]; then suffix=.$round; fi
+        # The prediction's arguments, asked at the end (and again by --replan).
+        printf '%q ' "$config" "${run_sets[@]}" --cluster "$cluster_file" "${plan_node[@]}" --json \
+          --placement "$placement" --layout "$dp,$pp,$tp,$zero,$micro,$ckpt" > "$dir/plan.args"
+        launch "$ranks" "$placement" "$trident" train "$config" "${run_sets[@]}" \
+          --set train.steps="$steps" --set train.stop_at=0 --set train.threads=1 --set train.log_every=1 \
+          --set logging.metrics="$dir/metrics$suffix.jsonl" --set checkpoint.dir='""' \
+          --set checkpoint.load='""' --set logging.run_dir=none > "$dir/train$suffix.log" 2>&1 ||
+          status=train-failed
+        [ "$status" = ok ] || { echo "   $status (see $dir)"; tail -3 "$dir/train$suffix.log" 2>/dev/null || true; }
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ranks" "$dp" "$pp" "$tp" \
+          "$zero" "$micro" "$ckpt" "$global" "$spec" "runs/$name" "$status" "$started_at" \
+          "$([ "$nodes" = 0 ] && echo 1 || echo "$nodes")" "$placement" "$round" >> "$index"
+      done
     done
+    if [ "$nodes" != 0 ]; then "$cluster_sh" down --name $cluster_name; fi
   done
-  if [ "$nodes" != 0 ]; then "$cluster_sh" down --name $cluster_name; fi
+done
+
+# Each cluster's calibrations, one per round: the median of each figure.
+for base in "${calibrations[@]}"; do
+  "$trident" calibrate --merge "$base".r*.toml --out "$base.toml" > /dev/null ||
+    { echo "scale.sh: merging the calibrations $base.r*.toml failed" >&2; exit 1; }
+done
+echo "== predictions"
+for args in "$out"/runs/*/plan.args; do
+  eval "set -- $(cat "$args")"
+  "$trident" plan "$@" > "$(dirname "$args")/plan.json" 2> "$(dirname "$args")/plan.err" ||
+    echo "   prediction failed: $(dirname "$args") ($(tail -1 "$(dirname "$args")/plan.err"))"
 done
 
 "$(python_for_plots)" "$root/scripts/plot_scaling.py" "$out" $([ "$strong" = 1 ] && echo --strong)

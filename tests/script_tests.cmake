@@ -10,6 +10,7 @@ trident_script_test(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity cluster_
 set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300)
 trident_script_test(scale_emulated_nodes_tp_inside_and_across scale_nodes.sh)
+trident_script_test(calibrate_merge_keeps_the_median calibrate_merge.sh)
 trident_script_test(calibrate_one_node_and_two_emulated_nodes calibrate.sh)
 set_tests_properties(calibrate_one_node_and_two_emulated_nodes PROPERTIES TIMEOUT 300)
 # Both use the cluster names of their scripts: never at once.

@@ -21,7 +21,43 @@
 
 namespace trident::cli {
 
+namespace {
+
+/// --merge: the median of each figure over cluster files `trident calibrate` wrote.
+int merge_calibrations(const Args& args) {
+  const std::vector<std::string>& files = args.lists.at("merge");
+  if (files.empty()) throw UsageError("--merge needs at least one cluster file");
+  std::vector<plan::Cluster> rounds;
+  for (const std::string& file : files) rounds.push_back(plan::load_cluster(file, {}));
+  for (const plan::Cluster& c : rounds) {
+    if (c.devices_per_node != rounds[0].devices_per_node ||
+        c.machine_cores != rounds[0].machine_cores || c.cores_per_node != rounds[0].cores_per_node)
+      throw UsageError("--merge: " + files[0] +
+                       " and the other files describe different machines " +
+                       "(devices_per_node, cores); merge calibrations of one cluster only");
+  }
+  plan::Cluster c = calibrate::median_of(rounds);
+  c.name = args.get("name", rounds[0].name);
+  std::string comment = "The median of each figure over " + std::to_string(files.size()) +
+                        " calibrations by `trident calibrate`:";
+  for (const std::string& file : files) comment += "\n  " + file;
+  const std::string toml = plan::cluster_to_toml(c, comment + "\n");
+  if (!args.has("out")) {
+    std::cout << toml;
+    return 0;
+  }
+  std::ofstream out(args.get("out"));
+  out << toml;
+  if (!out) throw UsageError("--out: cannot write " + args.get("out"));
+  std::cout << "# wrote " << args.get("out") << " (the median of " << files.size()
+            << " calibrations)\n";
+  return 0;
+}
+
+}  // namespace
+
 int cmd_calibrate(const Args& args) {
+  if (args.has("merge")) return merge_calibrations(args);
   const std::unique_ptr<Communicator> world = world_communicator();
   const int size = world->size();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -166,7 +166,8 @@ const std::vector<Command>& commands() {
        cmd_plan},
       {{"calibrate",
         "mpirun -np N trident calibrate [--out FILE] [--threads T] [--name NAME] [--rounds R]\n"
-        "                               [--disk-dir DIR]",
+        "                               [--disk-dir DIR]\n"
+        "trident calibrate --merge FILE... [--out FILE] [--name NAME]",
         "Measures the machines of the job's N ranks, all running at once: fp32 and fp64\n"
         "matmul rates by size, the memory bandwidth, the fixed and elementwise costs of\n"
         "trident's own GPT block and of the model's ends, how much ranks computing at once\n"
@@ -179,14 +180,19 @@ const std::vector<Command>& commands() {
         "node, cores_per_node = a node's cores, or machine_cores when every node is this\n"
         "machine (scripts/cluster.sh's emulated nodes). Launch it as you will train: the same\n"
         "ranks per node and threads per rank. Each figure is the median of --rounds rounds,\n"
-        "as step times are medians. See docs/planner.md.",
+        "as step times are medians. --merge measures nothing: it keeps the median of each\n"
+        "figure over cluster files it wrote before, such as calibrations taken between the\n"
+        "runs of a scaling experiment (scripts/scale.sh --repeat), so that a slow or fast spell\n"
+        "of the machine weighs on the prediction as it does on the runs. See docs/planner.md.",
         {{"out", "FILE", "write the cluster TOML here"},
          {"threads", "T", "intra-op threads per rank (default: cores / ranks, at least 1)"},
          {"name", "NAME", "the cluster's name in the file (default: here)"},
          {"rounds", "R",
           "measure R times, 10 s apart, keeping the median of each figure (default 3)"},
          {"disk-dir", "DIR",
-          "where the disk bandwidth is measured: nvme_path's disk (default /tmp; none: skip)"}},
+          "where the disk bandwidth is measured: nvme_path's disk (default /tmp; none: skip)"},
+         {"merge", "FILE...", "measure nothing; write the median of these calibrations' figures",
+          false, true}},
         0,
         0,
         ""},

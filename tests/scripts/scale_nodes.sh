@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/scale.sh on emulated nodes: one layout (dp x tp 2) on 1 and 2 nodes of 2 ranks,
-# and with --tp-across once more on 2 nodes with its tp groups across them. Checks that
-# every run trained, that the table names nodes and placement, that the communication of
+# and with --tp-across once more on 2 nodes with its tp groups across them, each twice
+# (--repeat 2). Checks that every run trained, that each layout's row pools the steps of
+# both its runs, that the table names nodes and placement, that the communication of
 # each run lands on the side of the node boundary its groups are on (block on 2 nodes: tp
 # inside, dp across; round robin: tp across, dp inside; 1 node: nothing across), and that
 # no namespace or link is left behind. Exits 77 (skipped) where namespaces cannot be made.
@@ -16,13 +17,13 @@ ip netns del "tscale-probe"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 TRIDENT=$trident "$root/scripts/scale.sh" "$root/configs/tiny.toml" --nodes 1,2 --ranks-per-node 2 \
-  --link-rate 1gbit --tp-across --steps 3 --layouts "*,1,2" --cluster h100 --out "$out/scale" \
+  --link-rate 1gbit --tp-across --steps 3 --repeat 2 --layouts "*,1,2" --cluster h100 --out "$out/scale" \
   > "$out/log" 2>&1 || fail "scale.sh failed: $(cat "$out/log")"
 cat "$out/log"
 ip netns list | grep -q "^tscale-node" && fail "a namespace is left: $(ip netns list)"
 ip link show tscalebr >/dev/null 2>&1 && fail "the bridge is left"
-[ "$(grep -c $'\tok\t' "$out/scale/runs.tsv")" -eq 3 ] ||
-  fail "not 3 runs ok: $(cat "$out/scale/runs.tsv")"
+[ "$(grep -c $'\tok\t' "$out/scale/runs.tsv")" -eq 6 ] ||
+  fail "not 6 runs ok: $(cat "$out/scale/runs.tsv")"
 /usr/bin/python3 - "$out/scale/scaling.csv" <<'PY' || exit 1
 import csv, sys
 rows = {(r["nodes"], r["placement"]): r for r in csv.DictReader(open(sys.argv[1]))}
@@ -40,6 +41,9 @@ if not (f(cyclic, "wait_intra_node_s") >= f(cyclic, "wait_dp_s")): problems.appe
 for r in rows.values():
     if not (f(r, "step_time_s") > 0 and f(r, "predicted_step_time_s") > 0):
         problems.append(f"no step time or prediction: {r}")
+    # Two runs of 3 steps, the first step of each left out.
+    if r["runs"] != "2" or r["steps_measured"] != "4" or len(r["step_time_runs_s"].split("/")) != 2:
+        problems.append(f"the row does not pool two runs of two steps: {r}")
 print("\n".join(problems) or "communication split as placed")
 sys.exit(1 if problems else 0)
 PY

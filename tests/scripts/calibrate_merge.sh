@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `trident calibrate --merge`: three calibrations of one cluster (written by hand, as
+# calibrate writes them) merge into the median of each figure, tables key by key; files of
+# different machines are refused with one message; nothing is measured.
+set -u
+trident=$1 root=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+key() { sed -n "s/^$1 = //p" "$2" | head -1; }
+write() {  # FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US
+  cat > "$1" <<TOML
+name = "emulated-n2"
+devices_per_node = 2
+machine_cores = 2
+collectives = "mpi"
+memory_per_device_gb = 6
+sync_us = $2
+layer_overhead_us = $3
+[peak_tflops]
+fp32 = 0.09
+[matmul_tflops.fp32]
+"256" = 0.09
+[contention]
+"2" = 1
+"4" = $4
+[inter_sendrecv_us]
+"65536" = $5
+TOML
+}
+write "$tmp/a.toml" 500 300 1.10 1400
+write "$tmp/b.toml" 900 250 1.02 2000
+write "$tmp/c.toml" 600 420 1.30 1500
+"$trident" calibrate --merge "$tmp/a.toml" "$tmp/b.toml" "$tmp/c.toml" --out "$tmp/m.toml" \
+  > "$tmp/log" 2>&1 || fail "merge failed: $(cat "$tmp/log")"
+[ "$(key sync_us "$tmp/m.toml")" = 600 ] || fail "sync_us is not the median 600: $(key sync_us "$tmp/m.toml")"
+[ "$(key layer_overhead_us "$tmp/m.toml")" = 300 ] || fail "layer_overhead_us is not 300"
+[ "$(key '"4"' "$tmp/m.toml")" = 1.1 ] || fail "contention at 4 is not 1.1: $(key '"4"' "$tmp/m.toml")"
+[ "$(key '"65536"' "$tmp/m.toml")" = 1500 ] || fail "the 64 KiB message is not 1500 us"
+[ "$(key name "$tmp/m.toml")" = '"emulated-n2"' ] || fail "the name is not kept"
+"$trident" plan "$root/configs/tiny.toml" --cluster "$tmp/m.toml" --layout 1,1,2 \
+  > "$tmp/plan" 2>&1 || fail "trident plan cannot read the merged file: $(cat "$tmp/plan")"
+sed -i 's/^devices_per_node = 2/devices_per_node = 4/' "$tmp/c.toml"
+"$trident" calibrate --merge "$tmp/a.toml" "$tmp/c.toml" --out "$tmp/bad.toml" > "$tmp/log" 2>&1 &&
+  fail "files of different machines were merged"
+grep -q "different machines" "$tmp/log" || fail "no message naming the mismatch: $(cat "$tmp/log")"
+[ ! -e "$tmp/bad.toml" ] || fail "a file was written for a refused merge"
+echo PASS
