@@ -7,11 +7,11 @@
 #                    [--strong] [--steps N] [--out DIR] [--cluster FILE|NAME] [--calibrate]
 #                    [--mpirun-args "..."] [--wait-load L] [--repeat K] [--set section.key=value ...]
 #   scripts/scale.sh CONFIG --nodes 1,2,4 --ranks-per-node R [--link-rate RATE] [--link-burst SIZE]
-#                    [--tp-across] [same options]
+#                    [--tp-across] [same options]          (an entry NxS: N nodes of S ranks)
 #   scripts/scale.sh --replan DIR     # predictions again, same runs and cluster files
 #
 # --nodes runs on emulated nodes (scripts/cluster.sh, as root): for each node count N a
-# cluster of N nodes x R ranks comes up (links shaped to RATE, tc's notation, e.g. 1gbit,
+# cluster of N nodes x R ranks (or S ranks, for an entry written NxS) comes up (links shaped to RATE, tc's notation, e.g. 1gbit,
 # with a token bucket of SIZE, default 16kb: scripts/cluster.sh),
 # the layouts of N*R ranks run across it (ranks on one node over shared memory, between
 # nodes over TCP), and it goes down again, also when a run fails. --tp-across also runs
@@ -129,11 +129,17 @@ cluster_sh=$root/scripts/cluster.sh
 configs=()
 if [ -n "$nodes_list" ]; then
   IFS=',' read -r -a node_counts <<< "$nodes_list"
-  for n in "${node_counts[@]}"; do configs+=("$((n * per_node)) $n"); done
+  for n in "${node_counts[@]}"; do
+    slots=$per_node
+    if [[ $n == *x* ]]; then slots=${n#*x} n=${n%x*}; fi
+    [ "$n" -ge 1 ] 2>/dev/null && [ "$slots" -ge 1 ] 2>/dev/null ||
+      { echo "scale.sh: --nodes entry '$n' is not N or NxS (N nodes of S ranks)" >&2; exit 2; }
+    configs+=("$((n * slots)) $n $slots")
+  done
   trap '"$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true' EXIT
 else
   IFS=',' read -r -a rank_counts <<< "$ranks_list"
-  for r in "${rank_counts[@]}"; do configs+=("$r 0"); done
+  for r in "${rank_counts[@]}"; do configs+=("$r 0 0"); done
 fi
 
 # launch NP PLACEMENT PROGRAM ARGS...: under mpirun on this machine, or on the emulated
@@ -156,7 +162,7 @@ calibrations=()
 calibration_rounds=$([ "$repeat" -lt 3 ] && echo 3 || echo 1)
 calibrate_round() {
   local round=$1 nodes=$2 ranks=$3 base=$out/cluster np
-  [ "$nodes" = 0 ] || base=$out/cluster-n$nodes
+  [ "$nodes" = 0 ] || base=$out/cluster-$cluster_label
   wait_for_quiet
   if [ "$nodes" = 0 ]; then
     # One rank per core; the planner time-shares the cores when a run has more ranks.
@@ -165,9 +171,9 @@ calibrate_round() {
     mpirun -np "$np" $mpirun_args "$trident" calibrate --threads 1 --rounds "$calibration_rounds" \
       --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 || { cat "$base.r$round.log"; exit 1; }
   else
-    echo "== calibrate: $nodes nodes x $per_node ranks (load $(load))$([ "$repeat" = 1 ] || echo ", round $round of $repeat")"
+    echo "== calibrate: $nodes nodes x $slots ranks (load $(load))$([ "$repeat" = 1 ] || echo ", round $round of $repeat")"
     launch "$ranks" block "$trident" calibrate --threads 1 --rounds "$calibration_rounds" --disk-dir none \
-      --name "emulated-n$nodes" --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 ||
+        --name "emulated-$cluster_label" --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 ||
       { cat "$base.r$round.log"; exit 1; }
   fi
   [ "$round" != 1 ] || calibrations+=("$base")
@@ -179,17 +185,20 @@ calibrate_round() {
 for round in $(seq "$repeat"); do
   if [ "$calibrate" = 1 ] && [ -z "$nodes_list" ]; then calibrate_round "$round" 0 0; fi
   for config_spec in "${configs[@]}"; do
-    read -r ranks nodes <<< "$config_spec"
+    read -r ranks nodes slots <<< "$config_spec"
+    # Files of a node count; NxS entries that differ from --ranks-per-node say their S.
+    cluster_label=n$nodes
+    [ "$slots" = "${per_node:-0}" ] || cluster_label=n${nodes}x$slots
     plan_node=()
     cluster_file=$cluster
     if [ "$nodes" != 0 ]; then
       "$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true
-      "$cluster_sh" up --name $cluster_name --nodes "$nodes" --slots "$per_node" \
+      "$cluster_sh" up --name $cluster_name --nodes "$nodes" --slots "$slots" \
         ${link_rate:+--link-rate "$link_rate"} ${link_burst:+--link-burst "$link_burst"} \
-        > "$out/cluster-n$nodes.log"
+        > "$out/cluster-$cluster_label.log"
       if [ "$calibrate" = 1 ]; then
         calibrate_round "$round" "$nodes" "$ranks"
-        cluster_file=$out/cluster-n$nodes.toml
+        cluster_file=$out/cluster-$cluster_label.toml
       fi
     elif [ "$calibrate" = 1 ]; then
       # All ranks run on this machine: one node of `ranks` devices sharing its cores.
@@ -257,6 +266,7 @@ for base in "${calibrations[@]}"; do
 done
 echo "== predictions"
 for args in "$out"/runs/*/plan.args; do
+  [ -f "$args" ] || continue  # no run at all
   eval "set -- $(cat "$args")"
   "$trident" plan "$@" > "$(dirname "$args")/plan.json" 2> "$(dirname "$args")/plan.err" ||
     echo "   prediction failed: $(dirname "$args") ($(tail -1 "$(dirname "$args")/plan.err"))"
