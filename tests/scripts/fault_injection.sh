@@ -41,8 +41,16 @@ wait_for_step() {  # $1: log file, $2: its first line of this launch, $3: step; 
   # the job ended first (the metrics file still holds the previous launch's lines)
   while [ "$(log_step "$1" "$2")" -lt "$3" ]; do
     kill -0 "$job" 2>/dev/null || return 1
-    sleep 0.05
+    sleep 0.02
   done
+}
+wait_for_rank() {  # $1: rank; prints its pid once the launch has started it (empty if never)
+  local pid=
+  while [ -z "$pid" ] && kill -0 "$job" 2>/dev/null; do
+    pid=$(rank_pid "$job" "$1")
+    [ -n "$pid" ] || sleep 0.05
+  done
+  echo "$pid"
 }
 
 started=$(date +%s)
@@ -54,14 +62,18 @@ run=$tmp/run
 mkdir -p "$run"
 for kind in KILL TERM KILL TERM; do
   resume_at=$(sed 's/step_//' "$run/checkpoints/latest" 2>/dev/null || echo 0)
+  # Steps take about 0.1 s here and the save follows the target by 2-4 steps; the last
+  # SIGTERM's save must come before the last step (after it there is nothing to preempt),
+  # and leave a save for the crash below to hit, so targets stay 7 steps short of the end.
   target=$(( resume_at + 2 + RANDOM % 3 ))
-  [ $target -lt $(( steps - 2 )) ] || target=$(( steps - 3 ))
+  [ $target -le $(( steps - 7 )) ] || target=$(( steps - 7 ))
   rank=$(( RANDOM % 8 ))
   first_line=$(( $(cat "$run.log" 2>/dev/null | wc -l) + 1 ))
   launch "$run"
-  wait_for_step "$run.log" "$first_line" "$target" || fail "the run ended before step $target"
-  pid=$(rank_pid "$job" "$rank")
+  # The rank's pid is looked up before the target step, so that the signal follows it at once.
+  pid=$(wait_for_rank "$rank")
   [ -n "$pid" ] || fail "no process for rank $rank"
+  wait_for_step "$run.log" "$first_line" "$target" || fail "the run ended before step $target"
   before=$(last_step "$run/metrics.jsonl")
   kill -s "$kind" "$pid"
   after=$(last_step "$run/metrics.jsonl")  # the signal landed between these two steps
