@@ -156,13 +156,14 @@ launch() {
   fi
 }
 
-# calibrate ROUND NODES RANKS: measures the machine (or the emulated cluster that is up)
-# into DIR/cluster[-nNODES].rROUND.toml; merged into DIR/cluster[-nNODES].toml at the end.
+# calibrate_round ROUND [NODES RANKS SLOTS LABEL]: measures the machine (or the emulated
+# cluster of NODES x SLOTS that is up) into DIR/cluster[-LABEL].rROUND.toml; merged into
+# DIR/cluster[-LABEL].toml at the end.
 calibrations=()
 calibration_rounds=$([ "$repeat" -lt 3 ] && echo 3 || echo 1)
 calibrate_round() {
-  local round=$1 nodes=$2 ranks=$3 base=$out/cluster np
-  [ "$nodes" = 0 ] || base=$out/cluster-$cluster_label
+  local round=$1 nodes=${2:-0} ranks=${3:-} slots=${4:-} label=${5:-} base=$out/cluster np
+  [ "$nodes" = 0 ] || base=$out/cluster-$label
   wait_for_quiet
   if [ "$nodes" = 0 ]; then
     # One rank per core; the planner time-shares the cores when a run has more ranks.
@@ -173,7 +174,7 @@ calibrate_round() {
   else
     echo "== calibrate: $nodes nodes x $slots ranks (load $(load))$([ "$repeat" = 1 ] || echo ", round $round of $repeat")"
     launch "$ranks" block "$trident" calibrate --threads 1 --rounds "$calibration_rounds" --disk-dir none \
-        --name "emulated-$cluster_label" --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 ||
+        --name "emulated-$label" --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 ||
       { cat "$base.r$round.log"; exit 1; }
   fi
   [ "$round" != 1 ] || calibrations+=("$base")
@@ -183,7 +184,7 @@ calibrate_round() {
 # rank or node count once, so that calibrations and runs spread alike over the time the
 # experiment takes. Predictions come at the end, from the median of the calibrations.
 for round in $(seq "$repeat"); do
-  if [ "$calibrate" = 1 ] && [ -z "$nodes_list" ]; then calibrate_round "$round" 0 0; fi
+  if [ "$calibrate" = 1 ] && [ -z "$nodes_list" ]; then calibrate_round "$round"; fi
   for config_spec in "${configs[@]}"; do
     read -r ranks nodes slots <<< "$config_spec"
     # Files of a node count; NxS entries that differ from --ranks-per-node say their S.
@@ -197,7 +198,7 @@ for round in $(seq "$repeat"); do
         ${link_rate:+--link-rate "$link_rate"} ${link_burst:+--link-burst "$link_burst"} \
         > "$out/cluster-$cluster_label.log"
       if [ "$calibrate" = 1 ]; then
-        calibrate_round "$round" "$nodes" "$ranks"
+        calibrate_round "$round" "$nodes" "$ranks" "$slots" "$cluster_label"
         cluster_file=$out/cluster-$cluster_label.toml
       fi
     elif [ "$calibrate" = 1 ]; then

@@ -233,9 +233,14 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   const double inter_latency = c.inter_node_latency_us > 0 ? c.inter_node_latency_us : c.latency_us;
   link.latency_s = (link.inter_node ? inter_latency : c.latency_us) * 1e-6;
   link.sync_s = c.sync_us * 1e-6;
-  const auto& table = link.inter_node ? c.inter_sendrecv_seconds : c.sendrecv_seconds;
-  if (!table.empty()) link.measured = &table;
+  if (!link.inter_node && !c.sendrecv_seconds.empty()) link.measured = &c.sendrecv_seconds;
   if (link.inter_node) {
+    // Messages one way by the one-way table, a ring's rounds by the exchanges; a file
+    // written before [inter_send_us] prices both by its exchanges.
+    const auto& one_way =
+        c.inter_send_seconds.empty() ? c.inter_sendrecv_seconds : c.inter_send_seconds;
+    if (!one_way.empty()) link.measured = &one_way;
+    if (!c.inter_sendrecv_seconds.empty()) link.measured_exchange = &c.inter_sendrecv_seconds;
     // Rounds of recursive halving or doubling whose partners share a node stay on the
     // node's own link.
     Link intra;
@@ -245,9 +250,6 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
     link.within = std::make_shared<const Link>(intra);
     link.round_crosses = round_crossings(l, dim, c.devices_per_node, c.placement == "cyclic");
   }
-  if (link.inter_node && !c.inter_send_seconds.empty()) link.measured = &c.inter_send_seconds;
-  if (!c.inter_sendrecv_seconds.empty() && link.inter_node)
-    link.measured_exchange = &c.inter_sendrecv_seconds;
   if (link.inter_node && link.measured) {
     // trident calibrate measured with every rank of a node sending across at once.
     const bool cyclic = c.placement == "cyclic";

@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 key() { sed -n "s/^$1 = //p" "$2" | head -1; }
-write() {  # FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US
+write() {  # FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US INTER_ONE_WAY_64KIB_US
   cat > "$1" <<TOML
 name = "emulated-n2"
 devices_per_node = 2
@@ -26,17 +26,21 @@ fp32 = 0.09
 "4" = $4
 [inter_sendrecv_us]
 "65536" = $5
+[inter_send_us]
+"65536" = $6
 TOML
 }
-write "$tmp/a.toml" 500 300 1.10 1400
-write "$tmp/b.toml" 900 250 1.02 2000
-write "$tmp/c.toml" 600 420 1.30 1500
+write "$tmp/a.toml" 500 300 1.10 1400 900
+write "$tmp/b.toml" 900 250 1.02 2000 700
+write "$tmp/c.toml" 600 420 1.30 1500 800
 "$trident" calibrate --merge "$tmp/a.toml" "$tmp/b.toml" "$tmp/c.toml" --out "$tmp/m.toml" \
   > "$tmp/log" 2>&1 || fail "merge failed: $(cat "$tmp/log")"
 [ "$(key sync_us "$tmp/m.toml")" = 600 ] || fail "sync_us is not the median 600: $(key sync_us "$tmp/m.toml")"
 [ "$(key layer_overhead_us "$tmp/m.toml")" = 300 ] || fail "layer_overhead_us is not 300"
 [ "$(key '"4"' "$tmp/m.toml")" = 1.1 ] || fail "contention at 4 is not 1.1: $(key '"4"' "$tmp/m.toml")"
-[ "$(key '"65536"' "$tmp/m.toml")" = 1500 ] || fail "the 64 KiB message is not 1500 us"
+table_us() { sed -n "/^\[$1\]/,/^\[/s/^\"65536\" = //p" "$tmp/m.toml"; }
+[ "$(table_us inter_sendrecv_us)" = 1500 ] || fail "the 64 KiB exchange is not 1500 us"
+[ "$(table_us inter_send_us)" = 800 ] || fail "the 64 KiB message one way is not 800 us"
 [ "$(key name "$tmp/m.toml")" = '"emulated-n2"' ] || fail "the name is not kept"
 "$trident" plan "$root/configs/tiny.toml" --cluster "$tmp/m.toml" --layout 1,1,2 \
   > "$tmp/plan" 2>&1 || fail "trident plan cannot read the merged file: $(cat "$tmp/plan")"
