@@ -37,12 +37,15 @@ rank_pid() {  # the pid of world rank $2 among the children of mpirun $1
 log_step() {  # the newest step the current launch's log ($1, from line $2 on) reports
   tail -n +"$2" "$1" 2>/dev/null | sed -n 's|^step \([0-9]*\)/.*|\1|p' | tail -1 | grep . || echo 0
 }
-wait_for_step() {  # $1: log file, $2: its first line of this launch, $3: step; false when
-  # the job ended first (the metrics file still holds the previous launch's lines)
-  while [ "$(log_step "$1" "$2")" -lt "$3" ]; do
+wait_for_step() {  # $1: log file, $2: its first line of this launch, $3: step; prints the
+  # step the log has reached; false when the job ended first (the metrics file still holds
+  # the previous launch's lines, so the log is read)
+  local at
+  while at=$(log_step "$1" "$2"); [ "$at" -lt "$3" ]; do
     kill -0 "$job" 2>/dev/null || return 1
     sleep 0.02
   done
+  echo "$at"
 }
 wait_for_rank() {  # $1: rank; prints its pid once the launch has started it (empty if never)
   local pid=
@@ -60,11 +63,21 @@ wait "$job" || fail "uninterrupted run: $(tail -5 "$tmp/ref.log")"
 
 run=$tmp/run
 mkdir -p "$run"
+# A crash inside a background save: the step's checkpoint is never committed. It comes first,
+# at a fixed step, so that it never depends on where the signals below land.
+crash_at=4
+TRIDENT_CHECKPOINT_FAULT=mid_file@$crash_at launch "$run" --set checkpoint.async=true
+wait "$job" && fail "the run with a crash in the background save of step $crash_at exited 0"
+[ -d "$run/checkpoints/step_$crash_at" ] && fail "the crashed save of step $crash_at was committed"
+[ "$(cat "$run/checkpoints/latest")" = step_2 ] ||
+  fail "after the crash in the save of step $crash_at, latest is $(cat "$run/checkpoints/latest"), not step_2"
+echo "crash in the background save of step $crash_at: latest is $(cat "$run/checkpoints/latest")"
+
 for kind in KILL TERM KILL TERM; do
   resume_at=$(sed 's/step_//' "$run/checkpoints/latest" 2>/dev/null || echo 0)
   # Steps take about 0.1 s here and the save follows the target by 2-4 steps; the last
   # SIGTERM's save must come before the last step (after it there is nothing to preempt),
-  # and leave a save for the crash below to hit, so targets stay 7 steps short of the end.
+  # so targets stay 7 steps short of the end.
   target=$(( resume_at + 2 + RANDOM % 3 ))
   [ $target -le $(( steps - 7 )) ] || target=$(( steps - 7 ))
   rank=$(( RANDOM % 8 ))
@@ -73,8 +86,9 @@ for kind in KILL TERM KILL TERM; do
   # The rank's pid is looked up before the target step, so that the signal follows it at once.
   pid=$(wait_for_rank "$rank")
   [ -n "$pid" ] || fail "no process for rank $rank"
-  wait_for_step "$run.log" "$first_line" "$target" || fail "the run ended before step $target"
-  before=$(last_step "$run/metrics.jsonl")
+  # The signal goes out as soon as the log shows the target step: anything slow in between
+  # (a python start on a loaded machine took long enough for 4 steps) lets it land late.
+  before=$(wait_for_step "$run.log" "$first_line" "$target") || fail "the run ended before step $target"
   kill -s "$kind" "$pid"
   after=$(last_step "$run/metrics.jsonl")  # the signal landed between these two steps
   wait "$job"
@@ -97,13 +111,6 @@ for kind in KILL TERM KILL TERM; do
   saved=
 done
 
-# A crash inside a background save: the step's checkpoint is never committed.
-latest=$(sed 's/step_//' "$run/checkpoints/latest")
-crash_at=$(( (latest / 2 + 1) * 2 ))  # the first save after resuming (save_every = 2)
-TRIDENT_CHECKPOINT_FAULT=mid_file@$crash_at launch "$run" --set checkpoint.async=true
-wait "$job" && fail "the run with a crash in the background save of step $crash_at exited 0"
-[ -d "$run/checkpoints/step_$crash_at" ] && fail "the crashed save of step $crash_at was committed"
-echo "crash in the background save of step $crash_at: latest is $(cat "$run/checkpoints/latest")"
 
 launch "$run" --set checkpoint.async=true
 wait "$job" || fail "the final resumed run: $(tail -5 "$run.log")"
