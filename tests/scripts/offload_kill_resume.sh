@@ -44,14 +44,19 @@ wait "$job" || fail "uninterrupted run in memory: $(tail -5 "$tmp/ref.log")"
 run=$tmp/run
 launch "$run" "${nvme[@]}"
 target=$(( 5 + RANDOM % 3 )) rank=$(( RANDOM % 4 ))
+# The rank's pid is looked up before the target step, so that the signal follows it at once.
+pid=
+while [ -z "$pid" ] && kill -0 "$job" 2>/dev/null; do
+  pid=$(rank_pid "$job" "$rank")
+  [ -n "$pid" ] || sleep 0.05
+done
+[ -n "$pid" ] || fail "no process for rank $rank"
 while [ "$(log_step "$run.log")" -lt "$target" ]; do
   kill -0 "$job" 2>/dev/null || fail "the offloaded run ended before step $target: $(tail -5 "$run.log")"
   sleep 0.02
 done
-grep -q "^offload: nvme" "$run.log" || fail "no offload header line: $(head -5 "$run.log")"
-pid=$(rank_pid "$job" "$rank")
-[ -n "$pid" ] || fail "no process for rank $rank"
 kill -s KILL "$pid"
+grep -q "^offload: nvme" "$run.log" || fail "no offload header line: $(head -5 "$run.log")"
 wait "$job" && fail "SIGKILL to rank $rank: the job exited 0"
 echo "SIGKILL to rank $rank during step $(( $(log_step "$run.log") + 1 ));" \
   "latest checkpoint $(cat "$run/checkpoints/latest")"
