@@ -8,6 +8,8 @@
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL (FAULT_SEED=$seed): $*"; exit 1; }
+# shellcheck source=tests/scripts/signal_common.sh
+source "$(dirname "$0")/signal_common.sh"
 seed=${FAULT_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$seed
 echo "FAULT_SEED=$seed"
@@ -26,14 +28,6 @@ launch() {  # $1: run directory; the rest: more --set; runs in the background, s
 last_step() {  # the newest step of the metrics file $1 (0 when none)
   tail -n 1 "$1" 2>/dev/null | python3 -c "import json,sys; l=sys.stdin.read().strip(); print(json.loads(l)['step'] if l else 0)" 2>/dev/null || echo 0
 }
-rank_pid() {  # the pid of world rank $2 among the children of mpirun $1
-  local p
-  for p in $(pgrep -P "$1"); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-      echo "$p"; return
-    fi
-  done
-}
 log_step() {  # the newest step the current launch's log ($1, from line $2 on) reports
   tail -n +"$2" "$1" 2>/dev/null | sed -n 's|^step \([0-9]*\)/.*|\1|p' | tail -1 | grep . || echo 0
 }
@@ -46,14 +40,6 @@ wait_for_step() {  # $1: log file, $2: its first line of this launch, $3: step; 
     sleep 0.02
   done
   echo "$at"
-}
-wait_for_rank() {  # $1: rank; prints its pid once the launch has started it (empty if never)
-  local pid=
-  while [ -z "$pid" ] && kill -0 "$job" 2>/dev/null; do
-    pid=$(rank_pid "$job" "$1")
-    [ -n "$pid" ] || sleep 0.05
-  done
-  echo "$pid"
 }
 
 started=$(date +%s)
@@ -83,8 +69,7 @@ for kind in KILL TERM KILL TERM; do
   rank=$(( RANDOM % 8 ))
   first_line=$(( $(cat "$run.log" 2>/dev/null | wc -l) + 1 ))
   launch "$run"
-  # The rank's pid is looked up before the target step, so that the signal follows it at once.
-  pid=$(wait_for_rank "$rank")
+  pid=$(wait_for_rank "$job" "$rank")
   [ -n "$pid" ] || fail "no process for rank $rank"
   # The signal goes out as soon as the log shows the target step: anything slow in between
   # (a python start on a loaded machine took long enough for 4 steps) lets it land late.
@@ -110,7 +95,6 @@ for kind in KILL TERM KILL TERM; do
   echo "SIG$kind to rank $rank after step $before: exit code $code${saved:+, saved step $saved}"
   saved=
 done
-
 
 launch "$run" --set checkpoint.async=true
 wait "$job" || fail "the final resumed run: $(tail -5 "$run.log")"

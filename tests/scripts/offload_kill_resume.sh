@@ -7,6 +7,8 @@
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL (FAULT_SEED=$seed): $*"; exit 1; }
+# shellcheck source=tests/scripts/signal_common.sh
+source "$(dirname "$0")/signal_common.sh"
 seed=${FAULT_SEED:-$(( $(date +%s) % 100000 ))}
 RANDOM=$seed
 echo "FAULT_SEED=$seed"
@@ -26,14 +28,6 @@ launch() {  # $1: run directory; the rest: more --set; runs in the background, s
     "${common[@]}" --set logging.run_dir="$dir" "$@" >>"$dir.log" 2>&1 &
   job=$!
 }
-rank_pid() {  # the pid of world rank $2 among the children of mpirun $1
-  local p
-  for p in $(pgrep -P "$1"); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-      echo "$p"; return
-    fi
-  done
-}
 log_step() {  # the newest step the log $1 reports
   sed -n 's|^step \([0-9]*\)/.*|\1|p' "$1" 2>/dev/null | tail -1 | grep . || echo 0
 }
@@ -44,12 +38,7 @@ wait "$job" || fail "uninterrupted run in memory: $(tail -5 "$tmp/ref.log")"
 run=$tmp/run
 launch "$run" "${nvme[@]}"
 target=$(( 5 + RANDOM % 3 )) rank=$(( RANDOM % 4 ))
-# The rank's pid is looked up before the target step, so that the signal follows it at once.
-pid=
-while [ -z "$pid" ] && kill -0 "$job" 2>/dev/null; do
-  pid=$(rank_pid "$job" "$rank")
-  [ -n "$pid" ] || sleep 0.05
-done
+pid=$(wait_for_rank "$job" "$rank")
 [ -n "$pid" ] || fail "no process for rank $rank"
 while [ "$(log_step "$run.log")" -lt "$target" ]; do
   kill -0 "$job" 2>/dev/null || fail "the offloaded run ended before step $target: $(tail -5 "$run.log")"
