@@ -32,6 +32,11 @@ void check_result(const IoRequest& request, long result) {
                            std::to_string(request.offset) + "); is the disk full?");
 }
 
+std::logic_error unknown_ticket(uint64_t ticket) {
+  return std::logic_error("nvme tier: transfer " + std::to_string(ticket) +
+                          " is not in flight (already waited for)");
+}
+
 /// pread/pwrite until every byte moved; -errno on failure, else the bytes moved.
 long transfer_all(const IoRequest& r) {
   size_t done = 0;
@@ -54,7 +59,7 @@ class UringIo : public AsyncIo {
   explicit UringIo(io_uring ring) : ring_(ring) {}
   ~UringIo() override {
     // Transfers still in flight write into buffers their owners are about to free.
-    for (auto& [ticket, request] : requests_) reap(ticket, /*check=*/false);
+    drain();
     io_uring_queue_exit(&ring_);
   }
 
@@ -77,18 +82,29 @@ class UringIo : public AsyncIo {
     return ticket;
   }
 
-  void wait(uint64_t ticket) override { reap(ticket, /*check=*/true); }
+  void wait(uint64_t ticket) override {
+    const auto it = requests_.find(ticket);
+    if (it == requests_.end()) throw unknown_ticket(ticket);
+    while (done_.count(ticket) == 0) reap_one();
+    const long result = done_[ticket];
+    const IoRequest r = it->second;
+    done_.erase(ticket);
+    requests_.erase(it);
+    check_result(r, result);
+  }
+  void drain() noexcept override {
+    // Completions are reaped until every submitted request has one; a ring that cannot
+    // be waited on any more has nothing left that could write.
+    try {
+      while (done_.size() < requests_.size()) reap_one();
+    } catch (const std::exception&) {
+    }
+    done_.clear();
+    requests_.clear();
+  }
   std::string name() const override { return "io_uring"; }
 
  private:
-  void reap(uint64_t ticket, bool check) {
-    while (done_.count(ticket) == 0) reap_one();
-    const long result = done_[ticket];
-    const IoRequest r = requests_.at(ticket);
-    done_.erase(ticket);
-    requests_.erase(ticket);
-    if (check) check_result(r, result);
-  }
   void reap_one() {
     io_uring_cqe* cqe = nullptr;
     int rc;
@@ -133,13 +149,21 @@ class ThreadIo : public AsyncIo {
 
   void wait(uint64_t ticket) override {
     std::unique_lock<std::mutex> lock(mutex_);
+    const auto it = requests_.find(ticket);
+    if (it == requests_.end()) throw unknown_ticket(ticket);
     finished_.wait(lock, [&] { return done_.count(ticket) > 0; });
     const long result = done_[ticket];
-    const IoRequest r = requests_.at(ticket);
+    const IoRequest r = it->second;
     done_.erase(ticket);
-    requests_.erase(ticket);
+    requests_.erase(it);
     lock.unlock();
     check_result(r, result);
+  }
+  void drain() noexcept override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return done_.size() == requests_.size(); });
+    done_.clear();
+    requests_.clear();
   }
   std::string name() const override { return "threads"; }
 
@@ -174,6 +198,8 @@ class ThreadIo : public AsyncIo {
 };
 
 }  // namespace
+
+bool io_uring_built() { return TRIDENT_HAVE_URING != 0; }
 
 std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend) {
 #if TRIDENT_HAVE_URING

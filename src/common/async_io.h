@@ -25,15 +25,23 @@ class AsyncIo {
   virtual ~AsyncIo() = default;
   /// Posts `request`; the buffer must stay valid until wait() returns for the ticket.
   virtual uint64_t submit(const IoRequest& request) = 0;
-  /// Waits for the transfer of `ticket`; throws std::runtime_error naming the failure
-  /// (errno text, or a short transfer) if it did not move every byte.
+  /// Waits for the transfer of `ticket` and forgets it; throws std::runtime_error naming
+  /// the failure (errno text, or a short transfer) if it did not move every byte, and
+  /// std::logic_error for a ticket that is not in flight (waited for already), which would
+  /// otherwise never complete.
   virtual void wait(uint64_t ticket) = 0;
+  /// Waits for every transfer in flight and forgets them, whatever their results: what an
+  /// owner does before freeing the buffers after one of them failed. Never throws.
+  virtual void drain() noexcept = 0;
   /// "io_uring" or "threads": the backend, for the run's header line.
   virtual std::string name() const = 0;
 };
 
 /// Which backend make_async_io may use.
 enum class IoBackend { kAuto, kUring, kThreads };
+
+/// Whether this trident was built with liburing (the io_uring backend).
+bool io_uring_built();
 
 /// An engine with room for `queue_depth` transfers in flight. kAuto probes io_uring
 /// (io_uring_queue_init) and falls back to threads when it is refused; kUring throws then.

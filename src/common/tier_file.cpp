@@ -37,10 +37,18 @@ TierFile::TierFile(const std::string& path, off_t bytes) {
   }
   if (fd_ < 0) fd_ = open(path.c_str(), flags, 0600);
   if (fd_ < 0) throw tier_error(path, "cannot create");
-  // Reserve the blocks now, so that a full disk fails here rather than mid-step.
-  if (posix_fallocate(fd_, 0, bytes) != 0 && ftruncate(fd_, bytes) != 0) {
+  // Reserve the blocks now, so that a full disk fails here rather than mid-step. Where the
+  // filesystem cannot reserve (no fallocate), the file is sized sparse and a full disk
+  // shows in the transfers instead.
+  const int reserve = posix_fallocate(fd_, 0, bytes);
+  const bool no_room = reserve == ENOSPC || reserve == EDQUOT || reserve == EFBIG;
+  if (no_room || (reserve != 0 && ftruncate(fd_, bytes) != 0)) {
+    if (no_room) errno = reserve;
+    const std::runtime_error error =
+        tier_error(path, "cannot reserve " + std::to_string(bytes) + " bytes for");
     close(fd_);
-    throw tier_error(path, "cannot size to " + std::to_string(bytes) + " bytes");
+    unlink(path.c_str());
+    throw error;
   }
   unlink(path.c_str());
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>  // std::max, std::min
 #include <chrono>     // std::chrono::steady_clock
+#include <stdexcept>  // std::runtime_error
 
 namespace trident {
 namespace {
@@ -26,7 +27,11 @@ size_t NvmeTier::record_bytes(const std::vector<at::ScalarType>& planes, int64_t
 
 NvmeTier::NvmeTier(const std::string& path, std::vector<at::ScalarType> planes,
                    std::vector<int64_t> pieces, std::shared_ptr<TierRing> ring, AsyncIo& io)
-    : planes_(std::move(planes)), pieces_(std::move(pieces)), ring_(std::move(ring)), io_(io) {
+    : path_(path),
+      planes_(std::move(planes)),
+      pieces_(std::move(pieces)),
+      ring_(std::move(ring)),
+      io_(io) {
   TORCH_CHECK(ring_->buffers.size() >= 3, "nvme tier: the ring needs 3 buffers at least");
   int64_t max_piece = 0;
   for (int64_t n : pieces_) max_piece = std::max(max_piece, n);
@@ -63,7 +68,16 @@ uint64_t NvmeTier::post(size_t slot, size_t plane, size_t piece, bool write) {
 
 void NvmeTier::wait(uint64_t ticket) {
   const auto t0 = std::chrono::steady_clock::now();
-  io_.wait(ticket);
+  try {
+    io_.wait(ticket);
+  } catch (const std::runtime_error& e) {
+    // What failed, where, and what the user can do about it.
+    throw std::runtime_error(std::string(e.what()) + " in the tier file " + path_ +
+                             " (this rank's " + std::to_string(file_bytes_) +
+                             " bytes); free space on that disk or point parallel.nvme_path at "
+                             "a local disk with room, then resume with checkpoint.load = "
+                             "\"auto\"");
+  }
   stats_.wait_s += seconds_since(t0);
 }
 
@@ -73,8 +87,12 @@ void NvmeTier::stream(const Visit& visit, bool read, bool write) {
   const size_t ahead = slots - 2;  // one buffer being visited, one being written
   std::vector<std::vector<uint64_t>> reads(slots), writes(slots);
   auto settle = [&](std::vector<uint64_t>& tickets) {
-    for (uint64_t t : tickets) wait(t);
-    tickets.clear();
+    // Each ticket leaves the list before it is waited for: one that failed is done with.
+    while (!tickets.empty()) {
+      const uint64_t t = tickets.front();
+      tickets.erase(tickets.begin());
+      wait(t);
+    }
   };
   auto prepare = [&](size_t k) {
     const size_t s = k % slots;
@@ -99,16 +117,7 @@ void NvmeTier::stream(const Visit& visit, bool read, bool write) {
     for (auto& w : writes) settle(w);
   } catch (...) {
     // Transfers in flight use the ring: let them end before anyone frees it.
-    for (size_t s = 0; s < slots; ++s) {
-      for (uint64_t t : reads[s]) try {
-          io_.wait(t);
-        } catch (...) {
-        }
-      for (uint64_t t : writes[s]) try {
-          io_.wait(t);
-        } catch (...) {
-        }
-    }
+    io_.drain();
     throw;
   }
   stats_.stream_s += seconds_since(t0);

@@ -58,6 +58,7 @@ class NvmeTier {
   uint64_t post(size_t slot, size_t plane, size_t piece, bool write);
   void wait(uint64_t ticket);
 
+  std::string path_;
   std::vector<at::ScalarType> planes_;
   std::vector<int64_t> pieces_;
   std::vector<std::vector<int64_t>> offsets_;  // [plane][piece]: byte offset in the file

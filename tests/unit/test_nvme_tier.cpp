@@ -2,9 +2,12 @@
 // says when it cannot), and NvmeTier's streamed pipeline hands every piece's planes back
 // as they were written, across ring wrap-arounds, with reads of one plane alone.
 #include <ATen/ATen.h>  // at::arange, at::equal
+#include <fcntl.h>      // open
 #include <gtest/gtest.h>
 #include <stdlib.h>  // mkdtemp
+#include <unistd.h>  // close
 
+#include <cstdlib>     // std::getenv
 #include <cstring>     // std::memset, std::memcmp
 #include <filesystem>  // std::filesystem::remove_all
 #include <memory>
@@ -70,6 +73,124 @@ TEST(AsyncIo, threads_move_every_byte) { round_trip(IoBackend::kThreads); }
 TEST(AsyncIo, auto_backend_moves_every_byte) {
   // io_uring where the kernel allows it, threads where it is refused: the same bytes.
   round_trip(IoBackend::kAuto);
+}
+
+// Each backend asked for is the one used: kAuto falls back silently, so without these a
+// build or kernel that lost io_uring would pass every other test on threads.
+TEST(AsyncIo, io_uring_asked_for_is_io_uring) {
+  if (!io_uring_built()) {
+    // The build says so rather than running on threads.
+    EXPECT_THROW(make_async_io(8, IoBackend::kUring), std::runtime_error);
+    if (std::getenv("CI") != nullptr)
+      ADD_FAILURE() << "CI builds with liburing (scripts/setup.sh installs liburing-dev)";
+    return;
+  }
+  const std::unique_ptr<AsyncIo> io = make_async_io(8, IoBackend::kUring);
+  EXPECT_EQ(io->name(), "io_uring");
+  round_trip(IoBackend::kUring);
+  EXPECT_EQ(make_async_io(8, IoBackend::kAuto)->name(), "io_uring");
+}
+
+TEST(AsyncIo, threads_asked_for_are_threads) {
+  EXPECT_EQ(make_async_io(8, IoBackend::kThreads)->name(), "threads");
+}
+
+/// The backends worth testing here: threads, and io_uring where it was built.
+std::vector<IoBackend> built_backends() {
+  std::vector<IoBackend> all = {IoBackend::kThreads};
+  if (io_uring_built()) all.push_back(IoBackend::kUring);
+  return all;
+}
+
+TEST(AsyncIo, a_failed_transfer_throws_once_and_then_is_forgotten) {
+  for (IoBackend backend : built_backends()) {
+    TempDir dir;
+    const int fd = ::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY);  // writes fail: EBADF
+    ASSERT_GE(fd, 0);
+    const std::unique_ptr<AsyncIo> io = make_async_io(8, backend);
+    SCOPED_TRACE(io->name());
+    AlignedBuffer buffer(kIoAlignment);
+    const uint64_t t = io->submit({fd, true, buffer.data(), kIoAlignment, 0});
+    EXPECT_THROW(io->wait(t), std::runtime_error);
+    // Waiting again used to block for ever: the ticket is gone.
+    EXPECT_THROW(io->wait(t), std::logic_error);
+    ::close(fd);
+  }
+}
+
+TEST(AsyncIo, destroyed_with_transfers_in_flight_waits_for_them) {
+  for (IoBackend backend : built_backends()) {
+    TempDir dir;
+    TierFile file(dir.path + "/f.tier", static_cast<off_t>(16 * kIoAlignment));
+    std::vector<AlignedBuffer> buffers;
+    for (int k = 0; k < 16; ++k) buffers.emplace_back(kIoAlignment);
+    {
+      const std::unique_ptr<AsyncIo> io = make_async_io(4, backend);
+      for (int k = 0; k < 16; ++k)
+        io->submit({file.fd(), true, buffers[k].data(), kIoAlignment,
+                    static_cast<off_t>(k * kIoAlignment)});
+    }  // the destructor reaps all 16 before the buffers go
+    SUCCEED();
+  }
+}
+
+/// A real backend whose `fail_at`-th write reports a full disk once the transfer is done,
+/// as a backend does (the ticket is forgotten before the error is thrown).
+class FullDiskIo : public AsyncIo {
+ public:
+  FullDiskIo(std::unique_ptr<AsyncIo> real, int fail_at) : real_(std::move(real)), left_(fail_at) {}
+  uint64_t submit(const IoRequest& r) override {
+    const uint64_t t = real_->submit(r);
+    if (r.write && --left_ == 0) failing_ = t;
+    return t;
+  }
+  void wait(uint64_t t) override {
+    real_->wait(t);
+    if (t == failing_) throw std::runtime_error("nvme tier: write failed: No space left on device");
+  }
+  void drain() noexcept override { real_->drain(); }
+  std::string name() const override { return real_->name(); }
+
+ private:
+  std::unique_ptr<AsyncIo> real_;
+  int left_;
+  uint64_t failing_ = 0;
+};
+
+TEST(NvmeTier, a_full_disk_mid_stream_ends_it_with_the_path_instead_of_hanging) {
+  for (IoBackend backend : built_backends()) {
+    TempDir dir;
+    const std::vector<int64_t> pieces = {4096, 4096, 4096, 4096, 4096, 4096};
+    const std::vector<at::ScalarType> planes = {at::kFloat, at::kFloat};
+    auto ring = std::make_shared<TierRing>();
+    for (int i = 0; i < 3; ++i) ring->buffers.emplace_back(NvmeTier::record_bytes(planes, 4096));
+    FullDiskIo io(make_async_io(12, backend), /*fail_at=*/5);
+    SCOPED_TRACE(io.name());
+    NvmeTier tier(dir.path + "/t.tier", planes, pieces, ring, io);
+    try {
+      tier.stream([](size_t, std::vector<at::Tensor>& pl) { pl[0].fill_(1.0f); }, false, true);
+      ADD_FAILURE() << "a stream whose write failed completed";
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("No space left on device"), std::string::npos) << what;
+      EXPECT_NE(what.find(dir.path + "/t.tier"), std::string::npos) << what;
+      EXPECT_NE(what.find("parallel.nvme_path"), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(TierFile, no_room_for_the_reservation_names_the_path_and_the_key) {
+  // A file larger than the filesystem could ever hold: the reservation fails at once.
+  TempDir dir;
+  try {
+    TierFile file(dir.path + "/huge.tier", static_cast<off_t>(1) << 60);
+    ADD_FAILURE() << "an exabyte tier file was reserved";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(dir.path + "/huge.tier"), std::string::npos) << what;
+    EXPECT_NE(what.find("parallel.nvme_path"), std::string::npos) << what;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path));  // nothing left behind
 }
 
 TEST(TierFile, missing_directory_names_the_key_to_fix) {
