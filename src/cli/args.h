@@ -71,6 +71,8 @@ struct Command {
   bool uses_mpi = false;  // launched under mpirun; MPI is initialised around it
   std::string brief;
   int (*run)(const Args& args) = nullptr;
+  /// Saves and exits on a preemption signal: the signals are caught from the start.
+  bool preemptible = false;
 };
 
 /// The text of `trident --help`: the usage line and one line per command.

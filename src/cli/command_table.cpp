@@ -11,6 +11,7 @@ constexpr bool kList = true;       // OptionSpec::list
 constexpr bool kNoConfig = false;  // CommandSpec::reads_config
 constexpr bool kMpi = true;        // Command::uses_mpi
 constexpr bool kNoMpi = false;
+constexpr bool kPreemptible = true;  // Command::preemptible
 
 }  // namespace
 
@@ -30,7 +31,8 @@ const std::vector<Command>& commands() {
         "CONFIG.toml"},
        kMpi,
        "train a model from a TOML config (under mpirun for many ranks)",
-       cmd_train},
+       cmd_train,
+       kPreemptible},
       {{"check",
         "trident check CONFIG.toml [--world N] [--set section.key=value ...]",
         "Validates CONFIG (unknown keys, types, ranges, and the layout cross-checks) without\n"

@@ -8,6 +8,7 @@
 #include "config/input_error.h"  // InputError
 #include "parallel/agreement.h"  // JobError
 #include "parallel/world.h"      // world_rank, start_job, end_job, abort_job
+#include "train/preemption.h"    // catch_preemption_early
 
 namespace trident::cli {
 
@@ -69,6 +70,8 @@ int run_main(int argc, char** argv) {
   const Argv args(all.begin() + 1, all.end());
   if (!command->uses_mpi) return run_guarded(*command, args);
 
+  // Before MPI starts: a signal during the start-up is then flagged, not fatal.
+  if (command->preemptible) catch_preemption_early();
   start_job(&argc, &argv);
   const int code = run_guarded(*command, args);
   end_job();

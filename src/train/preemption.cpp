@@ -5,8 +5,9 @@
 #include <signal.h>     // sigaction
 #include <unistd.h>     // getppid
 
-#include <csignal>  // sig_atomic_t
-#include <fstream>  // /proc/<pid>/comm
+#include <algorithm>  // std::find
+#include <csignal>    // sig_atomic_t
+#include <fstream>    // /proc/<pid>/comm
 #include <string>
 #include <vector>
 
@@ -62,16 +63,27 @@ std::vector<int> signals_of(PreemptSignals which) {
   return {};
 }
 
-}  // namespace
-
-PreemptionGuard::PreemptionGuard(PreemptSignals signals) : signals_(signals) {
-  g_caught = 0;
+void install_handlers(const std::vector<int>& signals) {
   g_launcher = open_mpi_launcher();
   struct sigaction action {};
   action.sa_sigaction = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART | SA_SIGINFO;  // interrupted system calls resume
-  for (int signo : signals_of(signals_)) ::sigaction(signo, &action, nullptr);
+  for (int signo : signals) ::sigaction(signo, &action, nullptr);
+}
+
+}  // namespace
+
+void catch_preemption_early() { install_handlers(signals_of(PreemptSignals::kTermIntUsr1)); }
+
+PreemptionGuard::PreemptionGuard(PreemptSignals signals) : signals_(signals) {
+  const std::vector<int> mine = signals_of(signals_);
+  for (int signo : signals_of(PreemptSignals::kTermIntUsr1)) {
+    if (std::find(mine.begin(), mine.end(), signo) != mine.end()) continue;
+    ::signal(signo, SIG_DFL);
+    if (g_caught == signo) die_of(signo);  // what it would have done uncaught
+  }
+  install_handlers(mine);
 }
 
 PreemptionGuard::~PreemptionGuard() {

@@ -9,9 +9,16 @@
 namespace trident {
 class Communicator;
 
+/// Flags SIGTERM, SIGINT and SIGUSR1 from the start of a command that trains, before MPI
+/// starts and the config is read: a scheduler may preempt right after the allocation, and
+/// a rank killed by the default action then would end the job unsaved with code 143. The
+/// PreemptionGuard made later keeps what was caught.
+void catch_preemption_early();
+
 /// Installs the handlers of `signals` for its lifetime (one guard at a time). The handler
 /// only records the signal (async-signal-safe); a second one restores the default action
-/// and raises it again, which ends the rank — and, through mpirun, the job.
+/// and raises it again, which ends the rank — and, through mpirun, the job. A signal that
+/// catch_preemption_early() flagged and `signals` leaves out takes its default action now.
 class PreemptionGuard {
  public:
   explicit PreemptionGuard(PreemptSignals signals);
