@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "config/input_error.h"  // InputError
+#include "checkpoint/trainer_progress.h"  // TrainerProgress
+#include "config/input_error.h"           // InputError
 
 namespace trident {
 class ParallelContext;
@@ -15,12 +16,14 @@ class ZeroOptimizer;
 struct TrainConfig;
 
 /// The parts of one rank's training that a checkpoint saves and restores: the rank's model
-/// stage and optimizer shard, the config the run was built from, and the completed steps.
+/// stage and optimizer shard, the config the run was built from, the completed steps, and
+/// the trainer's progress beyond them (saved from it, loaded into it; may be null).
 struct TrainingState {
   ModelStage& model;
   ZeroOptimizer& optimizer;
   const TrainConfig& config;
   int64_t step = 0;
+  TrainerProgress* progress = nullptr;
 };
 
 /// A checkpoint that cannot be used or written: the message names the file and the fix.

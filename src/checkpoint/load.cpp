@@ -197,6 +197,8 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
     } else {
       opt.set_step_count(index.optimizer.at("step_count").get<int64_t>());
     }
+    if (state.progress)
+      *state.progress = weights_only(index) ? TrainerProgress{} : read_progress(index.trainer);
     resident.write_back();
   });
   return weights_only(index) ? 0 : index.step;

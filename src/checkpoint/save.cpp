@@ -128,6 +128,7 @@ CheckpointIndex describe_state(const TrainingState& state) {
                      {"total_steps", c.train.steps}}},
                    {"rng", "none"},
                    {"loss_scale", nullptr}};
+  if (state.progress) write_progress(*state.progress, index.trainer);
   const bool separate_master = opt.state_dtype() != state.model.params().dtype();
   index.optimizer = {{"kind", "adamw"},
                      {"step_count", opt.step_count()},

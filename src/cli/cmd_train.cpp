@@ -18,6 +18,7 @@
 #include "parallel/placement.h"  // placement_of, node_names
 #include "parallel/world.h"
 #include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
+#include "train/divergence.h"     // roll_back_run, divergence_message
 #include "train/metrics_log.h"
 #include "train/preemption.h"  // PreemptionGuard
 #include "train/run_dir.h"     // resolve_run_paths, check_run_dir_is_free
@@ -69,22 +70,6 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
   std::cout << std::flush;
 }
 
-/// Why the job stops after train.max_skipped_steps skipped steps, and what to try.
-std::string divergence_message(const TrainConfig& config, const StepMetrics& m) {
-  const int64_t first = m.step - m.skipped_in_a_row + 1;
-  std::string where = config.checkpoint.dir.empty()
-                          ? ""
-                          : " The checkpoints in " + config.checkpoint.dir +
-                                " hold only finite values from before the divergence.";
-  return "training diverged: steps " + std::to_string(first) + " to " + std::to_string(m.step) +
-         " all had a non-finite loss or gradient norm (loss " + std::to_string(m.loss) +
-         ", gradient norm " + std::to_string(m.grad_norm) + "), and their updates were skipped; " +
-         "train.max_skipped_steps = " + std::to_string(config.train.max_skipped_steps) +
-         " stops the job." + where +
-         " Try a lower optimizer.lr, more optimizer.warmup_steps, or optimizer.grad_clip = 1.0, "
-         "then resume with checkpoint.load = \"auto\".";
-}
-
 /// Resumes as checkpoint.load asks; returns the checkpoint's path ("" when starting fresh).
 std::string resume(Trainer& trainer, ParallelContext& ctx, const TrainConfig& config) {
   const std::string& load = config.checkpoint.load;
@@ -106,8 +91,8 @@ int cmd_train(const Args& args) {
     check_device(config.train.device);
     if (rank == 0) check_run_dir_is_free(config);
   });
-  // Installed before the (possibly long) start-up, so that a signal during it is noticed at
-  // the first step boundary rather than killing the rank unsaved.
+  // The signals were caught from the start (catch_preemption_early); the config's set is
+  // kept, and a signal during the start-up is noticed before the first step.
   const PreemptionGuard preemption(config.checkpoint.preempt_signals);
   apply_threads(config.train.threads, *job);
   install_memory_tracker();
@@ -155,24 +140,40 @@ int cmd_train(const Args& args) {
   RunTotals totals;
   RunSaver saver(config, ctx);
   int64_t peak_activations = 0;
+  // A signal during the start-up (a scheduler that preempts right after allocating):
+  // nothing was trained, so nothing needs saving.
+  if (const int signo = agree_at_boundary(ctx.world(), preemption.caught(), 0.0).signal) {
+    if (rank == 0)
+      std::cout << "preempted by " << signal_name(signo) << " before the first step"
+                << (resumed.empty() ? "" : " after resuming " + resumed)
+                << ": nothing needed saving; exit code " << config.checkpoint.preempt_exit_code
+                << std::endl;
+    return static_cast<int>(config.checkpoint.preempt_exit_code);
+  }
+  RollbackBudget rollbacks;
+  StepMetrics m;
   while (trainer->completed_steps() < last) {
-    const StepMetrics m = trainer->step();
+    m = trainer->step();
+    // The weights that just gave a non-finite loss must not be resumed from. (A spike may
+    // come from its data as well: the guard marks the checkpoints around it instead.)
+    if (m.skipped && !m.spike && m.skipped_in_a_row == 1) saver.reject(m.step - 1);
+    // The rollback comes before the log line, which records it.
+    if (rollback_due(config, m)) m.rollback = roll_back_run(*trainer, ctx, saver, m, rollbacks);
     trace.add(m.step, trainer->last_step());
     peak_activations = std::max(peak_activations, trainer->last_step().peak_activation_bytes);
     totals.steps += 1;
     totals.final_loss = m.loss;
     totals.tokens += m.tokens_per_s * m.step_time_s;
     totals.seconds += m.step_time_s;
-    const bool log = m.step % std::max<int64_t>(1, config.train.log_every) == 0 || m.step == last;
+    const bool log =
+        m.step % std::max<int64_t>(1, config.train.log_every) == 0 || m.step == last || m.skipped;
     if (rank == 0 && log) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::cout << progress_line(m, last, elapsed, floor) << std::endl;
       metrics->write(m);
     }
-    // The weights that just gave a non-finite loss must not be resumed from.
-    if (m.skipped && m.skipped_in_a_row == 1) saver.reject(m.step - 1);
-    if (m.skipped && m.skipped_in_a_row >= config.train.max_skipped_steps) {
+    if (m.skipped && !m.rollback && m.skipped_in_a_row >= config.train.max_skipped_steps) {
       saver.finish();                                 // commits a good save in flight
       throw JobError(divergence_message(config, m));  // every rank alike: no collective
     }
@@ -197,6 +198,8 @@ int cmd_train(const Args& args) {
   }
   saver.finish();
   if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
+  // Weights that stopped changing at a skipped step are no trained result to report as one.
+  if (m.skipped) throw JobError(skipped_last_step_message(config, m));
   report_memory(*trainer, ctx, peak_activations);
   report_summary(config, totals, floor, trace.split(), ctx);
   report_cross_node(ctx, nodes);

@@ -87,6 +87,7 @@ struct OptimizerConfig {
 struct DataConfig {
   std::string source = "synthetic";  ///< "synthetic" or a token file path
   int64_t markov_successors = 8;
+  std::string skip = "";  ///< batches of the data stream to leave out: "101-300,501-520"
 };
 
 /// [checkpoint]: saving and resuming.
@@ -98,6 +99,21 @@ struct CheckpointConfig {
   bool async = false;  ///< write in the background from a host snapshot
   PreemptSignals preempt_signals = PreemptSignals::kTermIntUsr1;
   int64_t preempt_exit_code = 0;  ///< exit code after a save on a preemption signal
+};
+
+/// [guard]: the loss-spike guard (docs/faults.md). A step whose loss or gradient norm is far
+/// above the recent steps' median is skipped; repeated ones roll back to the newest good
+/// checkpoint and leave out the data that led there.
+struct GuardConfig {
+  bool enabled = true;
+  int64_t window = 32;       ///< recent healthy steps the statistics are taken over
+  int64_t min_history = 8;   ///< healthy steps seen before the guard judges
+  double loss_ratio = 1.5;   ///< a spike's loss is above ratio * median ...
+  double loss_sigmas = 6.0;  ///< ... and above median + sigmas * robust deviation
+  double grad_norm_ratio = 10.0;
+  double grad_norm_sigmas = 6.0;
+  int64_t rollback_after = 3;  ///< skipped steps in a row that roll back; 0: never
+  int64_t max_rollbacks = 3;   ///< rollbacks in one run before it stops
 };
 
 /// [logging]: where a run writes its outputs.
@@ -115,6 +131,7 @@ struct TrainConfig {
   OptimizerConfig optimizer;
   DataConfig data;
   CheckpointConfig checkpoint;
+  GuardConfig guard;
   LoggingConfig logging;
   std::string source;  ///< where it came from (file path or "<string>"), for messages
 

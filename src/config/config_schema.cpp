@@ -85,6 +85,7 @@ using T = TrainSection;
 using O = OptimizerConfig;
 using D = DataConfig;
 using C = CheckpointConfig;
+using G = GuardConfig;
 using L = LoggingConfig;
 constexpr auto kModel = &TrainConfig::model;
 constexpr auto kParallel = &TrainConfig::parallel;
@@ -92,6 +93,7 @@ constexpr auto kTrain = &TrainConfig::train;
 constexpr auto kOpt = &TrainConfig::optimizer;
 constexpr auto kData = &TrainConfig::data;
 constexpr auto kCkpt = &TrainConfig::checkpoint;
+constexpr auto kGuard = &TrainConfig::guard;
 constexpr auto kLog = &TrainConfig::logging;
 
 std::vector<KeySpec> build_schema() {
@@ -222,6 +224,9 @@ std::vector<KeySpec> build_schema() {
        "\"synthetic\" or the path of a token file"},
       {"data", "markov_successors", field(kData, &D::markov_successors), at_least(1),
        "synthetic data: how many successors each token may have (fewer is easier to learn)"},
+      {"data", "skip", field(kData, &D::skip), any(),
+       "batches of the data stream to leave out, \"FIRST-LAST\" separated by commas (step s "
+       "trains on the s-th batch not left out); a rollback of the guard adds to them"},
 
       {"checkpoint", "dir", field(kCkpt, &C::dir), any(),
        "directory to save checkpoints in; empty disables saving"},
@@ -241,6 +246,29 @@ std::vector<KeySpec> build_schema() {
        "aborts at once"},
       {"checkpoint", "preempt_exit_code", field(kCkpt, &C::preempt_exit_code), half_open(0, 256),
        "exit code after a save on a preemption signal (e.g. one a job script requeues on)"},
+
+      {"guard", "enabled", field(kGuard, &G::enabled), any(),
+       "skip a step whose loss or gradient norm spikes far above the recent steps' median, "
+       "and roll back after rollback_after skipped steps in a row; false: non-finite steps "
+       "are still skipped, and train.max_skipped_steps stops the job"},
+      {"guard", "window", field(kGuard, &G::window), at_least(2),
+       "the recent healthy steps the median and deviation are taken over"},
+      {"guard", "min_history", field(kGuard, &G::min_history), at_least(2),
+       "healthy steps the guard sees before it judges one (<= window)"},
+      {"guard", "loss_ratio", field(kGuard, &G::loss_ratio), above(1),
+       "a spike's loss is above loss_ratio * median (and above loss_sigmas)"},
+      {"guard", "loss_sigmas", field(kGuard, &G::loss_sigmas), above(0),
+       "a spike's loss is above median + loss_sigmas * noise (the recent steps' standard "
+       "deviation, from the median of their successive differences)"},
+      {"guard", "grad_norm_ratio", field(kGuard, &G::grad_norm_ratio), above(1),
+       "a spike's gradient norm is above grad_norm_ratio * median (and above grad_norm_sigmas)"},
+      {"guard", "grad_norm_sigmas", field(kGuard, &G::grad_norm_sigmas), above(0),
+       "a spike's gradient norm is above median + grad_norm_sigmas * noise"},
+      {"guard", "rollback_after", field(kGuard, &G::rollback_after), at_least(0),
+       "this many skipped steps in a row (spikes or non-finite) reload the newest good "
+       "checkpoint and leave out the data since it; 0 never rolls back"},
+      {"guard", "max_rollbacks", field(kGuard, &G::max_rollbacks), at_least(0),
+       "rollbacks in one run before the job stops as diverged"},
 
       {"logging", "run_dir", field(kLog, &L::run_dir), any(),
        "directory for the run's outputs; empty: runs/<config file name>; \"none\": no run "

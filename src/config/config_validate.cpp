@@ -3,8 +3,10 @@
 #include "config/config_validate.h"
 
 #include <algorithm>  // std::max
+#include <stdexcept>  // std::invalid_argument
 
 #include "config/config_schema.h"
+#include "config/data_windows.h"  // parse_data_windows
 
 namespace trident::config_detail {
 namespace {
@@ -242,12 +244,26 @@ void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) 
                      "stream host tensors); use train.device = \"cpu\" or offload = \"none\"");
 }
 
+/// data.skip parses, and the guard's statistics fit its window.
+void check_data_and_guard(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  try {
+    parse_data_windows(c.data.skip);
+  } catch (const std::invalid_argument& e) {
+    errors.push_back(origins.where("data.skip") + ": data.skip = " + e.what());
+  }
+  if (c.guard.min_history > c.guard.window)
+    errors.push_back(origins.where("guard.min_history") +
+                     ": guard.min_history = " + std::to_string(c.guard.min_history) +
+                     " is more than guard.window = " + std::to_string(c.guard.window) +
+                     "; the guard keeps only window steps: lower min_history or raise window");
+}
+
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
 constexpr CrossCheck kCrossChecks[] = {
-    check_model_shape, check_llama_shape, check_sequence_parallel,      check_virtual_stages,
-    check_world_size,  check_batch,       check_schedule_micro_batches, check_schedule_lengths,
-    check_offload};
+    check_model_shape, check_llama_shape,   check_sequence_parallel,      check_virtual_stages,
+    check_world_size,  check_batch,         check_schedule_micro_batches, check_schedule_lengths,
+    check_offload,     check_data_and_guard};
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <regex>       // std::regex
 #include <sstream>     // std::istringstream
 
+#include "checkpoint/index.h"           // read_index
 #include "parallel/agreement.h"         // run_agreed, JobError
 #include "parallel/parallel_context.h"  // ParallelContext::world
 #include "train/trainer.h"              // Trainer
@@ -15,7 +16,7 @@ namespace trident {
 
 TrainingState training_state(Trainer& trainer) {
   return TrainingState{trainer.model(), trainer.optimizer(), trainer.config(),
-                       trainer.completed_steps()};
+                       trainer.completed_steps(), &trainer.progress()};
 }
 
 std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& dir,
@@ -26,6 +27,7 @@ std::string save_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::s
 void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& path,
                      const std::string& checkpoint_dir) {
   trainer.set_completed_steps(load_checkpoint(training_state(trainer), ctx, path, checkpoint_dir));
+  trainer.restore_progress();
 }
 
 namespace {
@@ -49,14 +51,26 @@ std::vector<std::string> checkpoints_newest_first(const std::string& dir) {
   return out;
 }
 
-}  // namespace
+/// Whether the spike guard marked the checkpoint in `path` as one to roll back to (an index
+/// that cannot be read is left for load_checkpoint to report).
+bool marked_good(const std::string& path) {
+  try {
+    return read_progress(checkpoint::read_index(path).trainer).good;
+  } catch (const std::exception&) {
+    return true;
+  }
+}
 
-std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir) {
+/// The newest checkpoint of `checkpoint_dir` that loads (of those the guard marked good,
+/// when `good_only`); see resume_auto.
+std::string load_newest(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir,
+                        bool good_only) {
   Communicator& world = ctx.world();
   // Rank 0 lists, so that every rank tries the same checkpoints in the same order.
   std::string listing;
   if (world.rank() == 0)
-    for (const std::string& path : checkpoints_newest_first(checkpoint_dir)) listing += path + "\n";
+    for (const std::string& path : checkpoints_newest_first(checkpoint_dir))
+      if (!good_only || marked_good(path)) listing += path + "\n";
   listing = world.broadcast_bytes(listing, 0);
   std::istringstream lines(listing);
   std::string path, failures;
@@ -78,6 +92,16 @@ std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::strin
                           " loads:" + failures +
                           "\nRemove the damaged ones (or the directory, to start afresh).");
   return "";
+}
+
+}  // namespace
+
+std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir) {
+  return load_newest(trainer, ctx, checkpoint_dir, /*good_only=*/false);
+}
+
+std::string roll_back(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir) {
+  return load_newest(trainer, ctx, checkpoint_dir, /*good_only=*/true);
 }
 
 }  // namespace trident

@@ -30,4 +30,8 @@ void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& 
 /// CheckpointError when it holds some and none loads. Collective over ctx's world.
 std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir);
 
+/// The loss-spike guard's rollback: as resume_auto, over the checkpoints the guard marked
+/// good (saved when no step had been skipped shortly before). "" when there is none.
+std::string roll_back(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir);
+
 }  // namespace trident

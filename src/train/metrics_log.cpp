@@ -59,6 +59,12 @@ void MetricsLog::write(const StepMetrics& m) {
                         {"inter_node", m.inter_node_wait_s},
                         {"intra_node", m.intra_node_wait_s}}},
                       {"peak_rss_bytes", m.peak_rss_bytes}};
+  j["data_batch"] = m.data_batch;
+  if (m.spike) j["spike"] = m.spike_reason;
+  if (m.rollback)
+    j["rollback"] = {{"to_step", m.rollback->to_step},
+                     {"checkpoint", m.rollback->checkpoint},
+                     {"left_out", {m.rollback->left_out.first, m.rollback->left_out.last}}};
   if (m.tier_bytes > 0)
     j["tier"] = {{"wait_s", m.tier_wait_s}, {"stream_s", m.tier_stream_s}, {"bytes", m.tier_bytes}};
   const std::string line = j.dump() + "\n";
@@ -91,8 +97,9 @@ std::string progress_line(const StepMetrics& m, int64_t total_steps, double elap
       m.grad_norm, m.tokens_per_s, m.tflops, format_duration(elapsed_s).c_str(),
       format_duration(left).c_str());
   if (!m.skipped) return buf;
-  return std::string(buf) + " | update skipped: non-finite loss or gradient (" +
-         std::to_string(m.skipped_in_a_row) + " in a row)";
+  return std::string(buf) + " | update skipped: " +
+         (m.spike ? "loss spike (" + m.spike_reason + ")" : "non-finite loss or gradient") + ", " +
+         std::to_string(m.skipped_in_a_row) + " in a row";
 }
 
 }  // namespace trident

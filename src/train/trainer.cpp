@@ -7,9 +7,10 @@
 #include <sys/resource.h>        // getrusage
 
 #include <chrono>
-#include <cmath>  // std::isfinite
 
-#include "config/input_error.h"  // InputError
+#include "config/data_windows.h"  // parse_data_windows, data_batch_of_step
+#include "config/input_error.h"   // InputError
+#include "data/data_fault.h"      // apply_data_fault
 #include "data/token_source.h"
 #include "models/model_config.h"
 #include "models/model_stage.h"
@@ -21,7 +22,8 @@
 
 namespace trident {
 
-Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(config), ctx_(ctx) {
+Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
+    : config_(config), ctx_(ctx), guard_(config.guard) {
   const auto& p = config.parallel;
   check_device(config.train.device);
   TORCH_CHECK(ctx.grid().dp() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp,
@@ -33,6 +35,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx) : config_(conf
   source.seed = static_cast<uint64_t>(config.train.seed);
   source.markov_successors = config.data.markov_successors;
   source_ = data::open_source(source);
+  progress_.skipped_data = parse_data_windows(config.data.skip);
 
   model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device());
   ZeroOptions zero;
@@ -114,7 +117,24 @@ double Trainer::flops_per_step() const {
   return per_token * tokens;
 }
 
-MicroBatch Trainer::micro_batch(int64_t step, int k) const {
+void Trainer::restore_progress() {
+  std::vector<DataWindow> windows = progress_.skipped_data;
+  for (const DataWindow& w : parse_data_windows(config_.data.skip)) windows.push_back(w);
+  progress_.skipped_data = merge_windows(windows);
+  guard_.restore_from(progress_);
+  skipped_in_a_row_ = 0;  // checkpoints are written after healthy steps only
+}
+
+void Trainer::skip_data(DataWindow window) {
+  progress_.skipped_data.push_back(window);
+  progress_.skipped_data = merge_windows(progress_.skipped_data);
+}
+
+int64_t Trainer::data_batch(int64_t step) const {
+  return data_batch_of_step(progress_.skipped_data, step);
+}
+
+MicroBatch Trainer::micro_batch(int64_t batch, int k) const {
   // Global sequence indices: dp rank d takes [d*m*B, (d+1)*m*B), micro-batch k of them
   // the k-th run of B. Changing dp or m re-slices the same global batch.
   const int64_t B = config_.train.micro_batch_size;
@@ -124,7 +144,8 @@ MicroBatch Trainer::micro_batch(int64_t step, int k) const {
   MicroBatch mb;
   if (!model_->is_first() && !model_->is_last()) return mb;
   std::vector<int32_t> tokens(static_cast<size_t>(B * (T + 1)));
-  data::fill_batch(*source_, step, first, B, T, tokens.data());
+  data::fill_batch(*source_, batch - 1, first, B, T, tokens.data());
+  data::apply_data_fault(batch, first, B, T + 1, config_.model.vocab, tokens.data());
   at::Tensor ids = at::from_blob(tokens.data(), {B, T + 1}, at::kInt).to(ctx_.device(), at::kLong);
   mb.input = ids.narrow(1, 0, T).contiguous();
   mb.targets = ids.narrow(1, 1, T).contiguous();
@@ -161,11 +182,15 @@ StepMetrics Trainer::step() {
     optimizer_->reduce_gradients();
     metrics.grad_norm = optimizer_->grad_norm();
   };
-  hooks.optimizer_step = [this, &metrics](double stage_loss) {
+  StepVerdict verdict = StepVerdict::kHealthy;
+  hooks.optimizer_step = [this, &metrics, &verdict](double stage_loss) {
     metrics.loss = agree_loss(stage_loss);
     // Both numbers are the same on every rank (the loss is broadcast, the norm all-reduced
     // over the world), so every rank skips the same steps without another collective.
-    metrics.skipped = !std::isfinite(metrics.loss) || !std::isfinite(metrics.grad_norm);
+    verdict = guard_.judge(metrics.loss, metrics.grad_norm);
+    metrics.skipped = verdict != StepVerdict::kHealthy;
+    metrics.spike = verdict == StepVerdict::kSpike;
+    if (metrics.spike) metrics.spike_reason = guard_.explain(metrics.loss, metrics.grad_norm);
     if (metrics.skipped) {
       optimizer_->skip_step();
       return;
@@ -175,9 +200,14 @@ StepMetrics Trainer::step() {
         clip > 0 && metrics.grad_norm > clip ? clip / (metrics.grad_norm + 1e-6) : 1.0;
     optimizer_->step(metrics.lr, scale);
   };
-  // The step's data is a function of (seed, step index from 0).
+  // The step's data is a function of (seed, batch), the batch one of the step and the
+  // windows left out.
+  metrics.data_batch = data_batch(step);
   last_ = runtime_->run(
-      schedule_, [this, step](int k) { return micro_batch(step - 1, k); }, loss_scale, hooks);
+      schedule_, [this, &metrics](int k) { return micro_batch(metrics.data_batch, k); }, loss_scale,
+      hooks);
+  guard_.record(step, verdict, metrics.loss, metrics.grad_norm);
+  guard_.save_to(progress_, step);
   skipped_in_a_row_ = metrics.skipped ? skipped_in_a_row_ + 1 : 0;
   metrics.skipped_in_a_row = skipped_in_a_row_;
   metrics.step_time_s = std::chrono::duration<double>(Clock::now() - start).count();

@@ -8,9 +8,11 @@
 #include <optional>
 #include <string>
 
+#include "checkpoint/trainer_progress.h"  // TrainerProgress
 #include "config/config.h"
 #include "pipeline/runtime.h"
 #include "pipeline/schedule.h"
+#include "train/spike_guard.h"  // SpikeGuard
 
 namespace trident {
 class ModelStage;
@@ -47,7 +49,20 @@ struct StepMetrics {
   /// The loss or the gradient norm was not finite: the update was skipped on every rank
   /// (weights, moments and the optimizer's step count untouched).
   bool skipped = false;
+  /// Skipped because the spike guard found the loss or gradient norm far above the recent
+  /// steps' (finite, so not a non-finite skip); `spike_reason` says by how much.
+  bool spike = false;
+  std::string spike_reason;
   int64_t skipped_in_a_row = 0;  // consecutive skipped steps ending with this one
+  int64_t data_batch = 0;        // the batch of the data stream the step trained on
+  /// Set when the run rolled back after this step (guard.rollback_after skips in a row):
+  /// the step it went back to, the checkpoint, and the batches it then left out.
+  struct Rollback {
+    int64_t to_step = 0;
+    std::string checkpoint;
+    DataWindow left_out;
+  };
+  std::optional<Rollback> rollback;
 };
 
 class Trainer {
@@ -60,9 +75,20 @@ class Trainer {
   /// Runs the next optimizer step.
   StepMetrics step();
   int64_t completed_steps() const { return completed_; }
-  /// Resuming: the data position and the learning-rate schedule are functions of the
-  /// step, so the step is all of the trainer's own state (the optimizer keeps its own).
+  /// Resuming: the learning-rate schedule is a function of the step and the data position
+  /// one of the step and the windows left out, so the step and progress() are all of the
+  /// trainer's own state (the optimizer keeps its own).
   void set_completed_steps(int64_t steps) { completed_ = steps; }
+  /// The windows left out and the spike guard's state as of the completed step: what a
+  /// checkpoint saves, and where a loaded one is put before restore_progress().
+  TrainerProgress& progress() { return progress_; }
+  /// Takes up a progress() that a checkpoint just filled: its guard state, and its data
+  /// windows with the config's data.skip.
+  void restore_progress();
+  /// Leaves the batches `window` of the data stream out from the next step on.
+  void skip_data(DataWindow window);
+  /// The batch of the data stream that step `step` trains on.
+  int64_t data_batch(int64_t step) const;
 
   ModelStage& model() { return *model_; }
   ZeroOptimizer& optimizer() { return *optimizer_; }
@@ -75,7 +101,8 @@ class Trainer {
   const StepResult& last_step() const { return last_; }
 
  private:
-  MicroBatch micro_batch(int64_t step, int k) const;
+  /// Micro-batch k of data batch `batch` (1-based).
+  MicroBatch micro_batch(int64_t batch, int k) const;
   /// The step's global loss from each stage's part; the same on every rank. Collective.
   double agree_loss(double stage_loss);
 
@@ -88,6 +115,8 @@ class Trainer {
   pipeline::Schedule schedule_;
   int64_t completed_ = 0;
   int64_t skipped_in_a_row_ = 0;
+  SpikeGuard guard_;
+  TrainerProgress progress_;
   StepResult last_;
 };
 
