@@ -33,7 +33,7 @@ for t in tests:
     print("\t".join([t["name"]] + t["command"]))  # one entry a line, its command tab-separated
 for path in sorted(glob.glob(f"{scripts}/*.sh")):
     name, text = os.path.basename(path), open(path).read()
-    if name == "netns_common.sh":
+    if name in ("netns_common.sh", "emulated_nodes_run_or_fail.sh"):  # the rule itself
         continue
     if "ip netns add" in text:
         problems.append(f"{name} probes with `ip netns add` itself: use require_netns")
