@@ -119,6 +119,9 @@ class Report:
         worst, count = 0.0, 0
         host_files = sorted(glob.glob(f"{self.out}/parity-host/step_{PARITY_STEPS}/*.safetensors"))
         for path in host_files:
+            if not os.path.exists(path.replace("parity-host", "parity-gpu")):
+                self.failures.append(f"parity: the GPU run saved no {os.path.basename(path)}")
+                continue
             theirs = read_safetensors(path.replace("parity-host", "parity-gpu"))
             for name, (dtype, _, raw) in read_safetensors(path).items():
                 if dtype != "F64":
@@ -153,9 +156,9 @@ class Report:
         else:
             self.bounded("gpt2_mfu", tflops / peak, 1e-12, 1.0, f"against {peak:g} TFLOP/s, {source}")
 
-    def shared(self, state):
+    def shared(self, state, gpu_run):
         self.figures["shared_gpu_dp2"] = state
-        if state != "ran":
+        if state != "ran" or not gpu_run:  # nothing to compare with: failed already
             return
         pairs = self.steps_compared("shared_gpu_dp2", self.rows("parity-gpu"), self.rows("shared-dp2"))
         worst = max((rel(a["loss"], b["loss"]) for a, b in pairs), default=math.inf)
@@ -186,7 +189,7 @@ def main():
         r.gpt2(a.steps)
     if a.shared == "failed":
         r.failures.append(f"2 ranks sharing the GPU failed (shared-dp2.log in {a.out})")
-    r.shared(a.shared)
+    r.shared(a.shared, gpu_run="parity" not in a.failed)
     r.figures["failures"] = r.failures
     r.figures["ok"] = not r.failures
     with open(f"{a.out}/gpu-check.json", "w") as f:
