@@ -19,7 +19,7 @@ build, listed, tests = sys.argv[1:4]
 listed = {l.strip() for l in open(listed) if l.strip()} | {"trident"}
 ran = set()
 for t in json.load(open(tests))["tests"]:
-    for arg in t["command"]:
+    for arg in t.get("command", []):  # entries of programs not built have none
         # A program of this build tree that the entry runs (directly, under mpirun, or as
         # a script's argument).
         if arg.startswith(build + "/") and os.path.isfile(arg) and os.access(arg, os.X_OK):
