@@ -50,15 +50,13 @@ if [ ! -f build-sanitize/CMakeCache.txt ]; then
     -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+else
+  cmake build-sanitize >/dev/null  # refreshes test_executables.txt after a change of tests
 fi
 
-# The programs the tests run; the benchmarks are left out.
-targets=(trident)
-for t in test_config test_schedule test_data test_plan test_grid test_core test_mpi; do
-  if grep -q "^$t:" <(cmake --build build-sanitize --target help | sed 's/^\.\.\. //;s/$/:/'); then
-    targets+=("$t")
-  fi
-done
+# The programs the tests run, as tests/CMakeLists.txt lists them; the benchmarks are left out.
+mapfile -t targets < <(grep -v '^$' build-sanitize/test_executables.txt)
+targets=(trident "${targets[@]}")
 cmake --build build-sanitize -j"$jobs" --target "${targets[@]}"
 [ "$build_only" = 1 ] && exit 0
 

@@ -6,13 +6,23 @@ trident_script_test(checkpoint_crash_safety_and_bad_checkpoints checkpoint_crash
 trident_script_test(checkpoint_tools_eval_export_convert_inspect checkpoint_tools.sh)
 trident_script_test(default_run_dp2_pp2_tp2_through_train_sh default_run.sh)
 trident_script_test(cli_schedule_report_and_bad_arguments schedule_cli.sh)
+trident_script_test(docs_quote_help_and_output_as_printed docs_match_program.sh)
 trident_script_test(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity cluster_parity.sh)
 set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300)
 trident_script_test(scale_emulated_nodes_tp_inside_and_across scale_nodes.sh)
 trident_script_test(calibrate_merge_keeps_the_median calibrate_merge.sh)
-trident_script_test(calibrate_one_node_and_two_emulated_nodes calibrate.sh)
-set_tests_properties(calibrate_one_node_and_two_emulated_nodes PROPERTIES TIMEOUT 300)
+trident_script_test(calibrate_one_node calibrate.sh one)
+trident_script_test(calibrate_two_emulated_nodes calibrate.sh two)
+set_tests_properties(calibrate_one_node calibrate_two_emulated_nodes PROPERTIES TIMEOUT 300)
+# The emulated-node tests exit 77 where network namespaces cannot be made (never under CI,
+# where they fail instead: tests/scripts/netns_common.sh): ctest reports that as skipped.
+# The label lets emulated_nodes_run_or_fail check each of them (and `ctest -L` run them).
+set_tests_properties(calibrate_two_emulated_nodes PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity
+  scale_emulated_nodes_tp_inside_and_across calibrate_two_emulated_nodes
+  PROPERTIES LABELS emulated_nodes)
+trident_script_test(emulated_nodes_run_or_fail emulated_nodes_run_or_fail.sh)
 # Both use the cluster names of their scripts: never at once.
 set_tests_properties(scale_emulated_nodes_tp_inside_and_across PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300 RESOURCE_LOCK emulated_nodes)

@@ -13,6 +13,7 @@
 
 #include "checkpoint/index.h"           // write_file_atomically
 #include "checkpoint/save_parts.h"      // rank_pieces, snapshot, write_rank_file, commit_save
+#include "common/stopwatch.h"           // seconds_since
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext::world, coord
 #include "zero/zero_optimizer.h"        // ResidentStates
@@ -24,10 +25,6 @@ using namespace checkpoint;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 std::string record_name(const GridCoord& c) {
   return "record-dp" + std::to_string(c.dp) + "-pp" + std::to_string(c.pp) + "-tp" +

@@ -1,5 +1,5 @@
-// `trident export --in CKPT --out DIR --format hf`: Hugging Face GPT2LMHeadModel files
-// (model.safetensors + config.json) from a checkpoint of any layout.
+// `trident export --in CKPT --out DIR --format hf`: Hugging Face GPT2LMHeadModel or
+// LlamaForCausalLM files (model.safetensors + config.json) from a checkpoint of any layout.
 
 #include <iostream>
 

@@ -104,10 +104,13 @@ const std::vector<Command>& commands() {
        cmd_inspect},
       {{"export",
         "trident export --in CKPT --out DIR --format hf",
-        "Writes DIR/model.safetensors and DIR/config.json that Hugging Face's GPT2LMHeadModel\n"
-        "loads as is: its parameter names, Conv1D layout ([in, out]), fused QKV order (all q\n"
-        "heads, then k, then v), float32, the vocabulary padding removed and the tied head\n"
-        "left out. DIR must not exist (or be empty). One process does the work.",
+        "Writes DIR/model.safetensors and DIR/config.json that Hugging Face loads as is, for\n"
+        "the checkpoint's model family. GPT-2 (GPT2LMHeadModel): its parameter names, Conv1D\n"
+        "layout ([in, out]), fused QKV order (all q heads, then k, then v), float32, the\n"
+        "vocabulary padding removed and the tied head left out. Llama (LlamaForCausalLM): its\n"
+        "parameter names, the checkpoint's dtype (so that export and import round-trip), the\n"
+        "vocabulary padding removed, lm_head.weight only when the embedding is untied. DIR\n"
+        "must not exist (or be empty). One process does the work.",
         {{"in", "CKPT", "the checkpoint to export", kRequired},
          {"out", "DIR", "the directory to write", kRequired},
          {"format", "FORMAT", "hf (the only format)"}},
@@ -115,7 +118,7 @@ const std::vector<Command>& commands() {
         0,
         ""},
        kMpi,
-       "write a checkpoint as Hugging Face GPT-2 files",
+       "write a checkpoint as Hugging Face GPT-2 or Llama files",
        cmd_export},
       {{"eval",
         "[mpirun -np N] trident eval --checkpoint CKPT --data FILE --sequences K [--seq-len T]\n"
@@ -155,7 +158,7 @@ const std::vector<Command>& commands() {
          {"top", "K", "show the K fastest layouts (default 10)"},
          {"json", "", "print JSON (bytes, seconds) instead of tables"},
          {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
-         {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2; 3 is modelled only)"},
+         {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2,3)"},
          {"devices-per-node", "N", "override the cluster's devices per node"},
          {"placement", "block|cyclic",
           "how ranks fill nodes: block (consecutive ranks on a node, mpirun --map-by slot) "

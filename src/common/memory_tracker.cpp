@@ -93,9 +93,7 @@ void install_memory_tracker() {
   c10::SetCPUAllocator(&allocator, /*priority=*/100);
 }
 
-bool memory_tracker_installed() { return g_installed.load(); }
 int64_t live_tensor_bytes() { return g_live.load(); }
 int64_t peak_tensor_bytes() { return g_peak.load(); }
-void reset_peak_tensor_bytes() { g_peak.store(g_live.load()); }
 
 }  // namespace trident

@@ -8,11 +8,9 @@ namespace trident {
 /// Installs the counting allocator (once per process; later calls do nothing). The
 /// allocator is process-wide in libtorch, so this is the one global the project keeps.
 void install_memory_tracker();
-bool memory_tracker_installed();
 /// Bytes currently allocated by tensors made after installation.
 int64_t live_tensor_bytes();
-/// The highest live_tensor_bytes() since the last reset.
+/// The highest live_tensor_bytes() since installation.
 int64_t peak_tensor_bytes();
-void reset_peak_tensor_bytes();
 
 }  // namespace trident

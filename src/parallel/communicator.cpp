@@ -27,11 +27,6 @@ const char* comm_kind_name(CommKind kind) {
   return "?";
 }
 
-void wait_all(std::vector<WorkHandle>& works) {
-  for (auto& w : works) w->wait();
-  works.clear();
-}
-
 CommCounter Communicator::counter(CommKind kind) const {
   CommCounter c = counters_[static_cast<int>(kind)];
   for (const Communicator* other : also_) {

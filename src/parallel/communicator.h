@@ -59,9 +59,6 @@ class Work {
 };
 using WorkHandle = std::shared_ptr<Work>;
 
-/// Waits for every handle in `works` and clears it.
-void wait_all(std::vector<WorkHandle>& works);
-
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -55,9 +55,6 @@ class ParallelContext {
   /// one when pp == 1).
   Communicator* embedding() const { return embedding_.get(); }
 
-  bool is_first_stage() const { return coord_.pp == 0; }
-  bool is_last_stage() const { return coord_.pp == grid_.pp() - 1; }
-
   /// Every communicator of this rank, for reporting counters.
   std::vector<Communicator*> all_groups() const;
 

@@ -25,22 +25,6 @@ at::Tensor all_reduce_copy(const at::Tensor& x, Communicator& comm) {
   return out;
 }
 
-// (..., n) on every rank -> (..., n * size), rank r's block at [r*n, (r+1)*n).
-at::Tensor all_gather_last_dim(const at::Tensor& x, Communicator& comm) {
-  const int size = comm.size();
-  at::Tensor moved = x.movedim(-1, 0).contiguous();  // (n, ...)
-  std::vector<int64_t> shape = moved.sizes().vec();
-  shape[0] *= size;
-  at::Tensor gathered = at::empty(shape, x.options());
-  comm.all_gather(gathered, moved)->wait();
-  return gathered.movedim(0, -1).contiguous();
-}
-
-at::Tensor slice_last_dim(const at::Tensor& x, Communicator& comm) {
-  const int64_t n = x.size(-1) / comm.size();
-  return x.narrow(-1, comm.rank() * n, n).contiguous();
-}
-
 struct CopyToTp : torch::autograd::Function<CopyToTp> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
     ctx->saved_data["comm"] = comm;
@@ -57,26 +41,6 @@ struct ReduceFromTp : torch::autograd::Function<ReduceFromTp> {
   }
   static variable_list backward(AutogradContext*, variable_list grad) {
     return {grad[0], at::Tensor()};
-  }
-};
-
-struct GatherFromTp : torch::autograd::Function<GatherFromTp> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
-    ctx->saved_data["comm"] = comm;
-    return all_gather_last_dim(x, *reinterpret_cast<Communicator*>(comm));
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {slice_last_dim(grad[0], unstash(ctx)), at::Tensor()};
-  }
-};
-
-struct ScatterToTp : torch::autograd::Function<ScatterToTp> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
-    ctx->saved_data["comm"] = comm;
-    return slice_last_dim(x, *reinterpret_cast<Communicator*>(comm));
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {all_gather_last_dim(grad[0], unstash(ctx)), at::Tensor()};
   }
 };
 
@@ -114,12 +78,6 @@ at::Tensor copy_to_tp_region(const at::Tensor& x, Communicator& tp) {
 }
 at::Tensor reduce_from_tp_region(const at::Tensor& x, Communicator& tp) {
   return tp.size() == 1 ? x : ReduceFromTp::apply(x, stash(tp));
-}
-at::Tensor gather_from_tp_region(const at::Tensor& x, Communicator& tp) {
-  return tp.size() == 1 ? x : GatherFromTp::apply(x, stash(tp));
-}
-at::Tensor scatter_to_tp_region(const at::Tensor& x, Communicator& tp) {
-  return tp.size() == 1 ? x : ScatterToTp::apply(x, stash(tp));
 }
 
 }  // namespace trident

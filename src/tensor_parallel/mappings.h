@@ -15,12 +15,6 @@ at::Tensor copy_to_tp_region(const at::Tensor& x, Communicator& tp);
 /// Backward: identity.
 at::Tensor reduce_from_tp_region(const at::Tensor& x, Communicator& tp);
 
-/// Forward: all-gather the last dimension over tp. Backward: keep this rank's slice.
-at::Tensor gather_from_tp_region(const at::Tensor& x, Communicator& tp);
-
-/// Forward: keep this rank's slice of the last dimension. Backward: all-gather.
-at::Tensor scatter_to_tp_region(const at::Tensor& x, Communicator& tp);
-
 /// For a weight that groups of `replicas` consecutive tp ranks hold as identical copies
 /// (Llama's kv heads when tp > kv_heads). Forward: identity. Backward: sum the gradient
 /// over the ranks of this rank's group, so every copy gets the whole gradient and stays

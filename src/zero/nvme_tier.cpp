@@ -9,14 +9,9 @@
 #include <chrono>     // std::chrono::steady_clock
 #include <stdexcept>  // std::runtime_error
 
+#include "common/stopwatch.h"  // seconds_since
+
 namespace trident {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 size_t NvmeTier::record_bytes(const std::vector<at::ScalarType>& planes, int64_t max_piece) {
   size_t bytes = 0;

@@ -48,7 +48,6 @@ class NvmeTier {
   /// Reads plane `plane` of piece `piece` into `dst` (contiguous, the piece's length).
   void read_plane(size_t piece, size_t plane, at::Tensor dst);
 
-  size_t num_pieces() const { return pieces_.size(); }
   int64_t file_bytes() const { return file_bytes_; }
   bool direct() const { return file_->direct(); }
   const TierStats& stats() const { return stats_; }

@@ -1,7 +1,9 @@
 // The NCCL communicator where the machine cannot run it: a build without NCCL, or (as on
 // CI, where NCCL and the CUDA toolkit are present but no GPU is) a node without a visible
 // GPU, refuses to make one with a message that names what is missing and the way out. On a
-// GPU node it starts, over a group of one (NCCL takes one rank per GPU).
+// GPU node it starts, over a group of one (NCCL takes one rank per GPU). A build that was
+// meant to have NCCL (TRIDENT_EXPECT_NCCL, decided in the top CMakeLists.txt) and built
+// the stub fails here: "built without NCCL" is right only where no NCCL was there to find.
 #include <ATen/detail/CUDAHooksInterface.h>  // at::detail::getCUDAHooks
 #include <gtest/gtest.h>
 
@@ -30,6 +32,17 @@ std::string error_of(const std::function<void()>& fn) {
 }
 
 bool gpu_visible() { return at::detail::getCUDAHooks().getNumGPUs() > 0; }
+
+TEST(NcclBackend, is_built_where_the_build_expected_it) {
+#if TRIDENT_EXPECT_NCCL
+  EXPECT_TRUE(nccl_built())
+      << "CMake expected the NCCL communicator here (TRIDENT_CUDA=ON, or NCCL under "
+         "/usr/local/cuda) but built without it: see its 'trident: ... NCCL communicator' "
+         "line, or configure with -DTRIDENT_EXPECT_NCCL=OFF";
+#else
+  SUCCEED() << "this build was not meant to have NCCL";
+#endif
+}
 
 TEST(NcclBackend, starts_only_where_a_gpu_is_visible) {
   const std::string error =

@@ -18,6 +18,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import safetensors_read  # noqa: E402  tests/scripts/safetensors_read.py: the tests' one reader
+
 SHAPE = dict(layers=2, hidden=32, heads=4, ffn=40, vocab=61, positions=64)
 
 
@@ -46,21 +49,13 @@ def write_safetensors(path, tensors, dtype):
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
     out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = e["data_offsets"]
-        raw = data[8 + n + lo:8 + n + hi]
-        if e["dtype"] == "BF16":
+    for name, (dtype, shape, raw) in safetensors_read.read_safetensors(path).items():
+        if dtype == "BF16":
             a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
         else:
-            a = np.frombuffer(raw, {"F64": "<f8", "F32": "<f4"}[e["dtype"]])
-        out[name] = a.astype(np.float64).reshape(e["shape"])
+            a = np.frombuffer(raw, {"F64": "<f8", "F32": "<f4"}[dtype])
+        out[name] = a.astype(np.float64).reshape(shape)
     return out
 
 

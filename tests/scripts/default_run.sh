@@ -2,7 +2,8 @@
 # The default run through scripts/train.sh's launch path (8 ranks, dp2 x pp2 x tp2,
 # ZeRO-2, 1F1B, checkpointing), for 3 steps: the metrics file, the checkpoint and the
 # trace — valid JSON, and on every rank each micro-batch's forward and backward in the
-# order of its stage's 1F1B schedule.
+# order of its stage's 1F1B schedule; and the lines README.md shows before the first step
+# (the model, data, loss floor, placement and memory of rank 0) are the ones printed.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -12,6 +13,14 @@ out=$("$root/scripts/train.sh" configs/default.toml --set train.steps=3 --set tr
   --set logging.run_dir="$tmp/run" 2>&1) || fail "scripts/train.sh exited non-zero: $out"
 echo "$out" | grep -q "^step 3/3 | loss" || fail "no progress line: $out"
 echo "$out" | grep -q "run directory: $tmp/run" || fail "the summary does not name the run directory"
+# README's block of the default run: the lines that do not depend on the machine or the time.
+readme=$(awk '/trident-check: none: a run of minutes; tests\/scripts\/default_run.sh/ { f = 1; next }
+  f && /^```/ { if (++fences == 2) exit; next } f' "$root/README.md" | grep -E '^(trident: |data: |loss floor|placement: |memory per rank|  rank 0 )')
+[ "$(echo "$readme" | wc -l)" -eq 6 ] || fail "README.md's default-run block not found: $readme"
+while IFS= read -r line; do
+  echo "$out" | grep -qxF -- "$line" || fail "README.md shows a line the default run does not print:
+$line"
+done <<<"$readme"
 [ -f "$tmp/run/checkpoints/step_3/index.json" ] || fail "no checkpoint step_3: $(ls -R "$tmp/run")"
 grep -q "step_3" "$tmp/run/checkpoints/latest" || fail "latest does not point to step_3"
 python3 - "$tmp/run" <<'PY' || fail "metrics or trace"

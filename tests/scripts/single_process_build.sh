@@ -31,22 +31,16 @@ run() {  # run NAME COMMAND...
 run solo "$solo"
 run mpi mpirun -np 1 --bind-to none "$trident"
 
-/usr/bin/python3 - "$tmp" <<'PY' || fail "the two builds differ"
-import glob, json, os, struct, sys
+/usr/bin/python3 - "$tmp" "$root/tests/scripts" <<'PY' || fail "the two builds differ"
+import glob, json, os, sys
+sys.path.insert(0, sys.argv[2])
+from safetensors_read import read_safetensors as tensors
 tmp = sys.argv[1]
 rows = {b: [json.loads(l) for l in open(f"{tmp}/{b}.jsonl")] for b in ("solo", "mpi")}
 assert [r["step"] for r in rows["solo"]] == [1, 2, 3, 4, 5], rows["solo"]
 for a, b in zip(rows["solo"], rows["mpi"]):
     for k in ("loss", "grad_norm"):
         assert a[k] == b[k], (k, a["step"], a[k], b[k])
-
-def tensors(path):  # name -> raw bytes of a safetensors file
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
-            for k, v in header.items() if k != "__metadata__"}
 
 files = {b: sorted(glob.glob(f"{tmp}/{b}-ckpt/step_5/*.safetensors")) for b in ("solo", "mpi")}
 assert files["solo"], os.listdir(f"{tmp}/solo-ckpt")
