@@ -174,8 +174,9 @@ class Reader {
     // A choice is stored as an enum, which cannot hold a name outside the choices: check
     // it here, as validation checks every other value once all are read.
     if (!spec->allowed.choices.empty() && !spec->allowed.accepts(*value)) {
+      const char* why = spec->allowed.refusal(*value);
       errors_.push_back(where + full + " = " + format_value(*value) + " is not valid; it must be " +
-                        spec->allowed.describe());
+                        spec->allowed.describe() + (why ? std::string("; ") + why : ""));
       return false;
     }
     spec->field.set(config_, *value);

@@ -71,6 +71,11 @@ Allowed half_open(double lo, double hi) { return Allowed{lo, hi, false, true, {}
 Allowed one_of(std::vector<ConfigValue> choices) {
   return Allowed{std::nullopt, std::nullopt, false, false, std::move(choices)};
 }
+/// `allowed`, with `value` refused for the reason `why`.
+Allowed refusing(Allowed allowed, ConfigValue value, const char* why) {
+  allowed.refused.push_back({std::move(value), why});
+  return allowed;
+}
 /// Exactly the names of E's values.
 template <typename E>
 Allowed choices_of() {
@@ -96,6 +101,16 @@ constexpr auto kLog = &TrainConfig::logging;
 
 std::vector<KeySpec> build_schema() {
   const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}};
+  // DeepSpeed's "cpu" tier moves states from the GPU to pinned host memory. trident has no
+  // such tier: a CPU-device run keeps its states in host memory already (nothing to save),
+  // and a CUDA run refuses offload (config_validate.cpp). Accepting "cpu" would promise
+  // memory the run does not save, and the planner would count it.
+  const char* no_cpu_tier =
+      "there is no cpu tier: with train.device = \"cpu\" the states are in host memory "
+      "already, so it would save nothing, and a CUDA run does not offload to pinned host "
+      "memory; use \"nvme\" (files under parallel.nvme_path) to take them out of memory, or "
+      "\"none\"";
+  const Allowed tiers = refusing(choices_of<OffloadTier>(), std::string("cpu"), no_cpu_tier);
   return {
       {"model", "arch", choice_field(kModel, &M::arch), choices_of<ModelArch>(),
        "model family: GPT-2 (LayerNorm, learned positions, GELU) or Llama (RMSNorm, RoPE, "
@@ -165,13 +180,11 @@ std::vector<KeySpec> build_schema() {
        choice_field(kParallel, &P::zero3_reshard_after_forward), choices_of<Toggle>(),
        "ZeRO 3: release a layer after its forward and gather it again for its backward (on), "
        "or keep every layer gathered from its first forward to the step's end (off)"},
-      {"parallel", "offload_optimizer", choice_field(kParallel, &P::offload_optimizer),
-       choices_of<OffloadTier>(),
+      {"parallel", "offload_optimizer", choice_field(kParallel, &P::offload_optimizer), tiers,
        "where the optimizer's shard (fp32 master weights, both Adam moments) lives: in memory "
-       "(none), host memory (cpu; on a CPU build that is where it already is), or files under "
-       "nvme_path streamed through the AdamW step (nvme)"},
-      {"parallel", "offload_params", choice_field(kParallel, &P::offload_params),
-       choices_of<OffloadTier>(),
+       "(none) or in files under nvme_path streamed through the AdamW step (nvme); there is no "
+       "cpu tier (docs/offload.md)"},
+      {"parallel", "offload_params", choice_field(kParallel, &P::offload_params), tiers,
        "ZeRO 3 only: where the parameter shard lives between gathers; nvme needs "
        "offload_optimizer = \"nvme\" (the shard travels with the optimizer's)"},
       {"parallel", "nvme_path", field(kParallel, &P::nvme_path), any(),
@@ -293,6 +306,12 @@ bool Allowed::accepts(const ConfigValue& v) const {
   if (lo && (lo_open ? x <= *lo : x < *lo)) return false;
   if (hi && (hi_open ? x >= *hi : x > *hi)) return false;
   return true;
+}
+
+const char* Allowed::refusal(const ConfigValue& v) const {
+  for (const Refusal& r : refused)
+    if (r.value == v) return r.why;
+  return nullptr;
 }
 
 std::string Allowed::describe() const {

@@ -28,11 +28,21 @@ struct FieldRef {
   std::function<void(TrainConfig&, const ConfigValue&)> set;
 };
 
+/// A value users may expect a key to take (from DeepSpeed, say) that it refuses, and why.
+struct Refusal {
+  ConfigValue value;
+  const char* why;  ///< the reason and what to use instead
+};
+
 /// What values a key accepts: numeric bounds and/or a list of choices.
 struct Allowed {
   std::optional<double> lo, hi;  ///< bounds, inclusive unless *_open
   bool lo_open = false, hi_open = false;
-  std::vector<ConfigValue> choices;  ///< when not empty: the only valid values
+  std::vector<ConfigValue> choices;   ///< when not empty: the only valid values
+  std::vector<Refusal> refused = {};  ///< values outside the choices that get a reason
+
+  /// The reason `v` is refused, or nullptr when it has none of its own.
+  const char* refusal(const ConfigValue& v) const;
 
   bool accepts(const ConfigValue& v) const;
   /// ">= 1", "> 0", "in [0, 1)", "one of \"gpipe\", \"1f1b\"", or "" if anything goes.

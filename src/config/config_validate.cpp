@@ -211,8 +211,8 @@ void check_schedule_lengths(TrainConfig& c, const Origins& origins, int, Errors&
 }
 
 /// Offload: parameters offload only where they are sharded (stage 3), and travel with the
-/// optimizer's shard; the nvme tier needs a directory; the cpu tier of a GPU build and the
-/// nvme tier's device copies are not built yet, so a CUDA run refuses both.
+/// optimizer's shard; the nvme tier needs a directory; the nvme tier's device copies are not
+/// built yet, so a CUDA run refuses it. (There is no cpu tier: the schema refuses "cpu".)
 void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) {
   const ParallelConfig& p = c.parallel;
   if (p.offload_params != OffloadTier::kNone && p.zero_stage != 3)
@@ -234,12 +234,10 @@ void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) 
     errors.push_back(origins.where("parallel.nvme_path") +
                      ": the nvme tier is on but parallel.nvme_path is empty; set it to a "
                      "directory on a local disk (each rank writes its own files under it)");
-  const bool offload =
-      nvme || p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone;
-  if (offload && c.train.device == Device::kCuda)
+  if (nvme && c.train.device == Device::kCuda)
     errors.push_back(origins.where("parallel.offload_optimizer") +
-                     ": offload with train.device = \"cuda\" is not implemented yet (the tiers "
-                     "stream host tensors); use train.device = \"cpu\" or offload = \"none\"");
+                     ": the nvme tier with train.device = \"cuda\" is not implemented yet (it "
+                     "streams host tensors); use train.device = \"cpu\" or offload = \"none\"");
 }
 
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
