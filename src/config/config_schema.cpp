@@ -101,6 +101,10 @@ constexpr auto kLog = &TrainConfig::logging;
 
 std::vector<KeySpec> build_schema() {
   const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}};
+  // GPT-2 has no RoPE, RMSNorm, grouped-query attention or SwiGLU, and always ties its head;
+  // below stage 3 no parameter is gathered.
+  const AppliesWhen llama{"model.arch", std::string("llama")};
+  const AppliesWhen zero3{"parallel.zero_stage", int64_t{3}};
   // DeepSpeed's "cpu" tier moves states from the GPU to pinned host memory. trident has no
   // such tier: a CPU-device run keeps its states in host memory already (nothing to save),
   // and a CUDA run refuses offload (config_validate.cpp). Accepting "cpu" would promise
@@ -127,14 +131,15 @@ std::vector<KeySpec> build_schema() {
        "embedding rows are padded to a multiple of lcm(vocab_multiple, tp)"},
       {"model", "kv_heads", field(kModel, &M::kv_heads), at_least(0),
        "llama: key/value heads (grouped-query attention), dividing heads; 0 means heads, 1 is "
-       "multi-query"},
+       "multi-query",
+       llama},
       {"model", "ffn_hidden", field(kModel, &M::ffn_hidden), at_least(0),
-       "llama: the SwiGLU MLP's intermediate size (required); gpt2 leaves it 0 (4 * hidden)"},
+       "llama: the SwiGLU MLP's intermediate size (required); gpt2's MLP is 4 * hidden", llama},
       {"model", "rope_theta", field(kModel, &M::rope_theta), above(0),
-       "llama: RoPE base, inv_freq = rope_theta^(-2i/head_dim)"},
-      {"model", "norm_eps", field(kModel, &M::norm_eps), above(0), "llama: RMSNorm epsilon"},
+       "llama: RoPE base, inv_freq = rope_theta^(-2i/head_dim)", llama},
+      {"model", "norm_eps", field(kModel, &M::norm_eps), above(0), "llama: RMSNorm epsilon", llama},
       {"model", "tie_embeddings", field(kModel, &M::tie_embeddings), any(),
-       "llama: the output head shares the token embedding (gpt2 always ties it)"},
+       "llama: the output head shares the token embedding (gpt2 always ties it)", llama},
 
       {"parallel", "dp", field(kParallel, &P::dp), at_least(0),
        "data-parallel ranks; 0 derives it as world size / (pp * tp)"},
@@ -170,16 +175,17 @@ std::vector<KeySpec> build_schema() {
        choices_of<ReduceDtype>(), "dtype gradients are reduced in"},
       {"parallel", "zero3_prefetch", choice_field(kParallel, &P::zero3_prefetch),
        choices_of<Toggle>(),
-       "ZeRO 3: all-gather the next layer's parameters while the current layer computes"},
+       "ZeRO 3: all-gather the next layer's parameters while the current layer computes", zero3},
       {"parallel", "zero3_max_live_layers", field(kParallel, &P::zero3_max_live_layers),
        at_least(1),
-       "ZeRO 3: layers whose parameters are gathered at once, the prefetched one included"},
+       "ZeRO 3: layers whose parameters are gathered at once, the prefetched one included", zero3},
       {"parallel", "zero3_persist_below", field(kParallel, &P::zero3_persist_below), at_least(0),
-       "ZeRO 3: parameters of fewer elements (norms, biases) stay gathered on every rank"},
+       "ZeRO 3: parameters of fewer elements (norms, biases) stay gathered on every rank", zero3},
       {"parallel", "zero3_reshard_after_forward",
        choice_field(kParallel, &P::zero3_reshard_after_forward), choices_of<Toggle>(),
        "ZeRO 3: release a layer after its forward and gather it again for its backward (on), "
-       "or keep every layer gathered from its first forward to the step's end (off)"},
+       "or keep every layer gathered from its first forward to the step's end (off)",
+       zero3},
       {"parallel", "offload_optimizer", choice_field(kParallel, &P::offload_optimizer), tiers,
        "where the optimizer's shard (fp32 master weights, both Adam moments) lives: in memory "
        "(none) or in files under nvme_path streamed through the AdamW step (nvme); there is no "
@@ -350,6 +356,15 @@ const KeySpec* find_key(const std::string& section, const std::string& key) {
   for (const KeySpec& spec : config_schema())
     if (section == spec.section && key == spec.key) return &spec;
   return nullptr;
+}
+
+bool applies(const KeySpec& spec, const TrainConfig& c) {
+  if (spec.applies_when.key == nullptr) return true;
+  const std::string name = spec.applies_when.key;
+  const KeySpec* decider =
+      find_key(name.substr(0, name.find('.')), name.substr(name.find('.') + 1));
+  if (decider == nullptr) throw std::logic_error("config: applies_when names no key: " + name);
+  return decider->field.get(c) == spec.applies_when.value;
 }
 
 std::string format_value(const ConfigValue& v) {

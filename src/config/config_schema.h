@@ -49,6 +49,14 @@ struct Allowed {
   std::string describe() const;
 };
 
+/// When a key has an effect: only while another key holds one value (the llama keys
+/// with model.arch = "llama", the zero3_* keys with parallel.zero_stage = 3). A key set
+/// where it has no effect is an error, so a config never says more than the run does.
+struct AppliesWhen {
+  const char* key = nullptr;  ///< "section.key" of the deciding key; nullptr: always applies
+  ConfigValue value;          ///< the value it must hold
+};
+
 /// One row of the schema.
 struct KeySpec {
   const char* section;
@@ -56,6 +64,7 @@ struct KeySpec {
   FieldRef field;
   Allowed allowed;
   const char* meaning;
+  AppliesWhen applies_when = {};
 
   std::string full_name() const { return std::string(section) + "." + key; }
 };
@@ -66,6 +75,8 @@ const std::vector<KeySpec>& config_schema();
 const std::vector<std::string>& config_sections();
 /// The row for section.key, or nullptr.
 const KeySpec* find_key(const std::string& section, const std::string& key);
+/// Whether `spec` has an effect in `c` (see AppliesWhen).
+bool applies(const KeySpec& spec, const TrainConfig& c);
 
 /// A value as TOML writes it: 4, 0.001, 1e-08, "fp32" (floats round-trip exactly).
 std::string format_value(const ConfigValue& v);
