@@ -10,7 +10,7 @@
 #include "checkpoint/hf.h"              // check_hf_config
 #include "checkpoint/index.h"           // open_checkpoint, CheckpointIndex
 #include "checkpoint/reader.h"          // SliceReader
-#include "config/config.h"              // TrainConfig, parse_config
+#include "config/config.h"              // TrainConfig, parse_resolved_config
 #include "models/model_stage.h"         // ModelStage
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext::world
@@ -241,7 +241,7 @@ TrainConfig checkpoint_config(const std::string& path, const std::string& checkp
       }
     }
   }
-  return parse_config(toml, "<checkpoint " + index.dir + ">", overrides, world_size);
+  return parse_resolved_config(toml, "<checkpoint " + index.dir + ">", overrides, world_size);
 }
 
 }  // namespace trident

@@ -45,16 +45,6 @@ TrainConfig load_single_or_mpi_config(const std::string& path, const std::vector
   }
 }
 
-/// What the offload keys do in this run, without pretending: the cpu tier is where a CPU
-/// build keeps the states anyway.
-std::string offload_line(const ParallelConfig& p, const ZeroOptimizer& opt) {
-  if (opt.offload_description() != "none") return opt.offload_description();
-  return std::string(
-             "cpu requested; on this CPU build the states are in host memory "
-             "already, so it changes nothing (optimizer ") +
-         name_of(p.offload_optimizer) + ", parameters " + name_of(p.offload_params) + ")";
-}
-
 void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, int world) {
   const auto& p = config.parallel;
   std::cout << "trident: " << params << " parameters, " << world << " ranks = dp " << p.dp
@@ -63,7 +53,7 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
             << p.activation_checkpointing << (p.sequence_parallel ? ", sequence parallel" : "")
             << ", " << config.train.precision << "\n";
   if (p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone)
-    std::cout << "offload: " << offload_line(p, trainer.optimizer()) << "\n";
+    std::cout << "offload: " << trainer.optimizer().offload_description() << "\n";
   std::cout << "data: " << trainer.data_description() << "\n";
   if (const auto floor = trainer.loss_floor())
     std::cout << "loss floor (the source's entropy rate): " << *floor << " nats\n";

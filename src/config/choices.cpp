@@ -62,8 +62,8 @@ std::ostream& operator<<(std::ostream& out, Toggle value) { return out << name_o
 
 template <>
 const std::vector<ChoiceName<OffloadTier>>& choice_names() {
-  static const std::vector<ChoiceName<OffloadTier>> names = {
-      {OffloadTier::kNone, "none"}, {OffloadTier::kCpu, "cpu"}, {OffloadTier::kNvme, "nvme"}};
+  static const std::vector<ChoiceName<OffloadTier>> names = {{OffloadTier::kNone, "none"},
+                                                             {OffloadTier::kNvme, "nvme"}};
   return names;
 }
 

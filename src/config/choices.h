@@ -23,8 +23,9 @@ enum class ReduceDtype { kFp32, kBf16 };
 enum class Device { kCpu, kCuda };
 /// A feature switched on or off (parallel.zero3_prefetch, ...).
 enum class Toggle { kOn, kOff };
-/// parallel.offload_optimizer / offload_params: where ZeRO's shards live between uses.
-enum class OffloadTier { kNone, kCpu, kNvme };
+/// parallel.offload_optimizer / offload_params: where ZeRO's shards live between uses. There
+/// is no "cpu" tier (see the schema's refusal): nothing would run it.
+enum class OffloadTier { kNone, kNvme };
 
 /// checkpoint.preempt_signals: the signals that make every rank save and exit at the next
 /// step boundary ("none": they keep their default action, ending the job unsaved).

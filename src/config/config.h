@@ -157,8 +157,14 @@ TrainConfig load_config(const std::string& path, const std::vector<std::string>&
 TrainConfig parse_config(const std::string& toml_text, const std::string& source_name,
                          const std::vector<std::string>& overrides, int world_size);
 
-/// The resolved config as TOML text (every key, defaults filled in);
-/// parse_config(to_toml(c)) gives c back.
+/// As parse_config, for a config trident wrote (to_toml, kept in a checkpoint): a key of
+/// the text that has no effect in its model or ZeRO stage is not refused, since older
+/// versions wrote every key; --set overrides are checked as parse_config checks them.
+TrainConfig parse_resolved_config(const std::string& toml_text, const std::string& source_name,
+                                  const std::vector<std::string>& overrides, int world_size);
+
+/// The resolved config as TOML text: every key that has an effect in this model and ZeRO
+/// stage, defaults filled in; parse_config(to_toml(c)) gives c back for a c it returned.
 std::string to_toml(const TrainConfig& c);
 
 /// Markdown reference of every key (section, key, type, default, meaning), generated

@@ -89,7 +89,9 @@ std::string suggest_section(const std::string& section) {
 /// Collects values into a TrainConfig, remembering where each came from.
 class Reader {
  public:
-  explicit Reader(const std::string& source) : origins_(source) { config_.source = source; }
+  Reader(const std::string& source, bool resolved) : origins_(source), resolved_(resolved) {
+    config_.source = source;
+  }
 
   void read_file_table(const toml::table& root) {
     for (const auto& [name, node] : root) {
@@ -109,7 +111,7 @@ class Reader {
           const int key_line = line_of(key, value);
           const std::string full = section + "." + std::string(key.str());
           if (assign(section, std::string(key.str()), value, at(key_line)))
-            origins_.set_file_line(full, key_line);
+            origins_.set_file_line(full, key_line, !resolved_);
         }
       }
     }
@@ -174,8 +176,9 @@ class Reader {
     // A choice is stored as an enum, which cannot hold a name outside the choices: check
     // it here, as validation checks every other value once all are read.
     if (!spec->allowed.choices.empty() && !spec->allowed.accepts(*value)) {
+      const char* why = spec->allowed.refusal(*value);
       errors_.push_back(where + full + " = " + format_value(*value) + " is not valid; it must be " +
-                        spec->allowed.describe());
+                        spec->allowed.describe() + (why ? std::string("; ") + why : ""));
       return false;
     }
     spec->field.set(config_, *value);
@@ -205,14 +208,17 @@ class Reader {
 
   TrainConfig config_;
   Origins origins_;
+  bool resolved_;
   std::vector<std::string> errors_;
 };
 
 }  // namespace
 }  // namespace config_detail
 
-TrainConfig parse_config(const std::string& toml_text, const std::string& source_name,
-                         const std::vector<std::string>& overrides, int world_size) {
+namespace {
+
+TrainConfig parse(const std::string& toml_text, const std::string& source_name,
+                  const std::vector<std::string>& overrides, int world_size, bool resolved) {
   if (const auto bad = config_detail::find_unreadable_char(toml_text)) {
     const std::string before = toml_text.substr(0, bad->offset);
     const size_t line = 1 + static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
@@ -233,10 +239,22 @@ TrainConfig parse_config(const std::string& toml_text, const std::string& source
                       std::to_string(begin.column) +
                       ": TOML syntax error: " + std::string(e.description()));
   }
-  config_detail::Reader reader(source_name);
+  config_detail::Reader reader(source_name, resolved);
   reader.read_file_table(root);
   for (const std::string& text : overrides) reader.read_override(text);
   return reader.finish(world_size);
+}
+
+}  // namespace
+
+TrainConfig parse_config(const std::string& toml_text, const std::string& source_name,
+                         const std::vector<std::string>& overrides, int world_size) {
+  return parse(toml_text, source_name, overrides, world_size, /*resolved=*/false);
+}
+
+TrainConfig parse_resolved_config(const std::string& toml_text, const std::string& source_name,
+                                  const std::vector<std::string>& overrides, int world_size) {
+  return parse(toml_text, source_name, overrides, world_size, /*resolved=*/true);
 }
 
 TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides,

@@ -11,9 +11,10 @@ using config_detail::KeySpec;
 using config_detail::type_name;
 
 std::string to_toml(const TrainConfig& c) {
-  std::string out = "# trident config, resolved: every key, defaults filled in\n";
+  std::string out = "# trident config, resolved: every key that applies, defaults filled in\n";
   std::string section;
   for (const KeySpec& spec : config_schema()) {
+    if (!config_detail::applies(spec, c)) continue;  // parse_config would refuse it
     if (section != spec.section) {
       section = spec.section;
       out += "\n[" + section + "]\n";
@@ -46,7 +47,10 @@ nearest valid name suggested. Besides each key's own range, these must hold:
   default) derives dp as ranks / (pp * tp);
 - `train.global_batch_size` is divisible by `train.micro_batch_size * parallel.dp`
   (each dp rank runs global / (micro * dp) micro-batches per step);
-- `optimizer.min_lr <= optimizer.lr` and `train.stop_at <= train.steps`.
+- `optimizer.min_lr <= optimizer.lr` and `train.stop_at <= train.steps`;
+- a key that has no effect for the chosen model or ZeRO stage is an error when set: the
+  keys marked "llama:" need `model.arch = "llama"`, those marked "ZeRO 3:" need
+  `parallel.zero_stage = 3`.
 
 The embedding is padded to `model.vocab` rounded up to a multiple of
 lcm(`model.vocab_multiple`, `parallel.tp`).

@@ -71,6 +71,11 @@ Allowed half_open(double lo, double hi) { return Allowed{lo, hi, false, true, {}
 Allowed one_of(std::vector<ConfigValue> choices) {
   return Allowed{std::nullopt, std::nullopt, false, false, std::move(choices)};
 }
+/// `allowed`, with `value` refused for the reason `why`.
+Allowed refusing(Allowed allowed, ConfigValue value, const char* why) {
+  allowed.refused.push_back({std::move(value), why});
+  return allowed;
+}
 /// Exactly the names of E's values.
 template <typename E>
 Allowed choices_of() {
@@ -98,6 +103,21 @@ constexpr auto kLog = &TrainConfig::logging;
 
 std::vector<KeySpec> build_schema() {
   const std::vector<ConfigValue> zero_stages = {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}};
+  // GPT-2 has no RoPE, RMSNorm, grouped-query attention or SwiGLU, and always ties its head;
+  // below stage 3 no parameter is gathered.
+  const AppliesWhen llama{"model.arch", std::string("llama")};
+  const AppliesWhen zero3{"parallel.zero_stage", int64_t{3}};
+  const AppliesWhen guarded{"guard.enabled", true};
+  // DeepSpeed's "cpu" tier moves states from the GPU to pinned host memory. trident has no
+  // such tier: a CPU-device run keeps its states in host memory already (nothing to save),
+  // and a CUDA run refuses offload (config_validate.cpp). Accepting "cpu" would promise
+  // memory the run does not save, and the planner would count it.
+  const char* no_cpu_tier =
+      "there is no cpu tier: with train.device = \"cpu\" the states are in host memory "
+      "already, so it would save nothing, and a CUDA run does not offload to pinned host "
+      "memory; use \"nvme\" (files under parallel.nvme_path) to take them out of memory, or "
+      "\"none\"";
+  const Allowed tiers = refusing(choices_of<OffloadTier>(), std::string("cpu"), no_cpu_tier);
   return {
       {"model", "arch", choice_field(kModel, &M::arch), choices_of<ModelArch>(),
        "model family: GPT-2 (LayerNorm, learned positions, GELU) or Llama (RMSNorm, RoPE, "
@@ -114,14 +134,15 @@ std::vector<KeySpec> build_schema() {
        "embedding rows are padded to a multiple of lcm(vocab_multiple, tp)"},
       {"model", "kv_heads", field(kModel, &M::kv_heads), at_least(0),
        "llama: key/value heads (grouped-query attention), dividing heads; 0 means heads, 1 is "
-       "multi-query"},
+       "multi-query",
+       llama},
       {"model", "ffn_hidden", field(kModel, &M::ffn_hidden), at_least(0),
-       "llama: the SwiGLU MLP's intermediate size (required); gpt2 leaves it 0 (4 * hidden)"},
+       "llama: the SwiGLU MLP's intermediate size (required); gpt2's MLP is 4 * hidden", llama},
       {"model", "rope_theta", field(kModel, &M::rope_theta), above(0),
-       "llama: RoPE base, inv_freq = rope_theta^(-2i/head_dim)"},
-      {"model", "norm_eps", field(kModel, &M::norm_eps), above(0), "llama: RMSNorm epsilon"},
+       "llama: RoPE base, inv_freq = rope_theta^(-2i/head_dim)", llama},
+      {"model", "norm_eps", field(kModel, &M::norm_eps), above(0), "llama: RMSNorm epsilon", llama},
       {"model", "tie_embeddings", field(kModel, &M::tie_embeddings), any(),
-       "llama: the output head shares the token embedding (gpt2 always ties it)"},
+       "llama: the output head shares the token embedding (gpt2 always ties it)", llama},
 
       {"parallel", "dp", field(kParallel, &P::dp), at_least(0),
        "data-parallel ranks; 0 derives it as world size / (pp * tp)"},
@@ -157,23 +178,22 @@ std::vector<KeySpec> build_schema() {
        choices_of<ReduceDtype>(), "dtype gradients are reduced in"},
       {"parallel", "zero3_prefetch", choice_field(kParallel, &P::zero3_prefetch),
        choices_of<Toggle>(),
-       "ZeRO 3: all-gather the next layer's parameters while the current layer computes"},
+       "ZeRO 3: all-gather the next layer's parameters while the current layer computes", zero3},
       {"parallel", "zero3_max_live_layers", field(kParallel, &P::zero3_max_live_layers),
        at_least(1),
-       "ZeRO 3: layers whose parameters are gathered at once, the prefetched one included"},
+       "ZeRO 3: layers whose parameters are gathered at once, the prefetched one included", zero3},
       {"parallel", "zero3_persist_below", field(kParallel, &P::zero3_persist_below), at_least(0),
-       "ZeRO 3: parameters of fewer elements (norms, biases) stay gathered on every rank"},
+       "ZeRO 3: parameters of fewer elements (norms, biases) stay gathered on every rank", zero3},
       {"parallel", "zero3_reshard_after_forward",
        choice_field(kParallel, &P::zero3_reshard_after_forward), choices_of<Toggle>(),
        "ZeRO 3: release a layer after its forward and gather it again for its backward (on), "
-       "or keep every layer gathered from its first forward to the step's end (off)"},
-      {"parallel", "offload_optimizer", choice_field(kParallel, &P::offload_optimizer),
-       choices_of<OffloadTier>(),
+       "or keep every layer gathered from its first forward to the step's end (off)",
+       zero3},
+      {"parallel", "offload_optimizer", choice_field(kParallel, &P::offload_optimizer), tiers,
        "where the optimizer's shard (fp32 master weights, both Adam moments) lives: in memory "
-       "(none), host memory (cpu; on a CPU build that is where it already is), or files under "
-       "nvme_path streamed through the AdamW step (nvme)"},
-      {"parallel", "offload_params", choice_field(kParallel, &P::offload_params),
-       choices_of<OffloadTier>(),
+       "(none) or in files under nvme_path streamed through the AdamW step (nvme); there is no "
+       "cpu tier (docs/offload.md)"},
+      {"parallel", "offload_params", choice_field(kParallel, &P::offload_params), tiers,
        "ZeRO 3 only: where the parameter shard lives between gathers; nvme needs "
        "offload_optimizer = \"nvme\" (the shard travels with the optimizer's)"},
       {"parallel", "nvme_path", field(kParallel, &P::nvme_path), any(),
@@ -252,23 +272,26 @@ std::vector<KeySpec> build_schema() {
        "and roll back after rollback_after skipped steps in a row; false: non-finite steps "
        "are still skipped, and train.max_skipped_steps stops the job"},
       {"guard", "window", field(kGuard, &G::window), at_least(2),
-       "the recent healthy steps the median and deviation are taken over"},
+       "the recent healthy steps the median and the noise are taken over", guarded},
       {"guard", "min_history", field(kGuard, &G::min_history), at_least(2),
-       "healthy steps the guard sees before it judges one (<= window)"},
+       "healthy steps the guard sees before it judges one (<= window)", guarded},
       {"guard", "loss_ratio", field(kGuard, &G::loss_ratio), above(1),
-       "a spike's loss is above loss_ratio * median (and above loss_sigmas)"},
+       "a spike's loss is above loss_ratio * median (and above loss_sigmas)", guarded},
       {"guard", "loss_sigmas", field(kGuard, &G::loss_sigmas), above(0),
        "a spike's loss is above median + loss_sigmas * noise (the recent steps' standard "
-       "deviation, from the median of their successive differences)"},
+       "deviation, from the median of their successive differences)",
+       guarded},
       {"guard", "grad_norm_ratio", field(kGuard, &G::grad_norm_ratio), above(1),
-       "a spike's gradient norm is above grad_norm_ratio * median (and above grad_norm_sigmas)"},
+       "a spike's gradient norm is above grad_norm_ratio * median (and above grad_norm_sigmas)",
+       guarded},
       {"guard", "grad_norm_sigmas", field(kGuard, &G::grad_norm_sigmas), above(0),
-       "a spike's gradient norm is above median + grad_norm_sigmas * noise"},
+       "a spike's gradient norm is above median + grad_norm_sigmas * noise", guarded},
       {"guard", "rollback_after", field(kGuard, &G::rollback_after), at_least(0),
        "this many skipped steps in a row (spikes or non-finite) reload the newest good "
-       "checkpoint and leave out the data since it; 0 never rolls back"},
+       "checkpoint and leave out the data since it; 0 never rolls back",
+       guarded},
       {"guard", "max_rollbacks", field(kGuard, &G::max_rollbacks), at_least(0),
-       "rollbacks in one run before the job stops as diverged"},
+       "rollbacks in one run before the job stops as diverged", guarded},
 
       {"logging", "run_dir", field(kLog, &L::run_dir), any(),
        "directory for the run's outputs; empty: runs/<config file name>; \"none\": no run "
@@ -323,6 +346,12 @@ bool Allowed::accepts(const ConfigValue& v) const {
   return true;
 }
 
+const char* Allowed::refusal(const ConfigValue& v) const {
+  for (const Refusal& r : refused)
+    if (r.value == v) return r.why;
+  return nullptr;
+}
+
 std::string Allowed::describe() const {
   auto num = [](double x) {
     return x == std::floor(x) ? std::to_string(static_cast<int64_t>(x)) : format_value(x);
@@ -359,6 +388,15 @@ const KeySpec* find_key(const std::string& section, const std::string& key) {
   for (const KeySpec& spec : config_schema())
     if (section == spec.section && key == spec.key) return &spec;
   return nullptr;
+}
+
+bool applies(const KeySpec& spec, const TrainConfig& c) {
+  if (spec.applies_when.key == nullptr) return true;
+  const std::string name = spec.applies_when.key;
+  const KeySpec* decider =
+      find_key(name.substr(0, name.find('.')), name.substr(name.find('.') + 1));
+  if (decider == nullptr) throw std::logic_error("config: applies_when names no key: " + name);
+  return decider->field.get(c) == spec.applies_when.value;
 }
 
 std::string format_value(const ConfigValue& v) {

@@ -28,15 +28,33 @@ struct FieldRef {
   std::function<void(TrainConfig&, const ConfigValue&)> set;
 };
 
+/// A value users may expect a key to take (from DeepSpeed, say) that it refuses, and why.
+struct Refusal {
+  ConfigValue value;
+  const char* why;  ///< the reason and what to use instead
+};
+
 /// What values a key accepts: numeric bounds and/or a list of choices.
 struct Allowed {
   std::optional<double> lo, hi;  ///< bounds, inclusive unless *_open
   bool lo_open = false, hi_open = false;
-  std::vector<ConfigValue> choices;  ///< when not empty: the only valid values
+  std::vector<ConfigValue> choices;   ///< when not empty: the only valid values
+  std::vector<Refusal> refused = {};  ///< values outside the choices that get a reason
+
+  /// The reason `v` is refused, or nullptr when it has none of its own.
+  const char* refusal(const ConfigValue& v) const;
 
   bool accepts(const ConfigValue& v) const;
   /// ">= 1", "> 0", "in [0, 1)", "one of \"gpipe\", \"1f1b\"", or "" if anything goes.
   std::string describe() const;
+};
+
+/// When a key has an effect: only while another key holds one value (the llama keys
+/// with model.arch = "llama", the zero3_* keys with parallel.zero_stage = 3). A key set
+/// where it has no effect is an error, so a config never says more than the run does.
+struct AppliesWhen {
+  const char* key = nullptr;  ///< "section.key" of the deciding key; nullptr: always applies
+  ConfigValue value;          ///< the value it must hold
 };
 
 /// One row of the schema.
@@ -46,6 +64,7 @@ struct KeySpec {
   FieldRef field;
   Allowed allowed;
   const char* meaning;
+  AppliesWhen applies_when = {};
 
   std::string full_name() const { return std::string(section) + "." + key; }
 };
@@ -56,6 +75,8 @@ const std::vector<KeySpec>& config_schema();
 const std::vector<std::string>& config_sections();
 /// The row for section.key, or nullptr.
 const KeySpec* find_key(const std::string& section, const std::string& key);
+/// Whether `spec` has an effect in `c` (see AppliesWhen).
+bool applies(const KeySpec& spec, const TrainConfig& c);
 
 /// A value as TOML writes it: 4, 0.001, 1e-08, "fp32" (floats round-trip exactly).
 std::string format_value(const ConfigValue& v);

@@ -32,6 +32,22 @@ void check_divisible(const Origins& origins, Errors& errors, const char* of_key,
                    " in " + divisors_of(n) + " or change " + of_short);
 }
 
+/// A key set where it changes nothing (a llama key for gpt2, a zero3_* key below stage 3)
+/// is refused: the run would silently differ from what the config says.
+void check_keys_apply(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  for (const KeySpec& spec : config_schema()) {
+    const std::string name = spec.full_name();
+    if (!origins.chosen(name) || applies(spec, c)) continue;
+    const std::string decider = spec.applies_when.key;
+    const std::string wanted = format_value(spec.applies_when.value);
+    const KeySpec* d =
+        find_key(decider.substr(0, decider.find('.')), decider.substr(decider.find('.') + 1));
+    errors.push_back(origins.where(name) + ": " + name + " applies only to " + decider + " = " +
+                     wanted + ", and here " + decider + " = " + format_value(d->field.get(c)) +
+                     ", so it would change nothing; remove it or set " + decider + " = " + wanted);
+  }
+}
+
 void check_model_shape(TrainConfig& c, const Origins& origins, int, Errors& errors) {
   check_divisible(origins, errors, "model.hidden", c.model.hidden, "model.heads", c.model.heads);
   check_divisible(origins, errors, "model.heads", c.model.heads, "parallel.tp", c.parallel.tp);
@@ -42,19 +58,7 @@ void check_model_shape(TrainConfig& c, const Origins& origins, int, Errors& erro
 /// head is replicated on the tp ranks whose query heads read it when tp > kv_heads.
 void check_llama_shape(TrainConfig& c, const Origins& origins, int, Errors& errors) {
   const ModelConfig& m = c.model;
-  if (m.arch != ModelArch::kLlama) {
-    if (m.kv_heads != 0 && m.kv_heads != m.heads)
-      errors.push_back(origins.where("model.kv_heads") +
-                       ": model.kv_heads = " + std::to_string(m.kv_heads) +
-                       " applies to model.arch = \"llama\" only; gpt2 has heads key/value heads; "
-                       "remove it or set model.arch = \"llama\"");
-    if (m.ffn_hidden != 0 && m.ffn_hidden != 4 * m.hidden)
-      errors.push_back(origins.where("model.ffn_hidden") +
-                       ": model.ffn_hidden = " + std::to_string(m.ffn_hidden) +
-                       " but gpt2's MLP is 4 * hidden = " + std::to_string(4 * m.hidden) +
-                       "; remove it or set model.arch = \"llama\"");
-    return;
-  }
+  if (m.arch != ModelArch::kLlama) return;  // check_keys_apply refuses llama keys set here
   const int64_t kv = m.kv_head_count(), tp = c.parallel.tp;
   check_divisible(origins, errors, "model.heads", m.heads, "model.kv_heads", kv);
   if ((m.hidden / m.heads) % 2 != 0)
@@ -213,8 +217,8 @@ void check_schedule_lengths(TrainConfig& c, const Origins& origins, int, Errors&
 }
 
 /// Offload: parameters offload only where they are sharded (stage 3), and travel with the
-/// optimizer's shard; the nvme tier needs a directory; the cpu tier of a GPU build and the
-/// nvme tier's device copies are not built yet, so a CUDA run refuses both.
+/// optimizer's shard; the nvme tier needs a directory; the nvme tier's device copies are not
+/// built yet, so a CUDA run refuses it. (There is no cpu tier: the schema refuses "cpu".)
 void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) {
   const ParallelConfig& p = c.parallel;
   if (p.offload_params != OffloadTier::kNone && p.zero_stage != 3)
@@ -236,12 +240,10 @@ void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) 
     errors.push_back(origins.where("parallel.nvme_path") +
                      ": the nvme tier is on but parallel.nvme_path is empty; set it to a "
                      "directory on a local disk (each rank writes its own files under it)");
-  const bool offload =
-      nvme || p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone;
-  if (offload && c.train.device == Device::kCuda)
+  if (nvme && c.train.device == Device::kCuda)
     errors.push_back(origins.where("parallel.offload_optimizer") +
-                     ": offload with train.device = \"cuda\" is not implemented yet (the tiers "
-                     "stream host tensors); use train.device = \"cpu\" or offload = \"none\"");
+                     ": the nvme tier with train.device = \"cuda\" is not implemented yet (it "
+                     "streams host tensors); use train.device = \"cpu\" or offload = \"none\"");
 }
 
 /// data.skip parses, and the guard's statistics fit its window.
@@ -261,9 +263,9 @@ void check_data_and_guard(TrainConfig& c, const Origins& origins, int, Errors& e
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
 constexpr CrossCheck kCrossChecks[] = {
-    check_model_shape, check_llama_shape,   check_sequence_parallel,      check_virtual_stages,
-    check_world_size,  check_batch,         check_schedule_micro_batches, check_schedule_lengths,
-    check_offload,     check_data_and_guard};
+    check_keys_apply,       check_model_shape, check_llama_shape,   check_sequence_parallel,
+    check_virtual_stages,   check_world_size,  check_batch,         check_schedule_micro_batches,
+    check_schedule_lengths, check_offload,     check_data_and_guard};
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,12 +16,18 @@ class Origins {
  public:
   explicit Origins(std::string source) : source_(std::move(source)) {}
 
-  void set_file_line(const std::string& key, int line) {
+  /// `chosen`: false for a config trident wrote itself (a checkpoint's), whose keys are a
+  /// record of a run rather than choices (older versions wrote every key).
+  void set_file_line(const std::string& key, int line, bool chosen) {
     where_[key] = source_ + ":" + std::to_string(line);
+    if (chosen) chosen_.insert(key);
   }
   void set_override(const std::string& key, const std::string& text) {
     where_[key] = "--set " + text;
+    chosen_.insert(key);
   }
+  /// Whether the user set `key`, in the file or with --set (rather than left it default).
+  bool chosen(const std::string& key) const { return chosen_.count(key) > 0; }
   /// "file:line", "--set section.key=value", or the file name for a default value.
   std::string where(const std::string& key) const {
     const auto it = where_.find(key);
@@ -31,6 +38,7 @@ class Origins {
  private:
   std::string source_;
   std::map<std::string, std::string> where_;
+  std::set<std::string> chosen_;
 };
 
 /// Checks `c` and resolves parallel.dp (see load_config). Returns the error messages,

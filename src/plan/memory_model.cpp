@@ -165,6 +165,20 @@ Stage3Split stage3_split(const PlanModel& m, const Layout& l, int stage) {
   return out;
 }
 
+namespace {
+
+/// Whether `tier` (the value of parallel.`key`) takes states off the device. Only "nvme"
+/// runs: there is no "cpu" tier (a CPU-device run keeps its states in host memory anyway,
+/// a CUDA run has no pinned-host tier), so the planner counts no savings for it.
+bool offloaded_to_files(const std::string& tier, const char* key) {
+  if (tier == "none") return false;
+  if (tier == "nvme") return true;
+  throw std::invalid_argument(std::string("plan: parallel.") + key + " = \"" + tier +
+                              "\" is not a tier trident runs; use \"nvme\" or \"none\"");
+}
+
+}  // namespace
+
 MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const int64_t psi = stage_parameters(m, l.pp, l.tp, stage);
@@ -189,14 +203,12 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
                                         : sharded);
   }
   out.communication = out.bucket_buffers + out.gather_buffers + pipeline_buffers(m, l);
-  if (m.offload_optimizer != "none") {
+  if (offloaded_to_files(m.offload_optimizer, "offload_optimizer")) {
     out.offloaded = out.optimizer_states;
-    out.optimizer_states = 0;
-    if (m.offload_optimizer == "nvme")
-      out.optimizer_states = static_cast<double>(m.offload_buffer_count) * 3.0 *
-                             static_cast<double>(m.offload_block_size);
+    out.optimizer_states = static_cast<double>(m.offload_buffer_count) * 3.0 *
+                           static_cast<double>(m.offload_block_size);
   }
-  if (m.offload_params != "none" && l.zero == 3) {
+  if (offloaded_to_files(m.offload_params, "offload_params") && l.zero == 3) {
     const double persistent = static_cast<double>(stage3_split(m, l, stage).persistent);
     const double shard = out.parameters - b.param * persistent;
     out.offloaded += shard;

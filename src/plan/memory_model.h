@@ -85,7 +85,7 @@ struct MemoryBreakdown {
   double communication = 0;   ///< ZeRO-2 bucket buffers, pipeline receive buffers
   double bucket_buffers = 0;  ///< the ZeRO-2 part of `communication`
   double gather_buffers = 0;  ///< ZeRO-3's gathered layers, also part of `communication`
-  double offloaded = 0;       ///< model state in the offload tier (host or files), not counted
+  double offloaded = 0;       ///< model state in the nvme tier's files, not counted
   int stage = 0;              ///< the pipeline stage these figures are for
   int64_t params_held = 0;    ///< Ψ of that stage's device
   double total() const {
@@ -106,10 +106,11 @@ Stage3Split stage3_split(const PlanModel& m, const Layout& layout, int stage);
 /// parameters are the shard of the sharded ones plus the persistent ones whole, and the
 /// gather buffers hold zero3_max_live_layers of the largest layer (all of the stage's
 /// sharded parameters when layers stay gathered through the step).
-/// With offload (docs/offload.md) the tier takes the optimizer's K psi / dp (and, with
+/// With offload (docs/offload.md) the nvme tier takes the optimizer's K psi / dp (and, with
 /// offload_params in stage 3, the sharded parameters' shard) off the device: `offloaded`
-/// holds those bytes, and the nvme tier leaves its ring of buffers, buffer_count x
-/// (3 states) x block_size, in optimizer_states.
+/// holds those bytes, and its ring of buffers, buffer_count x (3 states) x block_size,
+/// stays in optimizer_states. A tier other than "none" or "nvme" throws
+/// std::invalid_argument: there is no "cpu" tier to count savings for.
 MemoryBreakdown stage_memory(const PlanModel& m, const Layout& layout, int stage);
 
 /// The stage whose device needs the most memory, and its figures.

@@ -26,7 +26,7 @@ struct PlanModel {
   int64_t zero3_max_live_layers = 2;        ///< ZeRO 3: layers gathered at once
   int64_t zero3_persist_below = 100000;     ///< ZeRO 3: smaller parameters stay whole
   bool zero3_reshard_after_forward = true;  ///< ZeRO 3: false keeps layers gathered all step
-  std::string offload_optimizer = "none";   ///< "none", "cpu" or "nvme": where K psi lives
+  std::string offload_optimizer = "none";   ///< "none" or "nvme": where K psi lives
   std::string offload_params = "none";      ///< ZeRO 3: where the parameter shard lives
   int64_t offload_buffer_count = 4;         ///< nvme: the ring's buffers on the device's host
   int64_t offload_block_size = 4 << 20;     ///< nvme: bytes per state per transfer

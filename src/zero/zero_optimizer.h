@@ -27,8 +27,8 @@ struct Node;
 namespace trident {
 class ParallelContext;
 
-/// ZeRO-Infinity's nvme tier (parallel.offload_* in the config). The cpu tier needs no
-/// options: on a CPU build the states already live in host memory.
+/// ZeRO-Infinity's nvme tier (parallel.offload_* in the config), the only tier there is: a
+/// CPU-device run keeps its states in host memory already.
 struct OffloadOptions {
   bool optimizer = false;        // master weights and both moments live in files under dir
   bool params = false;           // stage 3: the parameter shard too (needs optimizer)

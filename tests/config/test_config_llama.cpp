@@ -65,11 +65,6 @@ TEST(ConfigLlama, tp_beyond_kv_heads_must_be_a_multiple_of_them) {
               HasSubstr("model.kv_heads = 6 is not divisible by parallel.tp = 4"));
 }
 
-TEST(ConfigLlama, gpt2_refuses_llama_only_keys) {
-  EXPECT_THAT(error_of("[model]\nheads = 4\nkv_heads = 2\n"),
-              HasSubstr("model.kv_heads = 2 applies to model.arch = \"llama\" only"));
-}
-
 TEST(ConfigLlama, odd_head_size_cannot_rotate) {
   EXPECT_THAT(error_of(kLlama, {"model.hidden=72"}), HasSubstr("is odd; RoPE rotates pairs"));
 }

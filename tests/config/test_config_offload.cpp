@@ -33,15 +33,34 @@ TEST(ConfigOffload, defaults_keep_everything_in_memory) {
 }
 
 TEST(ConfigOffload, unknown_tier_lists_the_tiers) {
-  EXPECT_THAT(error_of("[parallel]\noffload_optimizer = \"disk\"\n"),
-              HasSubstr("parallel.offload_optimizer = \"disk\" is not valid"));
-  EXPECT_THAT(error_of("[parallel]\noffload_optimizer = \"disk\"\n"),
-              HasSubstr("\"none\", \"cpu\", \"nvme\""));
+  EXPECT_EQ(error_of("[parallel]\noffload_optimizer = \"disk\"\n"),
+            "configs/x.toml:2: parallel.offload_optimizer = \"disk\" is not valid; it must be "
+            "one of \"none\", \"nvme\"");
+}
+
+// Nothing runs a cpu tier: a CPU-device run's states are in host memory already and a CUDA
+// run has no pinned-host tier, so "cpu" is refused rather than accepted as a no-op.
+TEST(ConfigOffload, cpu_tier_is_refused_with_the_reason_and_nvme_offered) {
+  const std::string why =
+      "; there is no cpu tier: with train.device = \"cpu\" the states are in host memory "
+      "already, so it would save nothing, and a CUDA run does not offload to pinned host "
+      "memory; use \"nvme\" (files under parallel.nvme_path) to take them out of memory, or "
+      "\"none\"";
+  EXPECT_EQ(error_of("[parallel]\nzero_stage = 1\noffload_optimizer = \"cpu\"\n"),
+            "configs/x.toml:3: parallel.offload_optimizer = \"cpu\" is not valid; it must be one "
+            "of \"none\", \"nvme\"" +
+                why);
+  EXPECT_EQ(error_of("[parallel]\nzero_stage = 3\n", {"parallel.offload_params=cpu"}),
+            "--set parallel.offload_params=cpu: parallel.offload_params = \"cpu\" is not valid; "
+            "it must be one of \"none\", \"nvme\"" +
+                why);
+  EXPECT_THAT(error_of("[train]\ndevice = \"cuda\"\n[parallel]\noffload_optimizer = \"cpu\"\n"),
+              HasSubstr("there is no cpu tier"));
 }
 
 TEST(ConfigOffload, offload_params_needs_stage3) {
-  EXPECT_THAT(error_of("[parallel]\nzero_stage = 2\noffload_params = \"cpu\"\n"),
-              HasSubstr("configs/x.toml:3: parallel.offload_params = \"cpu\" needs "
+  EXPECT_THAT(error_of("[parallel]\nzero_stage = 2\noffload_params = \"nvme\"\n"),
+              HasSubstr("configs/x.toml:3: parallel.offload_params = \"nvme\" needs "
                         "parallel.zero_stage = 3"));
 }
 

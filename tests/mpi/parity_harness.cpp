@@ -36,8 +36,6 @@ std::string parity_config_toml(int global_batch_size, int steps, const std::stri
          "grad_clip = 1.0\n"
          // A tiny bucket so that gradients are reduced in several buckets.
          "[parallel]\nbucket_size = 2000\ntimeout_s = 120\n"
-         // ZeRO 3: norms and most biases (32, 96 elements) stay gathered, the rest does not.
-         "zero3_persist_below = 100\n"
          "[data]\nsource = \"synthetic\"\nmarkov_successors = 4\n";
 }
 
@@ -53,6 +51,9 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
       "train.precision=" + l.precision,
       "parallel.bucket_size=" + std::to_string(l.bucket_size),
   };
+  // ZeRO 3: norms and most biases (32, 96 elements) stay gathered, the rest does not. The
+  // key is refused below stage 3, where it would change nothing.
+  if (l.zero == 3) sets.emplace_back("parallel.zero3_persist_below=100");
   sets.insert(sets.end(), l.sets.begin(), l.sets.end());
   return parse_config(parity_config_toml(global_batch_size, steps, l.model),
                       "<parity " + l.name + ">", sets, l.world());

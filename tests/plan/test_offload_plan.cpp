@@ -1,6 +1,9 @@
-// The planner's offload tiers: device memory without the offloaded states (the nvme tier
-// keeps its ring of buffers), and the time the nvme tier's traffic adds to a step.
+// The planner's offload tier: device memory without the offloaded states (the nvme tier
+// keeps its ring of buffers), the time its traffic adds to a step, and no "cpu" tier.
 #include <gtest/gtest.h>  // TEST, EXPECT_*
+
+#include <stdexcept>  // std::invalid_argument
+#include <string>
 
 #include "plan/memory_model.h"  // stage_memory
 #include "plan/time_model.h"    // step_time
@@ -15,24 +18,42 @@ PlanModel tiny() {
   return m;
 }
 
-TEST(OffloadPlan, optimizer_tiers_take_k_psi_over_dp_off_the_device) {
+TEST(OffloadPlan, nvme_tier_takes_k_psi_over_dp_off_the_device) {
   PlanModel m = tiny();
   const Layout dp2_zero1{2, 1, 1, 1, 4, false};
   const MemoryBreakdown in_memory = stage_memory(m, dp2_zero1, 0);
   EXPECT_DOUBLE_EQ(in_memory.optimizer_states, 8.0 * 218496 / 2);
   EXPECT_DOUBLE_EQ(in_memory.offloaded, 0);
 
-  m.offload_optimizer = "cpu";
-  const MemoryBreakdown cpu = stage_memory(m, dp2_zero1, 0);
-  EXPECT_DOUBLE_EQ(cpu.optimizer_states, 0);
-  EXPECT_DOUBLE_EQ(cpu.offloaded, 8.0 * 218496 / 2);
-  EXPECT_DOUBLE_EQ(cpu.parameters, in_memory.parameters);
-
   m.offload_optimizer = "nvme";
   m.offload_buffer_count = 4, m.offload_block_size = 1 << 20;
   const MemoryBreakdown nvme = stage_memory(m, dp2_zero1, 0);
   EXPECT_DOUBLE_EQ(nvme.optimizer_states, 4.0 * 3 * (1 << 20));  // the ring
   EXPECT_DOUBLE_EQ(nvme.offloaded, 8.0 * 218496 / 2);
+}
+
+/// The message of the std::invalid_argument stage_memory throws, or "" when it counts.
+std::string refusal(const PlanModel& m, const Layout& l) {
+  try {
+    const MemoryBreakdown b = stage_memory(m, l, 0);
+    return "none; it counted " + std::to_string(b.offloaded) + " bytes offloaded";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+
+// There is no cpu tier (a CPU-device run's states are in host memory already, a CUDA run
+// has no pinned-host tier), so the planner must not count memory it would save.
+TEST(OffloadPlan, cpu_is_no_tier_and_saves_nothing) {
+  PlanModel m = tiny();
+  m.offload_optimizer = "cpu";
+  EXPECT_EQ(refusal(m, Layout{2, 1, 1, 1, 4, false}),
+            "plan: parallel.offload_optimizer = \"cpu\" is not a tier trident runs; use "
+            "\"nvme\" or \"none\"");
+  m.offload_optimizer = "nvme", m.offload_params = "cpu";
+  EXPECT_EQ(refusal(m, Layout{2, 1, 1, 3, 4, false}),
+            "plan: parallel.offload_params = \"cpu\" is not a tier trident runs; use "
+            "\"nvme\" or \"none\"");
 }
 
 TEST(OffloadPlan, stage3_params_offload_the_sharded_parameters_only) {
