@@ -20,6 +20,13 @@ struct MpiCase {
   std::string pass_regex;  ///< set when the job is meant to abort: ctest passes on this output
 };
 
+/// One ctest entry that runs several `tests` (full gtest names) of `ranks` ranks in one
+/// mpirun: each start of mpirun and of the ranks costs a second or more, longer than many a
+/// layout's own run. The job's closing report gives each test's outcome; the timeout is
+/// `seconds_each` per test, and never under 600 s.
+MpiCase grouped_case(const std::string& name, int ranks, const std::vector<std::string>& tests,
+                     int seconds_each = 60);
+
 /// Adds `cases` to the registry. Call at namespace scope, so that registration happens
 /// before main: `const bool kRegistered = register_mpi_cases({...});`.
 bool register_mpi_cases(std::vector<MpiCase> cases);
@@ -30,9 +37,9 @@ const std::vector<MpiCase>& mpi_cases();
 /// Whether the full gtest name `test` matches `filter` (gtest's `*`, `?` and `:`).
 bool filter_matches(const std::string& filter, const std::string& test);
 
-/// Checks the registry against the registered tests (every test in exactly one case, every
-/// case selecting a test, names unique), then prints one line per case,
-/// `name ranks filter timeout_s [pass_regex]`, for tests/mpi_discover.cmake. Needs no MPI.
+/// Checks the registry against the registered tests (every test in exactly one case, each
+/// `:`-separated pattern of a filter selecting a test, names unique), then prints one line per
+/// case, `name ranks filter timeout_s [pass_regex]`, for tests/mpi_discover.cmake. Needs no MPI.
 /// Returns the exit code: non-zero, with the problems on `err`, when the registry is wrong.
 int list_ctest(std::ostream& out, std::ostream& err);
 

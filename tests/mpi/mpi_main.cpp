@@ -1,7 +1,9 @@
 // main() of the multi-rank tests: MPI around GoogleTest. The job fails on every rank when
 // any rank's test fails, when the world size is not the selected tests' declared one, when
 // the filter selects no test and when any test skips: a multi-rank test that did not run is
-// a failure. `test_mpi --list-ctest` prints the ctest entries without starting MPI.
+// a failure. Rank 0 closes with each selected test's outcome on every rank, so that a job
+// running several layouts names the one that failed. `test_mpi --list-ctest` prints the
+// ctest entries without starting MPI.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -10,6 +12,7 @@
 #include <iostream>
 
 #include "mpi_cases.h"
+#include "mpi_report.h"
 
 namespace {
 
@@ -41,8 +44,13 @@ int main(int argc, char** argv) {
   int local[2] = {failed, unit.skipped_test_count()}, job[2] = {0, 0};
   MPI_Allreduce(local, job, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   const bool none_selected = unit.test_to_run_count() == 0;
+  const std::vector<trident::testing::TestOutcomes> outcomes =
+      trident::testing::gather_outcomes(MPI_COMM_WORLD);
   if (rank == 0) {
     // The reason last, after every rank's gtest output.
+    std::fflush(stdout);
+    if (!none_selected)
+      std::fprintf(stderr, "test_mpi: %s", trident::testing::format_outcomes(outcomes).c_str());
     if (none_selected)
       std::fprintf(stderr, "test_mpi: no test matches --gtest_filter=%s\n",
                    GTEST_FLAG_GET(filter).c_str());

@@ -6,8 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <algorithm>  // std::transform
-#include <iterator>   // std::back_inserter
+#include <map>
 #include <string>
 #include <vector>
 
@@ -182,14 +181,17 @@ TEST(OffloadCheckpoint, dp2_pp2_zero3_nvme_resumes_exactly_and_in_other_layouts)
   remove_shared(MPI_COMM_WORLD, dir);
 }
 
+/// The ctest entries: one mpirun per rank count (offload_nvme_np2, ...), the checkpoint test
+/// with the 4-rank layouts; the job's output ends with each test's outcome.
 std::vector<MpiCase> offload_cases() {
-  std::vector<MpiCase> cases;
+  std::map<int, std::vector<std::string>> by_ranks;
   for (const OffloadLayout& l : kOffloadLayouts)
-    cases.push_back(
-        {"offload_" + l.layout.name, l.layout.world(),
-         "Layouts/Offload.is_bitwise_the_run_in_memory_and_matches_one_process/" + l.layout.name});
-  cases.push_back(
-      {"offload_checkpoint_dp2_pp2_zero3_nvme_resume_and_reshard", 4, "OffloadCheckpoint.*"});
+    by_ranks[l.layout.world()].push_back(
+        "Layouts/Offload.is_bitwise_the_run_in_memory_and_matches_one_process/" + l.layout.name);
+  by_ranks[4].push_back("OffloadCheckpoint.*");
+  std::vector<MpiCase> cases;
+  for (const auto& [ranks, tests] : by_ranks)
+    cases.push_back(grouped_case("offload_nvme_np" + std::to_string(ranks), ranks, tests));
   return cases;
 }
 const bool kRegistered = register_mpi_cases(offload_cases());

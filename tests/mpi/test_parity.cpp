@@ -2,14 +2,17 @@
 // a layout for 5 steps beside the single-process reference of the same config and compares
 // per-step loss and grad norm, and the final weights, to a relative 1e-10 in fp64 (1e-5 in
 // fp32, where the weights are compared tensor by tensor in norm: see WeightMetric). Each
-// layout is one line of kLayouts: it becomes the ctest entry parity_<name>, run under mpirun
-// with the layout's rank count.
+// layout is one line of a table below: it becomes the test Layouts/Parity.*/<name>, run in
+// one mpirun with the other layouts of its rank count, precision and model family (ctest
+// entries parity_np8_fp64, parity_np2_fp64_llama, ...), whose output ends with each
+// layout's outcome.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <algorithm>  // std::transform
-#include <iterator>   // std::begin, std::end, std::back_inserter
+#include <iterator>  // std::begin, std::end
+#include <map>
 #include <string>
+#include <utility>  // std::pair
 #include <vector>
 
 #include "mpi_cases.h"  // register_mpi_cases
@@ -269,13 +272,19 @@ TEST_P(Parity, matches_the_single_process_run) {
 INSTANTIATE_TEST_SUITE_P(Layouts, Parity, ::testing::ValuesIn(all_layouts()),
                          [](const auto& info) { return info.param.name; });
 
+/// The ctest entries: one per rank count, precision and model family, named
+/// parity_np<ranks>_<precision>[_llama]; one mpirun runs all of the family's layouts.
 std::vector<MpiCase> parity_cases() {
+  std::map<std::string, std::pair<int, std::vector<std::string>>> families;  // name -> ranks, tests
+  for (const Layout& l : all_layouts()) {
+    const std::string family = "parity_np" + std::to_string(l.world()) + "_" + l.precision +
+                               (l.model == "gpt2" ? "" : "_llama");
+    families[family].first = l.world();
+    families[family].second.push_back("Layouts/Parity.matches_the_single_process_run/" + l.name);
+  }
   std::vector<MpiCase> cases;
-  const std::vector<Layout> layouts = all_layouts();
-  std::transform(layouts.begin(), layouts.end(), std::back_inserter(cases), [](const Layout& l) {
-    return MpiCase{"parity_" + l.name, l.world(),
-                   "Layouts/Parity.matches_the_single_process_run/" + l.name};
-  });
+  for (const auto& [name, family] : families)
+    cases.push_back(grouped_case(name, family.first, family.second));
   return cases;
 }
 const bool kRegistered = register_mpi_cases(parity_cases());
