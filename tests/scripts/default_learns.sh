@@ -2,7 +2,8 @@
 # configs/default.toml learns: over its last 10 steps the mean loss is within 15% of the
 # loss floor the run prints (the source's entropy rate). Every layout trains the same model
 # (the layout invariant, checked by the parity tests), so one process runs the whole
-# schedule of the default config here, in a fraction of the 8-rank run's time.
+# schedule of the default config here, in a fraction of the 8-rank run's time. The spike
+# guard, on by default, must skip none of its steps.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -19,6 +20,8 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 floor = float(sys.argv[2])
 last = [r["loss"] for r in rows[-10:]]
 assert len(last) == 10, rows
+# The loss-spike guard (on by default) never fires on the healthy default run.
+assert not any(r["skipped"] for r in rows), [r["step"] for r in rows if r["skipped"]]
 mean = sum(last) / len(last)
 print(f"default config: mean loss of steps {rows[-10]['step']}-{rows[-1]['step']} {mean:.4f}, "
       f"floor {floor:.4f}, {100 * (mean / floor - 1):.1f}% above")
