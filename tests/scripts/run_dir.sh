@@ -64,7 +64,7 @@ PY
 python3 - tokens.bin <<'PY'
 import random, struct, sys
 random.seed(5)
-open(sys.argv[1], "wb").write(struct.pack("<4000H", *[random.randrange(512) for _ in range(4000)]))
+open(sys.argv[1], "wb").write(struct.pack("<4000H", *[random.randrange(256) for _ in range(4000)]))
 PY
 out=$(mpirun -np 1 "$trident" eval --checkpoint diverge/checkpoints --data tokens.bin --sequences 8 2>&1) ||
   fail "eval of the newest checkpoint after divergence: $out"
