@@ -2,7 +2,8 @@
 #include "zero/param_gatherer.h"
 
 #include <ATen/ATen.h>           // at::empty, at::full, Tensor ops
-#include <c10/util/Exception.h>  // TORCH_CHECK
+#include <c10/core/StorageImpl.h>  // StorageImpl::set_data_ptr_noswap
+#include <c10/util/Exception.h>    // TORCH_CHECK
 
 #include <algorithm>  // std::find_if, std::max, std::fill
 #include <map>        // std::map
@@ -138,8 +139,18 @@ void ParamGatherer::acquire(const BucketRef& r) {
   if (s.refs++ > 0) return;
   const ShardedBuffer& buf = buffers_[r.buffer];
   const Bucket& bucket = buf.layout->buckets()[r.bucket];
-  // A fresh buffer per gather: autograd may still hold views of the previous one.
-  s.data = at::empty({bucket.numel}, buf.shard.options());  // (bucket) param dtype
+  // A fresh buffer, unless autograd still holds views of the one released last: those
+  // views must read the parameters again, so the gather refills that storage.
+  if (s.hollow.defined() && s.hollow.storage().use_count() > 1) {
+    c10::StorageImpl* storage = s.hollow.storage().unsafeGetStorageImpl();
+    const size_t nbytes = static_cast<size_t>(bucket.numel) * s.hollow.element_size();
+    storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
+    storage->set_nbytes(nbytes);
+    s.data = s.hollow;
+  } else {
+    s.data = at::empty({bucket.numel}, buf.shard.options());  // (bucket) param dtype
+  }
+  s.hollow = at::Tensor();
   at::Tensor mine;                                          // (bucket / dp) param dtype
   if (buf.load) {
     mine = at::empty({bucket.shard_numel}, buf.shard.options());
@@ -182,6 +193,13 @@ void ParamGatherer::release(const BucketRef& r) {
   s.work = nullptr;
   detach_params(r);
   gathered_bytes_ -= s.data.numel() * static_cast<int64_t>(s.data.element_size());
+  if (s.data.storage().use_count() > 1) {
+    // Views saved for backward keep the storage: free its memory all the same.
+    c10::StorageImpl* storage = s.data.storage().unsafeGetStorageImpl();
+    storage->set_data_ptr_noswap(at::DataPtr(nullptr, s.data.device()));
+    storage->set_nbytes(0);
+    s.hollow = s.data;
+  }
   s.data = at::Tensor();
 }
 

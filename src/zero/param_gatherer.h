@@ -37,9 +37,11 @@ struct ShardedBuffer {
 
 /// Gathers and releases layers' parameters for ZeroOptimizer in stage 3. Between a
 /// gather and its release a parameter's data is a view into its bucket's gathered buffer;
-/// otherwise it is an empty tensor. Autograd may keep a gathered buffer alive past its
-/// release through a view it saved for backward; a saved parameter itself (a leaf) is
-/// read at backward time, which is why the layer's backward gathers it again.
+/// otherwise it is an empty tensor. Autograd may keep views of a gathered buffer that it
+/// saved for backward: a release then frees the buffer's memory but keeps its storage,
+/// and the layer's backward, which gathers the layer again, gathers into that storage, so
+/// those views read the parameters again (as FSDP does by resizing storage). A layer's
+/// gathered weights therefore never outlive its forward, recomputation or not.
 class ParamGatherer : public LayerScope {
  public:
   /// `units`: per layer, the indices of the parameters it reads (ModelStage::layer_units());
@@ -81,6 +83,9 @@ class ParamGatherer : public LayerScope {
     int pinned = 0;   // references release_all() keeps (parameters of no layer)
     at::Tensor data;  // (bucket.numel) param dtype, while gathered
     WorkHandle work;  // the all-gather filling `data`, until it is waited on
+    /// A released buffer that autograd still references, its memory freed; the next
+    /// gather of the bucket refills it.
+    at::Tensor hollow;
   };
   void acquire_unit(int unit, int direction);
   /// Holds `unit` and posts its gathers; `verified`: checks the order first (blocking),
