@@ -89,6 +89,7 @@ GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
               " is not divisible by parallel.pp = ", stages);
   TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,
               " is not divisible by tp = ", tp.size());
+  if (o.defer_init) params_.defer_init();
   // Each layer's parameters are the registry entries its construction adds (add_unit).
   if (is_first()) {
     wte_ = register_module("wte", std::make_shared<VocabParallelEmbedding>(

@@ -25,6 +25,7 @@ struct GptOptions {
   uint64_t seed = 1234;
   at::ScalarType dtype = at::kFloat;
   at::Device device = at::kCPU;  // train.device
+  bool defer_init = false;       // parameters without values, for ZeRO stage 3 to draw
   /// Norms and the residual stream hold this tp rank's slice of the sequence.
   bool sequence_parallel = false;
   /// Recompute attention's core in backward instead of keeping it ("selective").

@@ -107,6 +107,7 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
               " is not divisible by parallel.pp = ", stages);
   TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,
               " is not divisible by tp = ", tp.size());
+  if (o.defer_init) params_.defer_init();
   // "wte" is the name ZeRO and checkpoints know as the embedding the head shares.
   const std::string embed_name = o.tie_embeddings ? "wte" : "embed";
   // Each layer's parameters are the registry entries its construction adds (add_unit).

@@ -60,32 +60,39 @@ std::vector<ShardSlice> shard_slices(const ParamSpec& spec, int tp_rank, int tp_
 
 at::Tensor init_shard(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size) {
   const std::vector<int64_t> shape = local_shape(spec, tp_size);
-  if (spec.init == InitKind::kZeros) return at::zeros(shape, at::kDouble);
-  if (spec.init == InitKind::kOnes) return at::ones(shape, at::kDouble);
+  return init_range(spec, seed, tp_rank, tp_size, 0, product(shape, 0, shape.size())).view(shape);
+}
+
+at::Tensor init_range(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size,
+                      int64_t begin, int64_t n) {
+  const std::vector<int64_t> shape = local_shape(spec, tp_size);
+  TORCH_CHECK(begin >= 0 && n >= 0 && begin + n <= product(shape, 0, shape.size()), "init_range: [",
+              begin, ", ", begin + n, ") is outside parameter ", spec.name);
+  if (spec.init == InitKind::kZeros) return at::zeros({n}, at::kDouble);
+  if (spec.init == InitKind::kOnes) return at::ones({n}, at::kDouble);
 
   const uint64_t key = hash_name(seed, spec.name);
-  at::Tensor out = at::zeros(shape, at::kDouble);
+  at::Tensor out = at::zeros({n}, at::kDouble);
   double* dst = out.data_ptr<double>();
   const std::vector<int64_t>& g = spec.global_shape;
   const size_t dim = spec.shard.replicated() ? 0 : static_cast<size_t>(spec.shard.dim);
-  // View both tensors as (outer, dim, inner) around the split dimension.
-  const int64_t outer = product(g, 0, dim);
+  // View both tensors as (outer, dim, inner) around the split dimension; a local element
+  // (o, l, i) is the global element (o, the global index of l, i).
   const int64_t inner = product(g, dim + 1, g.size());
   const int64_t global_dim = g.empty() ? 1 : g[dim];
   const int64_t local_dim = shape.empty() ? 1 : shape[dim];
   const int64_t valid_rows = spec.valid_rows < 0 ? g.at(0) : spec.valid_rows;
-  for (const ShardSlice& s : shard_slices(spec, tp_rank, tp_size)) {
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t l = 0; l < s.length; ++l) {
-        const int64_t gd = s.global_start + l;
-        const int64_t row = dim == 0 ? gd : o;  // the global row (dim 0 index)
-        if (row >= valid_rows) continue;
-        const int64_t global_base = (o * global_dim + gd) * inner;
-        const int64_t local_base = (o * local_dim + s.local_start + l) * inner;
-        for (int64_t i = 0; i < inner; ++i)
-          dst[local_base + i] = spec.std * normal_at(key, static_cast<uint64_t>(global_base + i));
-      }
-    }
+  const std::vector<ShardSlice> slices = shard_slices(spec, tp_rank, tp_size);
+  for (int64_t j = begin; j < begin + n; ++j) {
+    const int64_t o = j / (local_dim * inner);
+    const int64_t l = j / inner % local_dim;
+    const int64_t i = j % inner;
+    const ShardSlice* s = &slices.front();
+    while (l >= s->local_start + s->length) ++s;  // slices are in local order
+    const int64_t gd = s->global_start + l - s->local_start;
+    const int64_t row = dim == 0 ? gd : o;  // the global row (dim 0 index)
+    if (row >= valid_rows) continue;
+    dst[j - begin] = spec.std * normal_at(key, static_cast<uint64_t>((o * global_dim + gd) * inner + i));
   }
   return out;
 }
@@ -111,7 +118,11 @@ at::Tensor cut_shard(const ParamSpec& spec, int tp_rank, int tp_size, const at::
 }
 
 at::Tensor ParamRegistry::create(const ParamSpec& spec) {
-  at::Tensor t = init_shard(spec, seed_, tp_rank_, tp_size_).to(device_, dtype_);
+  const std::vector<int64_t> shape = local_shape(spec, tp_size_);
+  at::Tensor t =
+      deferred_ ? at::empty_strided(shape, std::vector<int64_t>(shape.size(), 0),
+                                    at::TensorOptions().dtype(dtype_).device(device_))
+                : init_shard(spec, seed_, tp_rank_, tp_size_).to(device_, dtype_);
   t.set_requires_grad(true);
   params_.push_back({spec, t});
   return t;

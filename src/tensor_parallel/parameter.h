@@ -54,6 +54,10 @@ std::vector<ShardSlice> shard_slices(const ParamSpec& spec, int tp_rank, int tp_
 
 /// The initial value of tp rank `tp_rank`'s shard, in float64.
 at::Tensor init_shard(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size);
+/// Elements [begin, begin + n) of init_shard's value flattened, drawn alone (float64, (n)):
+/// how ZeRO stage 3 initialises its shard of a parameter that never exists whole.
+at::Tensor init_range(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size,
+                      int64_t begin, int64_t n);
 
 /// Copies a shard into its place in the global tensor (`global` has the global shape).
 void place_shard(const ParamSpec& spec, int tp_rank, int tp_size, const at::Tensor& shard,
@@ -75,7 +79,13 @@ class ParamRegistry {
                 at::Device device = at::kCPU)
       : seed_(seed), tp_rank_(tp_rank), tp_size_(tp_size), dtype_(dtype), device_(device) {}
 
-  /// This rank's shard of `spec`, initialised, requiring grad.
+  /// From now on create() returns parameters without values: tensors of the shard's shape
+  /// over a single element (all strides zero) that whoever takes them over fills with
+  /// init_range() (ZeRO stage 3, which holds only its dp shard of each parameter).
+  void defer_init() { deferred_ = true; }
+  bool deferred() const { return deferred_; }
+
+  /// This rank's shard of `spec`, initialised (unless deferred), requiring grad.
   at::Tensor create(const ParamSpec& spec);
   std::vector<Parameter>& params() { return params_; }
   const std::vector<Parameter>& params() const { return params_; }
@@ -89,6 +99,7 @@ class ParamRegistry {
   int tp_rank_, tp_size_;
   at::ScalarType dtype_;
   at::Device device_;
+  bool deferred_ = false;
   std::vector<Parameter> params_;
 };
 

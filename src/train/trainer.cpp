@@ -37,9 +37,14 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
   source_ = data::open_source(source);
   progress_.skipped_data = parse_data_windows(config.data.skip);
 
-  model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device());
+  // Stage 3 draws each rank's shard of the parameters itself: no parameter is ever whole
+  // in memory, and with the nvme tier the shards are drawn straight into it.
+  const bool drawn = p.zero_stage == 3;
+  model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device(),
+                            drawn);
   ZeroOptions zero;
   zero.stage = static_cast<int>(p.zero_stage);
+  if (drawn) zero.draw_seed = static_cast<uint64_t>(config.train.seed);
   zero.bucket_size = p.bucket_size;
   zero.reduce_dtype = p.grad_reduce_dtype == ReduceDtype::kBf16 ? at::kBFloat16 : at::kFloat;
   zero.persist_below = p.zero3_persist_below;

@@ -128,4 +128,13 @@ void NvmeTier::read_plane(size_t piece, size_t plane, at::Tensor dst) {
                           at::TensorOptions().dtype(planes_[plane])));
 }
 
+void NvmeTier::write_plane(size_t piece, size_t plane, const at::Tensor& src) {
+  TORCH_CHECK(src.numel() == pieces_[piece], "nvme tier: write_plane needs the piece's length");
+  const size_t s = ring_->buffers.size() - 1;
+  at::from_blob(ring_->buffers[s].data() + slot_offsets_[plane], {pieces_[piece]},
+                at::TensorOptions().dtype(planes_[plane]))
+      .copy_(src);
+  wait(post(s, plane, piece, true));
+}
+
 }  // namespace trident

@@ -47,6 +47,9 @@ class NvmeTier {
   void stream(const Visit& visit, bool read, bool write);
   /// Reads plane `plane` of piece `piece` into `dst` (contiguous, the piece's length).
   void read_plane(size_t piece, size_t plane, at::Tensor dst);
+  /// Writes `src` (the piece's length) into plane `plane` of piece `piece`; returns once
+  /// it is in the file. Like read_plane, never while stream() runs.
+  void write_plane(size_t piece, size_t plane, const at::Tensor& src);
 
   int64_t file_bytes() const { return file_bytes_; }
   bool direct() const { return file_->direct(); }

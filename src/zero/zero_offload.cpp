@@ -40,6 +40,7 @@ void ZeroOptimizer::init_tier() {
     g.exp_avg_plane = add(state_dtype_);
     g.exp_avg_sq_plane = add(state_dtype_);
     if (o.params && !g.data.defined()) g.param_plane = add(param_dtype_);
+    if (shards_grads()) g.grad_plane = add(state_dtype_);
     int64_t longest = 0;
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       g.first_piece.push_back(g.pieces.size());
@@ -64,18 +65,31 @@ void ZeroOptimizer::init_tier() {
     const std::string path = o.dir + "/rank" + std::to_string(ctx_.world().rank()) + ".buffer" +
                              std::to_string(gi) + ".tier";
     g.tier = std::make_unique<NvmeTier>(path, planes[gi], lengths, ring_, *io_);
-    // The initial states: master weights from the parameters, zero moments.
+    // The initial states: master weights from the parameters (or drawn here, piece by
+    // piece, for parameters that never exist whole), zero moments and gradient.
+    const bool drawn = !g.data.defined() && !g.param_shard.defined();
+    at::Tensor drawn_piece;
     g.tier->stream(
         [&](size_t k, std::vector<at::Tensor>& pl) {
           const Group::Piece& p = g.pieces[k];
-          const at::Tensor param = params_in_domain(g, p.bucket).narrow(0, p.begin, p.length);
+          at::Tensor param;
+          if (drawn) {
+            param = g.param_plane >= 0 ? pl[g.param_plane]
+                                       : at::empty({p.length}, pl[g.exp_avg_plane].options()
+                                                                   .dtype(param_dtype_));
+            draw_domain(g, p.bucket, p.begin, p.length, param);
+          } else {
+            param = params_in_domain(g, p.bucket).narrow(0, p.begin, p.length);
+            if (g.param_plane >= 0) pl[g.param_plane].copy_(param);
+          }
           if (g.master_plane >= 0) pl[g.master_plane].copy_(param);
-          if (g.param_plane >= 0) pl[g.param_plane].copy_(param);
           pl[g.exp_avg_plane].zero_();
           pl[g.exp_avg_sq_plane].zero_();
+          if (g.grad_plane >= 0) pl[g.grad_plane].zero_();
         },
         /*read=*/false, /*write=*/true);
     if (g.param_plane >= 0) g.param_shard = at::Tensor();  // the tier holds it now
+    g.grad_shard = at::Tensor();                            // and the gradient shard
   }
   states_in_tier_ = true;
 }
@@ -88,8 +102,13 @@ void ZeroOptimizer::stream_update(Group& g, double lr, double grad_scale) {
                                ? pl[g.param_plane]
                                : params_in_domain(g, p.bucket).narrow(0, p.begin, p.length);
         at::Tensor master = g.master_plane >= 0 ? pl[g.master_plane] : param;
+        at::Tensor grad;  // the plane read is stale where nothing was stored this step
+        if (g.grad_plane >= 0) {
+          grad = pl[g.grad_plane];
+          if (!g.grad_stored[p.bucket]) grad.zero_();
+        }
         update_range(g, p.bucket, p.begin, p.length, master, pl[g.exp_avg_plane],
-                     pl[g.exp_avg_sq_plane], param, lr, grad_scale);
+                     pl[g.exp_avg_sq_plane], param, grad, lr, grad_scale);
       },
       /*read=*/true, /*write=*/true);
 }
@@ -131,6 +150,9 @@ void ZeroOptimizer::send_states_out(bool write) {
   if (states_in_tier_ || !ring_) return;
   for (Group& g : groups_) {
     if (!g.tier) continue;
+    // The states move between steps only: a write leaves the gradient plane zero.
+    for (bool stored : g.grad_stored)
+      TORCH_CHECK(!stored, "ZeRO offload: optimizer states written back while a gradient is in the tier");
     if (write)
       g.tier->stream(
           [&](size_t k, std::vector<at::Tensor>& pl) {
@@ -140,6 +162,7 @@ void ZeroOptimizer::send_states_out(bool write) {
             if (g.param_plane >= 0) pl[g.param_plane].copy_(g.param_shard.narrow(0, so, p.length));
             pl[g.exp_avg_plane].copy_(g.exp_avg.narrow(0, so, p.length));
             pl[g.exp_avg_sq_plane].copy_(g.exp_avg_sq.narrow(0, so, p.length));
+            if (g.grad_plane >= 0) pl[g.grad_plane].zero_();
           },
           /*read=*/false, /*write=*/true);
     g.master = g.exp_avg = g.exp_avg_sq = at::Tensor();

@@ -46,6 +46,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
               " is not supported; use 0, 1, 2 or 3");
   TORCH_CHECK(zero.reduce_dtype == at::kFloat || zero.reduce_dtype == at::kBFloat16,
               "zero.reduce_dtype must be float32 or bfloat16, got ", zero.reduce_dtype);
+  TORCH_CHECK(!zero.draw_seed || zero.stage == 3,
+              "ZeroOptimizer: parameters without values need stage 3, which draws them");
   param_dtype_ = params.empty() ? at::kFloat : params.front().tensor.scalar_type();
   if (!params.empty()) device_ = params.front().tensor.device();
   for (const Parameter& p : params) {
@@ -74,7 +76,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
     groups_[gi].params = assigned[gi];
     for (size_t k = 0; k < assigned[gi].size(); ++k) where_[assigned[gi][k]] = {gi, k};
   }
-  for (Group& g : groups_) build_group(g, zero);
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    build_group(groups_[gi], zero, zero.stage < 3 || gi == kPersistentBuffer);
 
   if (shards_grads() && ctx.dp().size() > 1) {
     // Two bucket buffers for the buckets of several parameters: one being filled while
@@ -120,17 +123,26 @@ void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) 
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group& g = groups_[gi];
     if (gi == kPersistentBuffer) continue;  // whole on every rank, as in stage 2
-    g.param_shard = at::empty({g.layout.shard_space_numel()}, g.data.options());
-    for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
+    const auto opts = at::TensorOptions().dtype(param_dtype_).device(device_);
+    // Drawn parameters headed for the tier are drawn there, piece by piece (init_tier).
+    if (!zero_.draw_seed || !zero_.offload.params)
+      g.param_shard = at::empty({g.layout.shard_space_numel()}, opts);
+    for (size_t b = 0; b < g.layout.buckets().size() && g.param_shard.defined(); ++b) {
       const Range mine = g.layout.shard(b, dp_rank);
-      g.param_shard.narrow(0, g.layout.shard_space_offset(b), mine.size())
-          .copy_(g.data.narrow(0, mine.begin, mine.size()));
+      at::Tensor dst = g.param_shard.narrow(0, g.layout.shard_space_offset(b), mine.size());
+      if (zero_.draw_seed) {
+        draw_domain(g, b, 0, mine.size(), dst);
+      } else {
+        dst.copy_(g.data.narrow(0, mine.begin, mine.size()));
+      }
     }
     g.data = at::Tensor();
-    ShardedBuffer buffer{&g.layout, g.param_shard, g.params, nullptr};
+    if (zero_.draw_seed) reload_master_from_params_of(g);
+    ShardedBuffer buffer{&g.layout, at::empty({0}, opts), g.params, nullptr};
+    if (g.param_shard.defined()) buffer.shard = g.param_shard;
     if (zero_.offload.params) {
       // The shard moves to the nvme tier (init_tier); gathers read it from there.
-      buffer.shard = at::empty({0}, g.param_shard.options());
+      buffer.shard = at::empty({0}, opts);
       buffer.load = [this, gi](size_t b, at::Tensor& dst) { load_param_shard(gi, b, dst); };
     }
     buffers.push_back(std::move(buffer));
@@ -153,33 +165,84 @@ ZeroOptimizer::~ZeroOptimizer() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
 
-void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero) {
+void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero, bool whole) {
   std::vector<int64_t> numels;
   for (size_t p : g.params) numels.push_back(params_[p].tensor.numel());
   g.layout = BucketLayout(numels, zero.bucket_size, ctx_.dp().size());
   const auto opts = at::TensorOptions().dtype(param_dtype_).device(device_);
-  g.data = at::zeros({g.layout.numel()}, opts);
-  for (size_t k = 0; k < g.params.size(); ++k) {
-    at::Tensor& t = params_[g.params[k]].tensor;
-    const ParamPlace& place = g.layout.places()[k];
-    at::Tensor view = g.data.narrow(0, place.offset, place.numel).view(t.sizes());
-    view.copy_(t.detach());
-    t.set_data(view);  // the same TensorImpl, so every module holding it sees the buffer
+  // Drawn parameters of a sharded buffer never exist whole: shard_params draws the shard.
+  const bool drawn = zero.draw_seed.has_value();
+  if (whole || !drawn) {
+    g.data = at::zeros({g.layout.numel()}, opts);
+    for (size_t k = 0; k < g.params.size(); ++k) {
+      const Parameter& p = params_[g.params[k]];
+      at::Tensor t = p.tensor;
+      const ParamPlace& place = g.layout.places()[k];
+      at::Tensor view = g.data.narrow(0, place.offset, place.numel).view(t.sizes());
+      if (drawn) {
+        view.copy_(init_range(p.spec, *zero.draw_seed, ctx_.tp().rank(), ctx_.tp().size(), 0,
+                              place.numel)
+                       .view(t.sizes()));
+      } else {
+        view.copy_(t.detach());
+      }
+      t.set_data(view);  // the same TensorImpl, so every module holding it sees the buffer
+    }
   }
   if (zero.stage < 2) g.grad = at::zeros({g.layout.numel()}, opts);
-  // Stage 3 cuts the rank's parameter shard out of g.data once the hooks are in place.
+  // Stage 3 cuts the rank's parameter shard out of g.data (or draws it) once the hooks
+  // are in place.
 
-  // With the nvme tier the states are never whole in memory: init_tier writes them.
+  // With the nvme tier the states and the gradient shard are never whole in memory:
+  // init_tier writes them.
   if (!zero.offload.optimizer) allocate_states(g);
-  if (zero.stage >= 2) {
+  if (zero.stage >= 2 && !zero.offload.optimizer) {
     const int64_t domain_numel = zero.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
     g.grad_shard =
         at::zeros({domain_numel}, at::TensorOptions().dtype(state_dtype_).device(device_));
   }
   g.launched.assign(g.layout.buckets().size(), false);
   g.ready.assign(g.layout.buckets().size(), 0);
-  reload_master_from_params_of(g);
+  g.grad_stored.assign(g.layout.buckets().size(), false);
+  if (g.data.defined()) reload_master_from_params_of(g);
   attach_grad_views_of(g);
+}
+
+void ZeroOptimizer::draw_domain(const Group& g, size_t b, int64_t begin, int64_t n,
+                                at::Tensor dst) const {
+  const Range dom = domain(g, b);
+  const Range range{dom.begin + begin, dom.begin + begin + n};  // buffer coordinates
+  dst.zero_();                                                  // the buffer's padding
+  for (size_t k : g.layout.buckets()[b].params) {
+    const Range part = g.layout.param_part(k, range);
+    if (part.size() == 0) continue;
+    const int64_t start = part.begin - g.layout.places()[k].offset;  // in the parameter
+    dst.narrow(0, part.begin - range.begin, part.size())
+        .copy_(init_range(params_[g.params[k]].spec, *zero_.draw_seed, ctx_.tp().rank(),
+                          ctx_.tp().size(), start, part.size()));
+  }
+}
+
+at::Tensor ZeroOptimizer::grad_shard_of(Group& g, size_t b) {
+  const int64_t n = domain(g, b).size();
+  if (g.grad_plane < 0) return g.grad_shard.narrow(0, state_offset(g, b), n);
+  at::Tensor shard = at::zeros({n}, at::TensorOptions().dtype(state_dtype_).device(device_));
+  if (g.grad_stored[b])
+    for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
+      g.tier->read_plane(k, static_cast<size_t>(g.grad_plane),
+                         shard.narrow(0, g.pieces[k].begin, g.pieces[k].length));
+  return shard;
+}
+
+void ZeroOptimizer::change_grad_shard(Group& g, size_t b,
+                                      const std::function<void(at::Tensor&)>& change) {
+  at::Tensor shard = grad_shard_of(g, b);
+  change(shard);
+  if (g.grad_plane < 0) return;
+  for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
+    g.tier->write_plane(k, static_cast<size_t>(g.grad_plane),
+                        shard.narrow(0, g.pieces[k].begin, g.pieces[k].length));
+  g.grad_stored[b] = true;
 }
 
 void ZeroOptimizer::allocate_states(Group& g) {
@@ -257,7 +320,7 @@ void ZeroOptimizer::launch(size_t gi, size_t b) {
   Group& g = groups_[gi];
   g.launched[b] = true;
   if (shards_grads()) {
-    launch_sharded_grads(g, b);
+    launch_sharded_grads(gi, b);
     return;
   }
   Communicator& dp = ctx_.dp();
@@ -277,24 +340,26 @@ void ZeroOptimizer::launch(size_t gi, size_t b) {
                       [dst, out]() mutable { dst.copy_(out); }, -1});
 }
 
-void ZeroOptimizer::launch_sharded_grads(Group& g, size_t b) {
+void ZeroOptimizer::launch_sharded_grads(size_t gi, size_t b) {
   Communicator& dp = ctx_.dp();
+  Group& g = groups_[gi];
   const Bucket& bucket = g.layout.buckets()[b];
-  at::Tensor shard = g.grad_shard.narrow(0, state_offset(g, b), bucket.shard_numel);
   if (dp.size() == 1) {
-    for (size_t k : bucket.params) {
-      at::Tensor& t = params_[g.params[k]].tensor;
-      if (!t.grad().defined()) continue;
-      const ParamPlace& place = g.layout.places()[k];
-      shard.narrow(0, place.offset - bucket.offset, place.numel).add_(t.grad().reshape({-1}));
-      t.mutable_grad().reset();
-    }
+    change_grad_shard(g, b, [&](at::Tensor& shard) {
+      for (size_t k : bucket.params) {
+        at::Tensor& t = params_[g.params[k]].tensor;
+        if (!t.grad().defined()) continue;
+        const ParamPlace& place = g.layout.places()[k];
+        shard.narrow(0, place.offset - bucket.offset, place.numel).add_(t.grad().reshape({-1}));
+        t.mutable_grad().reset();
+      }
+    });
     return;
   }
   // At most kSlots reductions in flight, so the buffers they read stay bounded.
   while (static_cast<int>(pending_.size()) >= kSlots) retire_front();
   if (bucket.params.size() == 1) {
-    launch_single_param(g, b, shard);
+    launch_single_param(gi, b);
     return;
   }
   const int s = acquire_slot();
@@ -313,11 +378,15 @@ void ZeroOptimizer::launch_sharded_grads(Group& g, size_t b) {
   }
   if (bucket.numel > bucket.data_numel)
     in.narrow(0, bucket.data_numel, bucket.numel - bucket.data_numel).zero_();
-  pending_.push_back(
-      {dp.reduce_scatter(out, in, ReduceOp::kSum), [shard, out]() mutable { shard.add_(out); }, s});
+  pending_.push_back({dp.reduce_scatter(out, in, ReduceOp::kSum),
+                      [this, gi, b, out]() {
+                        change_grad_shard(groups_[gi], b, [&](at::Tensor& s) { s.add_(out); });
+                      },
+                      s});
 }
 
-void ZeroOptimizer::launch_single_param(Group& g, size_t b, at::Tensor shard) {
+void ZeroOptimizer::launch_single_param(size_t gi, size_t b) {
+  Group& g = groups_[gi];
   const Bucket& bucket = g.layout.buckets()[b];
   at::Tensor& t = params_[g.params[bucket.params.front()]].tensor;
   at::Tensor in;  // (bucket) transport dtype: the gradient itself when it already fits
@@ -330,7 +399,10 @@ void ZeroOptimizer::launch_single_param(Group& g, size_t b, at::Tensor shard) {
   t.mutable_grad().reset();  // the communicator keeps `in` alive until the reduction ends
   at::Tensor out = at::empty({bucket.shard_numel}, in.options());
   pending_.push_back({ctx_.dp().reduce_scatter(out, in, ReduceOp::kSum),
-                      [shard, out]() mutable { shard.add_(out); }, -1});
+                      [this, gi, b, out]() {
+                        change_grad_shard(groups_[gi], b, [&](at::Tensor& s) { s.add_(out); });
+                      },
+                      -1});
 }
 
 int ZeroOptimizer::acquire_slot() {
@@ -387,9 +459,15 @@ void ZeroOptimizer::fold_embedding_rows() {
   Group& g = groups_[0];  // one parameter, hence one bucket, at offset 0 of the buffer
   const at::Tensor& weight = params_[g.params.front()].tensor;  // (V/tp, C)
   const Range dom = domain(g, 0);
-  at::Tensor dst = shards_grads() ? g.grad_shard.narrow(0, state_offset(g, 0), dom.size())
-                                  : g.grad.narrow(0, dom.begin, dom.size());
-  embedding_rows_->fold_into(dst, dom.begin, weight.size(0), weight.size(1), ctx_.dp());
+  auto fold = [&](at::Tensor& dst) {
+    embedding_rows_->fold_into(dst, dom.begin, weight.size(0), weight.size(1), ctx_.dp());
+  };
+  if (shards_grads()) {
+    change_grad_shard(g, 0, fold);
+  } else {
+    at::Tensor dst = g.grad.narrow(0, dom.begin, dom.size());
+    fold(dst);
+  }
 }
 
 void ZeroOptimizer::reduce_tied_embedding() {
@@ -398,16 +476,16 @@ void ZeroOptimizer::reduce_tied_embedding() {
   if (embedding == nullptr || embedding->size() == 1 || g.params.empty()) return;
   // The group holds one parameter, hence one bucket, padded identically on both stages:
   // each rank sums exactly the dp shard it owns with its peer's on the other stage.
-  at::Tensor grads;
+  auto sum = [&](at::Tensor& grads) { embedding->all_reduce(grads, ReduceOp::kSum)->wait(); };
   if (zero_.stage == 0) {
-    grads = g.grad;
+    sum(g.grad);
   } else if (zero_.stage == 1) {
     const Range mine = g.layout.shard(0, ctx_.dp().rank());
-    grads = g.grad.narrow(0, mine.begin, mine.size());
+    at::Tensor grads = g.grad.narrow(0, mine.begin, mine.size());
+    sum(grads);
   } else {
-    grads = g.grad_shard;
+    change_grad_shard(g, 0, sum);
   }
-  embedding->all_reduce(grads, ReduceOp::kSum)->wait();
 }
 
 }  // namespace trident

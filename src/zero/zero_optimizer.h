@@ -8,6 +8,7 @@
 #include <deque>       // std::deque
 #include <functional>  // std::function
 #include <memory>      // std::shared_ptr, std::unique_ptr
+#include <optional>    // std::optional
 #include <string>
 #include <utility>  // std::pair
 #include <vector>
@@ -30,7 +31,8 @@ class ParallelContext;
 /// ZeRO-Infinity's nvme tier (parallel.offload_* in the config), the only tier there is: a
 /// CPU-device run keeps its states in host memory already.
 struct OffloadOptions {
-  bool optimizer = false;        // master weights and both moments live in files under dir
+  bool optimizer = false;        // master weights, both moments and (stages 2, 3) the
+                                 // reduced gradient shard live in files under dir
   bool params = false;           // stage 3: the parameter shard too (needs optimizer)
   std::string dir;               // each rank's files: <dir>/rank<r>.buffer<b>.tier
   int buffer_count = 4;          // the ring: reads ahead, the piece being updated, writes behind
@@ -46,6 +48,9 @@ struct ZeroOptions {
   GatherOptions gather;                      // stage 3
   int64_t persist_below = 100000;            // stage 3: smaller parameters stay whole
   OffloadOptions offload;
+  /// Stage 3: the parameters came without values (ParamRegistry::defer_init) and each rank
+  /// draws its shard of them from this seed (init_range), so none is ever whole in memory.
+  std::optional<uint64_t> draw_seed;
 };
 
 /// AdamW's hyper-parameters; the learning rate comes with each step.
@@ -180,6 +185,8 @@ class ZeroOptimizer {
     std::vector<size_t> first_piece;  // per bucket
     std::unique_ptr<NvmeTier> tier;
     int master_plane = -1, exp_avg_plane = -1, exp_avg_sq_plane = -1, param_plane = -1;
+    int grad_plane = -1;            // stages 2, 3: the reduced gradient shard
+    std::vector<bool> grad_stored;  // per bucket: the plane holds this step's gradient
   };
   /// An operation in flight and what to do once it completes.
   struct Pending {
@@ -191,11 +198,22 @@ class ZeroOptimizer {
     at::Tensor input, output;  // (max bucket), (max bucket / dp) in the transport dtype
   };
 
-  void build_group(Group& g, const ZeroOptions& zero);
+  /// `whole`: the group's parameters keep their values in memory (all but stage 3's
+  /// sharded buffers).
+  void build_group(Group& g, const ZeroOptions& zero, bool whole);
+  /// Fills `dst` (n elements) with the initial values of elements [begin, begin + n) of
+  /// bucket b's domain, drawn from ZeroOptions::draw_seed; the padding is zero.
+  void draw_domain(const Group& g, size_t b, int64_t begin, int64_t n, at::Tensor dst) const;
+  /// Bucket b's reduced gradient shard (state dtype): a view in memory, or a copy read
+  /// from the tier (zeros when nothing was stored this step).
+  at::Tensor grad_shard_of(Group& g, size_t b);
+  /// Applies `change` to bucket b's gradient shard in place, in memory or through the
+  /// tier (read, changed, written back).
+  void change_grad_shard(Group& g, size_t b, const std::function<void(at::Tensor&)>& change);
   void on_grad_ready(size_t param);
   void launch(size_t group, size_t bucket);
-  void launch_sharded_grads(Group& g, size_t b);
-  void launch_single_param(Group& g, size_t b, at::Tensor shard);
+  void launch_sharded_grads(size_t group, size_t b);
+  void launch_single_param(size_t group, size_t b);
   void attach_grad_views_of(Group& g);
   void reload_master_from_params_of(Group& g);
   int acquire_slot();
@@ -213,9 +231,10 @@ class ZeroOptimizer {
   int64_t state_offset(const Group& g, size_t b) const;
   void update_bucket(Group& g, size_t b, double lr, double grad_scale);
   /// AdamW on elements [begin, begin + n) of bucket b's domain, with the states given.
+  /// `grad`: the gradient of those elements, or undefined to take it from memory.
   void update_range(Group& g, size_t b, int64_t begin, int64_t n, at::Tensor master,
-                    at::Tensor exp_avg, at::Tensor exp_avg_sq, at::Tensor param, double lr,
-                    double grad_scale);
+                    at::Tensor exp_avg, at::Tensor exp_avg_sq, at::Tensor param, at::Tensor grad,
+                    double lr, double grad_scale);
   /// The nvme tier (zero_offload.cpp): files and pieces, the streamed update, stage 3's
   /// reads of a bucket's parameter shard.
   void init_tier();

@@ -55,20 +55,19 @@ double ZeroOptimizer::grad_norm() {
   const int tp_rank = ctx_.tp().rank();
   // One float64 sum on the parameters' device, read once after the all-reduce.
   at::Tensor sum_sq = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
-  for (const Group& g : groups_) {
+  for (Group& g : groups_) {
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       // Every stage counts the dp shard it owns, so dp replicas count each element once.
       const Range mine = g.layout.shard(b, dp_rank);
+      const at::Tensor shard = shards_grads() ? grad_shard_of(g, b) : at::Tensor();
       for (size_t k : g.layout.buckets()[b].params) {
         const ParamSpec& spec = params_[g.params[k]].spec;
         if (spec.tied_copy) continue;                         // counted on the first stage
         if (!is_primary_copy(spec.shard, tp_rank)) continue;  // counted on one tp rank
         const Range part = g.layout.param_part(k, mine);
         if (part.size() == 0) continue;
-        at::Tensor grad =
-            shards_grads()
-                ? g.grad_shard.narrow(0, state_offset(g, b) + part.begin - mine.begin, part.size())
-                : g.grad.narrow(0, part.begin, part.size());
+        at::Tensor grad = shards_grads() ? shard.narrow(0, part.begin - mine.begin, part.size())
+                                         : g.grad.narrow(0, part.begin, part.size());
         add_sum_of_squares(sum_sq, grad);
       }
     }
@@ -104,6 +103,7 @@ void ZeroOptimizer::reset_gradients() {
     if (g.grad.defined()) g.grad.zero_();
     if (g.grad_shard.defined()) g.grad_shard.zero_();
     std::fill(g.launched.begin(), g.launched.end(), false);
+    std::fill(g.grad_stored.begin(), g.grad_stored.end(), false);  // the tier's plane is stale
   }
 }
 
@@ -112,18 +112,19 @@ void ZeroOptimizer::update_bucket(Group& g, size_t b, double lr, double grad_sca
   const int64_t n = domain(g, b).size();
   at::Tensor param = params_in_domain(g, b);
   at::Tensor master = g.master.defined() ? g.master.narrow(0, so, n) : param;
+  at::Tensor grad = g.grad_plane >= 0 ? grad_shard_of(g, b) : at::Tensor();
   update_range(g, b, 0, n, master, g.exp_avg.narrow(0, so, n), g.exp_avg_sq.narrow(0, so, n), param,
-               lr, grad_scale);
+               grad, lr, grad_scale);
 }
 
 void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, at::Tensor master,
                                  at::Tensor exp_avg, at::Tensor exp_avg_sq, at::Tensor param,
-                                 double lr, double grad_scale) {
+                                 at::Tensor grad, double lr, double grad_scale) {
   const Range dom = domain(g, b);
   const Range range{dom.begin + begin, dom.begin + begin + n};  // buffer coordinates
   const int64_t so = state_offset(g, b) + begin;
-  at::Tensor grad =
-      shards_grads() ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, range.begin, n);
+  if (!grad.defined())
+    grad = shards_grads() ? g.grad_shard.narrow(0, so, n) : g.grad.narrow(0, range.begin, n);
   // Decoupled weight decay, on the parts of decayed parameters inside the range.
   if (adamw_.weight_decay != 0.0) {
     for (size_t k : g.layout.buckets()[b].params) {

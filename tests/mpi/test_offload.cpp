@@ -43,6 +43,12 @@ const OffloadLayout kOffloadLayouts[] = {
     {{"dp2_zero2_nvme_fp32", 2, 1, 1, 2, "1f1b", false, 2, "fp32"}},
     {{"dp2_pp2_tp2_1f1b_ckpt_zero2_nvme", 2, 2, 2, 2, "1f1b", true, 1}},
     {{"dp2_pp2_1f1b_ckpt_zero3_nvme_params", 2, 2, 1, 3, "1f1b", true, 1}, true},
+    // Stage 3 with parameters, gradients and optimizer states in the tier, with and
+    // without recomputation (without: the gathered weights autograd saved are freed after
+    // forward and gathered again into the same storage for backward).
+    {{"dp2_zero3_nvme_params", 2, 1, 1, 3, "1f1b", false, 2}, true},
+    {{"dp2_zero3_ckpt_nvme_params", 2, 1, 1, 3, "1f1b", true, 2}, true},
+    {{"dp2_pp2_tp2_1f1b_zero3_nvme_params", 2, 2, 2, 3, "1f1b", false, 2}, true},
     // Buckets of ~100k elements per rank: several pieces of 64 Ki elements each.
     {{"dp2_zero2_nvme_multi_piece",
       2,
@@ -96,30 +102,40 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
   ASSERT_TRUE(tiered.optimizer().states_in_tier());
   // The tier holds no state in memory: what remains counted is the ring of buffers.
   const int64_t ring = tiered.optimizer().bytes().optimizer_states;
+  const int64_t gradients = tiered.optimizer().bytes().gradients;
+  const TierStats start = tiered.optimizer().tier_stats();
   const RunTrace got = train_steps(tiered, kSteps);
 
   Trainer in_memory(layout_config(base, kSteps), ctx);
   const RunTrace want = train_steps(in_memory, kSteps);
-  // 3 buffers of both moments (fp64/fp32 parameters are their own master) of at most one
-  // update chunk each: the block size of 4096 bytes rounds up to one chunk.
+  // 3 buffers of both moments (fp64/fp32 parameters are their own master), the gradient
+  // (stages 2 and 3) and the parameter (offloaded in stage 3), at most one update chunk
+  // each: the block size of 4096 bytes rounds up to one chunk.
   const int64_t element = base.precision == "fp64" ? 8 : 4;
+  const int planes = 2 + (base.zero >= 2 ? 1 : 0) + (GetParam().params ? 1 : 0);
   EXPECT_GT(ring, 0);
-  EXPECT_LE(ring, 3 * 2 * ZeroOptimizer::kUpdateChunk * element);
+  EXPECT_LE(ring, 3 * planes * ZeroOptimizer::kUpdateChunk * element);
   for (int s = 0; s < kSteps; ++s) {
     EXPECT_EQ(got.losses[s], want.losses[s]) << "step " << s + 1;
     EXPECT_EQ(got.grad_norms[s], want.grad_norms[s]) << "step " << s + 1;
   }
   expect_equal_weights(tiered, in_memory);
-  // Start-up wrote the whole shard once and every step read and wrote it again (stage 3's
-  // gathers read the parameter shard besides).
+  // Start-up wrote the whole file once and every step read and wrote it again. From stage
+  // 2 on the reduced gradient goes to the tier as well (written as it arrives, read for the
+  // norm), and stage 3's gathers read the parameter shard: more traffic than that.
   const TierStats stats = tiered.optimizer().tier_stats();
-  const int64_t pass = stats.bytes_written / (kSteps + 1);
+  const int64_t pass = start.bytes_written;
   EXPECT_GT(pass, 0);
-  EXPECT_EQ(stats.bytes_written, pass * (kSteps + 1));
-  if (GetParam().params)
+  EXPECT_EQ(start.bytes_read, 0);
+  if (base.zero >= 2) {
+    EXPECT_GT(stats.bytes_written, pass * (kSteps + 1));
     EXPECT_GT(stats.bytes_read, kSteps * pass);
-  else
+    // In memory only stage 2's two bucket buffers stay, never the gradient shard.
+    EXPECT_LT(gradients, in_memory.optimizer().bytes().gradients);
+  } else {
+    EXPECT_EQ(stats.bytes_written, pass * (kSteps + 1));
     EXPECT_EQ(stats.bytes_read, kSteps * pass);
+  }
 
   Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, base.precision};
   for (const std::string& set : base.sets)  // the same model
