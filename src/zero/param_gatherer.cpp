@@ -1,7 +1,7 @@
 // Gathering, prefetching and releasing stage 3's parameter buckets.
 #include "zero/param_gatherer.h"
 
-#include <ATen/ATen.h>           // at::empty, at::full, Tensor ops
+#include <ATen/ATen.h>             // at::empty, at::full, Tensor ops
 #include <c10/core/StorageImpl.h>  // StorageImpl::set_data_ptr_noswap
 #include <c10/util/Exception.h>    // TORCH_CHECK
 
@@ -37,6 +37,11 @@ ParamGatherer::ParamGatherer(std::vector<Parameter>& params, std::vector<Sharded
     units_.push_back(refs);
     unit_names_.push_back(unit.empty() ? "(empty)" : params.at(unit.front()).spec.name);
   }
+  // Spares for the gathers the live bound allows: released buffers are reused as they are,
+  // never handed back to the heap, where activations allocated between gathers would split
+  // them (with trident's malloc settings the heap then grew by a layer's weights per layer).
+  for (int u = 0; u < num_units(); ++u)
+    spare_limit_ = std::max(spare_limit_, unit_bytes(u) * (options.max_live_layers + 1));
   holds_.assign(units_.size(), 0);
   checks_.resize(units_.size());
   prefetched_.assign(units_.size(), false);
@@ -141,17 +146,22 @@ void ParamGatherer::acquire(const BucketRef& r) {
   const Bucket& bucket = buf.layout->buckets()[r.bucket];
   // A fresh buffer, unless autograd still holds views of the one released last: those
   // views must read the parameters again, so the gather refills that storage.
+  const auto opts = buf.shard.options();
+  const size_t nbytes =
+      static_cast<size_t>(bucket.numel) * c10::elementSize(buf.shard.scalar_type());
   if (s.hollow.defined() && s.hollow.storage().use_count() > 1) {
     c10::StorageImpl* storage = s.hollow.storage().unsafeGetStorageImpl();
-    const size_t nbytes = static_cast<size_t>(bucket.numel) * s.hollow.element_size();
-    storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
+    storage->set_data_ptr_noswap(take_memory(nbytes, opts.device()));
     storage->set_nbytes(nbytes);
     s.data = s.hollow;
   } else {
-    s.data = at::empty({bucket.numel}, buf.shard.options());  // (bucket) param dtype
+    c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes,
+                         take_memory(nbytes, opts.device()),
+                         c10::GetAllocator(opts.device().type()), /*resizable=*/false);
+    s.data = at::empty({0}, opts).set_(storage, 0, {bucket.numel}, {1});  // (bucket) param dtype
   }
   s.hollow = at::Tensor();
-  at::Tensor mine;                                          // (bucket / dp) param dtype
+  at::Tensor mine;  // (bucket / dp) param dtype
   if (buf.load) {
     mine = at::empty({bucket.shard_numel}, buf.shard.options());
     buf.load(r.bucket, mine);
@@ -193,14 +203,30 @@ void ParamGatherer::release(const BucketRef& r) {
   s.work = nullptr;
   detach_params(r);
   gathered_bytes_ -= s.data.numel() * static_cast<int64_t>(s.data.element_size());
-  if (s.data.storage().use_count() > 1) {
-    // Views saved for backward keep the storage: free its memory all the same.
-    c10::StorageImpl* storage = s.data.storage().unsafeGetStorageImpl();
-    storage->set_data_ptr_noswap(at::DataPtr(nullptr, s.data.device()));
-    storage->set_nbytes(0);
-    s.hollow = s.data;
-  }
+  // The memory goes back to the spares; views autograd saved for backward keep the
+  // storage, now empty, until the layer's backward gathers into it again.
+  c10::StorageImpl* storage = s.data.storage().unsafeGetStorageImpl();
+  const size_t nbytes = storage->nbytes();
+  give_memory(storage->set_data_ptr(at::DataPtr(nullptr, s.data.device())), nbytes);
+  storage->set_nbytes(0);
+  if (s.data.storage().use_count() > 1) s.hollow = s.data;
   s.data = at::Tensor();
+}
+
+at::DataPtr ParamGatherer::take_memory(size_t nbytes, at::Device device) {
+  auto it = spares_.find(nbytes);
+  if (it == spares_.end() || it->second.empty())
+    return c10::GetAllocator(device.type())->allocate(nbytes);
+  at::DataPtr memory = std::move(it->second.back());
+  it->second.pop_back();
+  spare_bytes_ -= static_cast<int64_t>(nbytes);
+  return memory;
+}
+
+void ParamGatherer::give_memory(at::DataPtr memory, size_t nbytes) {
+  if (spare_bytes_ + static_cast<int64_t>(nbytes) > spare_limit_) return;  // freed here
+  spares_[nbytes].push_back(std::move(memory));
+  spare_bytes_ += static_cast<int64_t>(nbytes);
 }
 
 void ParamGatherer::detach_params(const BucketRef& r) {

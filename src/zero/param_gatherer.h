@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>  // std::function
+#include <map>         // std::map
 #include <string>
 #include <vector>
 
@@ -102,6 +103,10 @@ class ParamGatherer : public LayerScope {
   void detach_params(const BucketRef& r);
   BucketState& state(const BucketRef& r) { return states_[r.buffer][r.bucket]; }
   int live_units() const;
+  /// The memory of a gathered buffer: a spare of that size, else the device's allocator.
+  at::DataPtr take_memory(size_t nbytes, at::Device device);
+  /// Keeps a released buffer's memory as a spare, up to spare_limit_ bytes in all.
+  void give_memory(at::DataPtr memory, size_t nbytes);
 
   std::vector<Parameter>& params_;
   std::vector<ShardedBuffer> buffers_;
@@ -119,6 +124,8 @@ class ParamGatherer : public LayerScope {
   std::vector<OrderCheck> checks_;  // per unit, while its gather's check is in flight
   std::vector<std::vector<BucketState>> states_;
   int64_t gathered_bytes_ = 0, peak_bytes_ = 0, unit_gathers_ = 0;
+  std::map<size_t, std::vector<at::DataPtr>> spares_;  // by size in bytes
+  int64_t spare_bytes_ = 0, spare_limit_ = 0;
 };
 
 }  // namespace trident
