@@ -22,6 +22,8 @@ Runs, one after another on an otherwise idle machine:
      (without its dropout terms: the model has none), and the step time of each.
   7. the nvme offload tier (bench/offload.py): peak RSS with and without it, the disk's
      O_DIRECT bandwidth against the tier's, and training under a memory cap.
+  8. the working set of ZeRO 3 with everything in the nvme tier: peak RSS at 6, 12 and 24
+     layers of one width, what each layer adds against the layer's training state.
 Tokens/s are medians over the steps after the first two (allocation and first touches).
 The plain loop runs with the malloc settings trident's main() makes (MALLOC_ENV).
 "Exposed communication" is the time a rank spends inside a group's operations, posting,
@@ -399,8 +401,10 @@ class Bench:
                          % (peaks[name], want))
         for recompute in ("none", "selective", "full"):
             ratio = peaks[f"tp2_{recompute}_sp"] / peaks[f"tp2_{recompute}"]
-            # Full recomputation keeps each stage's input: at pp 1 the token ids and targets.
-            what = " (the stage's input: token ids at pp 1)" if recompute == "full" else ""
+            # Full recomputation keeps each layer's input and, at pp 1, where the head reads
+            # the embedding, the head's activations.
+            what = " (each layer's input; the head's activations at pp 1)" \
+                if recompute == "full" else ""
             self.add("activation bytes tp 2 %s: sp / no sp" % recompute, "%.3f" % ratio,
                      "(report)", None, "%d vs %d bytes%s" % (peaks[f"tp2_{recompute}_sp"],
                                                              peaks[f"tp2_{recompute}"], what))
@@ -416,6 +420,10 @@ class Bench:
     def offload(self):
         """The nvme tier: peak RSS, disk and tier bandwidth, and capacity under a cap."""
         offload_figures.offload(self)
+
+    def working_set(self):
+        """ZeRO 3 with everything in the nvme tier: peak RSS against depth."""
+        offload_figures.working_set(self)
 
     def table(self):
         lines = ["| figure | measured | target | met | detail |", "|---|---|---|---|---|"]
@@ -457,7 +465,7 @@ def main():
     b = Bench(a.build, a.steps)
     t0 = time.time()
     parts = (b.ceiling, b.one_rank_and_data_parallel, b.two_threads, b.tensor_parallel,
-             b.pipeline, b.zero3, b.activation_memory, b.offload)
+             b.pipeline, b.zero3, b.activation_memory, b.offload, b.working_set)
     if a.parts:
         wanted = a.parts.split(",")
         parts = tuple(p for p in parts if p.__name__ in wanted)

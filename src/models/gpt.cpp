@@ -136,7 +136,9 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
   at::Tensor x = input;
   const bool sp = o_.sequence_parallel;
   // A replicated parameter that meets only this rank's slice of the sequence.
-  auto replicated = [&](const at::Tensor& w) { return sp ? sum_grad_over_sequence(w, tp_) : w; };
+  auto replicated = [this, sp](const at::Tensor& w) {
+    return sp ? sum_grad_over_sequence(w, tp_) : w;
+  };
   if (is_first()) {
     x = run_layer(scope_, unit++, input, [&](const at::Tensor& ids) {
       // Sequence parallel: the embedding's sum over tp arrives as this rank's slice of the
@@ -149,10 +151,16 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
     });
   }
   for (auto& block : blocks_)
-    x = run_layer(scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); });
+    x = run_layer(
+        scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); },
+        layer_recompute_);
   if (!is_last()) return x;
 
-  return run_layer(scope_, unit, x, [&](const at::Tensor& h) {
+  // The head is recomputed like a block unless it reads the embedding this stage's first
+  // unit reads too (pp = 1): a separate backward would then hand the embedding its
+  // gradient in two parts, and ZeRO reduces a gradient once it arrives.
+  // What the head uses is captured by value: a recomputation runs after this call returns.
+  auto head = [this, targets, loss_scale, sp, replicated](const at::Tensor& h) {
     at::Tensor n = at::layer_norm(h, {o_.hidden}, replicated(ln_f_weight_), replicated(ln_f_bias_),
                                   GptOptions::kLayerNormEps);
     // The head reads the whole sequence: gathered from the slices under sequence parallelism.
@@ -163,7 +171,8 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
     at::Tensor losses = vocab_parallel_cross_entropy(
         logits, targets.reshape({B * T}), tp_, wte_->vocab_start(), o_.vocab, reentrant_backward_);
     return losses.sum() * loss_scale;
-  });
+  };
+  return run_layer(scope_, unit, x, head, layer_recompute_ && !is_first());
 }
 
 }  // namespace trident

@@ -28,7 +28,14 @@ class LayerScope {
 /// Runs `fn` (unit `unit`'s forward) on `x` inside `scope` (none: just fn(x)). When autograd
 /// records the call, identity nodes at the unit's output and input call begin_backward and
 /// end_backward as the backward pass crosses them.
+///
+/// `recompute` (full activation checkpointing, layer by layer): when autograd records and
+/// `x` requires grad, `fn` runs without recording and one node keeps `x` alone; its
+/// backward gathers the unit again (begin_backward), runs `fn` on `x` recording, runs that
+/// graph's backward, releases the unit (end_backward) and returns x's gradient. `fn` is
+/// kept until then, so it must not capture anything that dies with the caller's frame.
 at::Tensor run_layer(LayerScope* scope, int unit, const at::Tensor& x,
-                     const std::function<at::Tensor(const at::Tensor&)>& fn);
+                     const std::function<at::Tensor(const at::Tensor&)>& fn,
+                     bool recompute = false);
 
 }  // namespace trident

@@ -160,10 +160,17 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
       return embed_->forward(ids, sink);  // (B, T, C); sequence parallel: (B, T/tp, C)
     });
   for (auto& block : blocks_)
-    x = run_layer(scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); });
+    x = run_layer(
+        scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); },
+        layer_recompute_);
   if (!is_last()) return x;
 
-  return run_layer(scope_, unit, x, [&](const at::Tensor& h) {
+  // The head is recomputed like a block unless it reads the embedding this stage's first
+  // unit reads too: a separate backward would then hand the embedding its gradient in two
+  // parts, and ZeRO reduces a gradient once it arrives.
+  const bool recompute_head = layer_recompute_ && !(o_.tie_embeddings && is_first());
+  // What the head uses is captured by value: a recomputation runs after this call returns.
+  auto head = [this, targets, loss_scale](const at::Tensor& h) {
     const bool sp = o_.sequence_parallel;
     const at::Tensor norm_weight =
         sp ? sum_grad_over_sequence(norm_f_weight_, tp_) : norm_f_weight_;
@@ -178,7 +185,8 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
     at::Tensor losses = vocab_parallel_cross_entropy(logits, targets.reshape({B * T}), tp_,
                                                      vocab_start, o_.vocab, reentrant_backward_);
     return losses.sum() * loss_scale;
-  });
+  };
+  return run_layer(scope_, unit, x, head, recompute_head);
 }
 
 }  // namespace trident

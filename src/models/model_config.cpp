@@ -118,7 +118,8 @@ std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communic
   // embedding goes with stage 0's first chunk and the head with the last stage's last.
   std::vector<std::unique_ptr<ModelStage>> parts;
   for (int c = 0; c < chunks; ++c)
-    parts.push_back(make_plain_stage(config, tp, c * stages + stage, stages * chunks, device, defer_init));
+    parts.push_back(
+        make_plain_stage(config, tp, c * stages + stage, stages * chunks, device, defer_init));
   return std::make_unique<ChunkedStage>(std::move(parts), tp, stage, stages);
 }
 

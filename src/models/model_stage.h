@@ -82,6 +82,10 @@ class ModelStage : public torch::nn::Module {
   /// Whether a graph's backward may run twice (a zero-bubble schedule's input half, then
   /// its weight half, over one retained graph): the loss then keeps what it saved intact.
   void set_reentrant_backward(bool on) { reentrant_backward_ = on; }
+  /// Full activation checkpointing, layer by layer: each block keeps only its input and
+  /// rebuilds its graph in its own backward (run_layer's `recompute`), so that a backward
+  /// holds one block's activations at a time, not the stage's.
+  void set_layer_recompute(bool on) { layer_recompute_ = on; }
 
  protected:
   /// Closes a layer: its parameters are the registry entries from `first` on.
@@ -98,6 +102,7 @@ class ModelStage : public torch::nn::Module {
   LayerScope* scope_ = nullptr;
   RowGradSink* row_sink_ = nullptr;
   bool reentrant_backward_ = false;
+  bool layer_recompute_ = false;
 
  private:
   StageDims dims_;

@@ -63,7 +63,7 @@ void PipelineRuntime::wait_for_sends() {
 void PipelineRuntime::forward(ModelStage& chunk, InFlight& f, const MicroBatch& mb,
                               double loss_scale) {
   at::Tensor input = chunk.is_first() ? mb.input : f.input;
-  if (options_.checkpointing) {
+  if (recompute_stage_) {
     // Keep only the input; the graph is rebuilt just before this micro-batch's backward.
     at::NoGradGuard no_grad;
     f.output = chunk.forward(input, mb.targets, loss_scale);
@@ -74,7 +74,7 @@ void PipelineRuntime::forward(ModelStage& chunk, InFlight& f, const MicroBatch& 
 
 void PipelineRuntime::recompute(ModelStage& chunk, InFlight& f, const MicroBatch& mb,
                                 double loss_scale) {
-  if (!options_.checkpointing) return;
+  if (!recompute_stage_) return;
   at::Tensor input = chunk.is_first() ? mb.input : f.input;
   f.output = chunk.forward(input, mb.targets, loss_scale);
 }
@@ -143,7 +143,12 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
     weight_backwards_left += ins.op == Op::kBackward || ins.op == Op::kBackwardWeight ? 1 : 0;
     split = split || ins.op == Op::kBackwardInput;
   }
-  for (int c = 0; c < chunks; ++c) stage_.chunk(c).set_reentrant_backward(split);
+  // Checkpoints per layer, except where one graph serves two backward halves.
+  recompute_stage_ = options_.checkpointing && split;
+  for (int c = 0; c < chunks; ++c) {
+    stage_.chunk(c).set_reentrant_backward(split);
+    stage_.chunk(c).set_layer_recompute(options_.checkpointing && !split);
+  }
 
   auto batch = [&](int k) -> const MicroBatch& {
     auto it = batches.find(k);

@@ -38,7 +38,11 @@ struct StepHooks {
 };
 
 struct RuntimeOptions {
-  bool checkpointing = false;  // "full": keep only each micro-batch's input, recompute
+  /// "full": the blocks keep only their inputs and each rebuilds its graph in its own
+  /// backward (ModelStage::set_layer_recompute); under ZB-H1, whose input and weight
+  /// halves run over one graph, the stage keeps each micro-batch's input and rebuilds the
+  /// whole stage's graph before the input half.
+  bool checkpointing = false;
   int64_t micro_batch_size = 1;
   at::ScalarType dtype = at::kFloat;
   at::Device device = at::kCPU;  // of the activations and gradients received from neighbours
@@ -84,7 +88,8 @@ class PipelineRuntime {
     bool grad_sent = false;     // SG ran, or the chunk has no previous stage to send to
   };
   void forward(ModelStage& chunk, InFlight& f, const MicroBatch& mb, double loss_scale);
-  /// Rebuilds the graph under activation checkpointing (its forward kept only the input).
+  /// Rebuilds the stage's graph under stage-wide checkpointing (its forward kept only the
+  /// input).
   void recompute(ModelStage& chunk, InFlight& f, const MicroBatch& mb, double loss_scale);
   void backward(ModelStage& chunk, int k, InFlight& f, const MicroBatch& mb, double loss_scale);
   /// BI: the gradient of the chunk's input only; the graph is kept for W.
@@ -101,6 +106,7 @@ class PipelineRuntime {
   ModelStage& stage_;
   ParallelContext& ctx_;
   RuntimeOptions options_;
+  bool recompute_stage_ = false;  // checkpointing of the whole stage (this step's schedule)
   struct PendingSend {
     WorkHandle work;
     int64_t bytes;

@@ -93,15 +93,32 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
       static_cast<double>(in_flight_micro_batches(m.schedule, l.pp, stage, l.micro_batches(m), v)) /
       static_cast<double>(v);
   if (!l.checkpointing) return in_flight * full;
-  // trident checkpoints whole stages: every in-flight micro-batch keeps its stage input
-  // (token ids on the first stage, s b h activations elsewhere), and the backward of one
-  // micro-batch rebuilds that micro-batch's complete activations.
-  // With sequence parallelism the input between stages is this rank's slice of the sequence.
+  // With sequence parallelism a layer's input is this rank's slice of the sequence.
   const double sb = static_cast<double>(m.seq_len * l.micro_batch);
   const double slices = l.sequence_parallel ? static_cast<double>(l.tp) : 1.0;
-  const double input =
-      stage == 0 ? 2.0 * sb * 8.0 : sb * static_cast<double>(m.hidden) * b.activation / slices;
-  return in_flight * input + full;
+  const double input = sb * static_cast<double>(m.hidden) * b.activation / slices;
+  const double ids = 2.0 * sb * 8.0;  // the first stage's token ids and targets (int64)
+  if (m.schedule == "zb-h1") {
+    // ZB-H1 checkpoints whole stages: every in-flight micro-batch keeps its stage input
+    // (token ids on the first stage), and the input half of one micro-batch's backward
+    // rebuilds that micro-batch's complete activations.
+    return in_flight * (stage == 0 ? ids : input) + full;
+  }
+  // Layer by layer: every in-flight micro-batch keeps each block's input (and the head's,
+  // on a last stage that does not hold the embedding too: see GptStage::forward), and a
+  // backward rebuilds one layer's activations at a time (the head's first).
+  double kept = static_cast<double>(layers) * input + (stage == 0 ? ids : 0.0);
+  double rebuilt = layer_activation_bytes(shape, options, b.activation);
+  if (last) {
+    const double head = head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
+    if (stage != 0) {  // recomputed: its input kept, its activations rebuilt first
+      kept += input;
+      rebuilt = std::max(rebuilt, head);
+    } else {  // it reads the embedding the first unit reads: kept whole
+      kept += head;
+    }
+  }
+  return in_flight * kept + rebuilt;
 }
 
 /// ZeRO-2's two bucket buffers (double buffering), each a bucket and its reduced shard,

@@ -1,6 +1,6 @@
 // Activation memory of a pipeline stage, measured by the counting allocator: 1F1B holds at
 // most (stages - stage) micro-batches in flight where GPipe holds all of them, and with
-// activation checkpointing a stage holds only its in-flight inputs.
+// activation checkpointing a stage holds only its layers' inputs.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -67,16 +67,18 @@ TEST(PipelineMemory, one_f_one_b_and_gpipe_in_flight_and_checkpointed_bytes) {
   EXPECT_GT(gpipe.peak_bytes, m * 4 * boundary);
   // 1F1B holds fewer micro-batches than GPipe, so less memory.
   EXPECT_LT(f1b.peak_bytes, gpipe.peak_bytes);
-  // With checkpointing a stage keeps, per in-flight micro-batch, its input (the received
-  // activations; token ids on the first stage) and its data (ids and targets), and right
-  // after a forward the output not yet sent — on the last stage, which sends nothing, every
-  // in-flight micro-batch's scalar loss — and nothing of the layers. Buffers of sends in
-  // transit belong to the communication and are not counted.
+  // With checkpointing each layer keeps, per in-flight micro-batch, its input and nothing
+  // else: here one block per stage, whose input is the stage's input (the received
+  // activations) or on the first stage the embedding's output, and on the last stage the
+  // head's input too. Besides, the micro-batch's data (ids and targets) and right after a
+  // forward the output not yet sent — on the last stage, which sends nothing, every
+  // in-flight micro-batch's scalar loss. Buffers of sends in transit belong to the
+  // communication and are not counted.
   const int64_t data_bytes = 2 * (2 * 32 * 8);  // ids and targets, (B, T) int64
-  const int64_t input_bytes = rank == 0 ? 0 : boundary;
+  const int64_t kept_bytes = (rank == world - 1 ? 2 : 1) * boundary;
   auto checkpointed_bytes = [&](int in_flight) {
     const int64_t outputs = rank == world - 1 ? in_flight * int64_t{4} : boundary;
-    return in_flight * (input_bytes + data_bytes) + outputs;
+    return in_flight * (kept_bytes + data_bytes) + outputs;
   };
   EXPECT_EQ(f1b_ckpt.peak_bytes, checkpointed_bytes(f1b_ckpt.max_in_flight));
   EXPECT_EQ(gpipe_ckpt.peak_bytes, checkpointed_bytes(m));

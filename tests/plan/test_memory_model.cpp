@@ -133,10 +133,16 @@ TEST(Activations, first_stage_of_pp2_holds_two_micro_batches) {
   EXPECT_DOUBLE_EQ(layer, 180224.0);
   const MemoryBreakdown first = stage_memory(m, Layout{1, 2, 1, 0, 1, false}, 0);
   EXPECT_DOUBLE_EQ(first.activations, 2 * 2 * layer);  // 2 in flight x 2 layers
-  // Checkpointing keeps the token ids (input and targets, int64) per micro-batch in flight
-  // and rebuilds one micro-batch's layers.
+  // Checkpointing keeps, per micro-batch in flight, each layer's input (s b h) and the
+  // token ids (input and targets, int64), and rebuilds one layer at a time.
   const MemoryBreakdown ckpt = stage_memory(m, Layout{1, 2, 1, 0, 1, true}, 0);
-  EXPECT_DOUBLE_EQ(ckpt.activations, 2 * (2 * 32 * 8.0) + 2 * layer);
+  EXPECT_DOUBLE_EQ(ckpt.activations, 2 * (2 * 32 * 64 * 4.0 + 2 * 32 * 8.0) + layer);
+  // ... but under ZB-H1, whose two backward halves share one graph, the stage keeps its
+  // token ids alone and rebuilds a micro-batch's whole stage.
+  PlanModel zb = m;
+  zb.schedule = "zb-h1";
+  const MemoryBreakdown zb_ckpt = stage_memory(zb, Layout{1, 2, 1, 0, 1, true}, 0);
+  EXPECT_DOUBLE_EQ(zb_ckpt.activations, 2 * (2 * 32 * 8.0) + 2 * layer);
   // The last stage: one micro-batch, its layers plus norm outputs and logits with softmax.
   const MemoryBreakdown last = stage_memory(m, Layout{1, 2, 1, 0, 1, false}, 1);
   EXPECT_DOUBLE_EQ(last.activations, 2 * layer + (2 * 32 * 64 + 2 * 32 * 256) * 4.0);
