@@ -63,8 +63,8 @@ at::Tensor init_shard(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_
   return init_range(spec, seed, tp_rank, tp_size, 0, product(shape, 0, shape.size())).view(shape);
 }
 
-at::Tensor init_range(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size,
-                      int64_t begin, int64_t n) {
+at::Tensor init_range(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size, int64_t begin,
+                      int64_t n) {
   const std::vector<int64_t> shape = local_shape(spec, tp_size);
   TORCH_CHECK(begin >= 0 && n >= 0 && begin + n <= product(shape, 0, shape.size()), "init_range: [",
               begin, ", ", begin + n, ") is outside parameter ", spec.name);
@@ -92,7 +92,8 @@ at::Tensor init_range(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_
     const int64_t gd = s->global_start + l - s->local_start;
     const int64_t row = dim == 0 ? gd : o;  // the global row (dim 0 index)
     if (row >= valid_rows) continue;
-    dst[j - begin] = spec.std * normal_at(key, static_cast<uint64_t>((o * global_dim + gd) * inner + i));
+    dst[j - begin] =
+        spec.std * normal_at(key, static_cast<uint64_t>((o * global_dim + gd) * inner + i));
   }
   return out;
 }
@@ -119,10 +120,9 @@ at::Tensor cut_shard(const ParamSpec& spec, int tp_rank, int tp_size, const at::
 
 at::Tensor ParamRegistry::create(const ParamSpec& spec) {
   const std::vector<int64_t> shape = local_shape(spec, tp_size_);
-  at::Tensor t =
-      deferred_ ? at::empty_strided(shape, std::vector<int64_t>(shape.size(), 0),
-                                    at::TensorOptions().dtype(dtype_).device(device_))
-                : init_shard(spec, seed_, tp_rank_, tp_size_).to(device_, dtype_);
+  at::Tensor t = deferred_ ? at::empty_strided(shape, std::vector<int64_t>(shape.size(), 0),
+                                               at::TensorOptions().dtype(dtype_).device(device_))
+                           : init_shard(spec, seed_, tp_rank_, tp_size_).to(device_, dtype_);
   t.set_requires_grad(true);
   params_.push_back({spec, t});
   return t;

@@ -56,8 +56,8 @@ std::vector<ShardSlice> shard_slices(const ParamSpec& spec, int tp_rank, int tp_
 at::Tensor init_shard(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size);
 /// Elements [begin, begin + n) of init_shard's value flattened, drawn alone (float64, (n)):
 /// how ZeRO stage 3 initialises its shard of a parameter that never exists whole.
-at::Tensor init_range(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size,
-                      int64_t begin, int64_t n);
+at::Tensor init_range(const ParamSpec& spec, uint64_t seed, int tp_rank, int tp_size, int64_t begin,
+                      int64_t n);
 
 /// Copies a shard into its place in the global tensor (`global` has the global shape).
 void place_shard(const ParamSpec& spec, int tp_rank, int tp_size, const at::Tensor& shard,

@@ -74,9 +74,9 @@ void ZeroOptimizer::init_tier() {
           const Group::Piece& p = g.pieces[k];
           at::Tensor param;
           if (drawn) {
-            param = g.param_plane >= 0 ? pl[g.param_plane]
-                                       : at::empty({p.length}, pl[g.exp_avg_plane].options()
-                                                                   .dtype(param_dtype_));
+            param = g.param_plane >= 0
+                        ? pl[g.param_plane]
+                        : at::empty({p.length}, pl[g.exp_avg_plane].options().dtype(param_dtype_));
             draw_domain(g, p.bucket, p.begin, p.length, param);
           } else {
             param = params_in_domain(g, p.bucket).narrow(0, p.begin, p.length);
@@ -89,7 +89,7 @@ void ZeroOptimizer::init_tier() {
         },
         /*read=*/false, /*write=*/true);
     if (g.param_plane >= 0) g.param_shard = at::Tensor();  // the tier holds it now
-    g.grad_shard = at::Tensor();                            // and the gradient shard
+    g.grad_shard = at::Tensor();                           // and the gradient shard
   }
   states_in_tier_ = true;
 }
@@ -152,7 +152,8 @@ void ZeroOptimizer::send_states_out(bool write) {
     if (!g.tier) continue;
     // The states move between steps only: a write leaves the gradient plane zero.
     for (bool stored : g.grad_stored)
-      TORCH_CHECK(!stored, "ZeRO offload: optimizer states written back while a gradient is in the tier");
+      TORCH_CHECK(!stored,
+                  "ZeRO offload: optimizer states written back while a gradient is in the tier");
     if (write)
       g.tier->stream(
           [&](size_t k, std::vector<at::Tensor>& pl) {

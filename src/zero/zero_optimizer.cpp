@@ -180,9 +180,9 @@ void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero, bool whole) {
       const ParamPlace& place = g.layout.places()[k];
       at::Tensor view = g.data.narrow(0, place.offset, place.numel).view(t.sizes());
       if (drawn) {
-        view.copy_(init_range(p.spec, *zero.draw_seed, ctx_.tp().rank(), ctx_.tp().size(), 0,
-                              place.numel)
-                       .view(t.sizes()));
+        view.copy_(
+            init_range(p.spec, *zero.draw_seed, ctx_.tp().rank(), ctx_.tp().size(), 0, place.numel)
+                .view(t.sizes()));
       } else {
         view.copy_(t.detach());
       }

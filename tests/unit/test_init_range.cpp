@@ -21,7 +21,8 @@ at::Tensor reference_global(const ParamSpec& spec) {
   const int64_t rows = spec.valid_rows < 0 ? spec.global_shape.at(0) : spec.valid_rows;
   double* p = t.data_ptr<double>();
   const uint64_t key = hash_name(kSeed, spec.name);
-  for (int64_t i = 0; i < rows * cols; ++i) p[i] = spec.std * normal_at(key, static_cast<uint64_t>(i));
+  for (int64_t i = 0; i < rows * cols; ++i)
+    p[i] = spec.std * normal_at(key, static_cast<uint64_t>(i));
   return t;
 }
 
