@@ -220,12 +220,26 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
                                         : sharded);
   }
   out.communication = out.bucket_buffers + out.gather_buffers + pipeline_buffers(m, l);
+  const bool params_offloaded =
+      offloaded_to_files(m.offload_params, "offload_params") && l.zero == 3;
   if (offloaded_to_files(m.offload_optimizer, "offload_optimizer")) {
+    // The tier file's planes (zero/zero_offload.cpp): both moments, the fp32 master of
+    // 16-bit parameters, the reduced gradient shard from stage 2 on, the parameter shard
+    // when offloaded; the ring holds one piece of each, a piece being offload_block_size
+    // bytes of the state dtype.
     out.offloaded = out.optimizer_states;
-    out.optimizer_states = static_cast<double>(m.offload_buffer_count) * 3.0 *
+    const double state = m.precision == "fp64" ? 8.0 : 4.0;
+    double planes = 2.0 + (m.precision == "bf16" ? 1.0 : 0.0);
+    if (l.zero >= 2) {
+      planes += b.grad_shard / state;
+      out.offloaded += out.gradients;
+      out.gradients = 0.0;
+    }
+    if (params_offloaded) planes += b.param / state;
+    out.optimizer_states = static_cast<double>(m.offload_buffer_count) * planes *
                            static_cast<double>(m.offload_block_size);
   }
-  if (offloaded_to_files(m.offload_params, "offload_params") && l.zero == 3) {
+  if (params_offloaded) {
     const double persistent = static_cast<double>(stage3_split(m, l, stage).persistent);
     const double shard = out.parameters - b.param * persistent;
     out.offloaded += shard;

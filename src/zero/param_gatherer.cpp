@@ -37,7 +37,8 @@ ParamGatherer::ParamGatherer(std::vector<Parameter>& params, std::vector<Sharded
     units_.push_back(refs);
     unit_names_.push_back(unit.empty() ? "(empty)" : params.at(unit.front()).spec.name);
   }
-  // Spares for the gathers the live bound allows: released buffers are reused as they are,
+  // Spares for the gathers the live bound allows (and one layer more, the prefetch that
+  // starts before the last layer's release): released buffers are reused as they are,
   // never handed back to the heap, where activations allocated between gathers would split
   // them (with trident's malloc settings the heap then grew by a layer's weights per layer).
   for (int u = 0; u < num_units(); ++u)
@@ -224,7 +225,8 @@ at::DataPtr ParamGatherer::take_memory(size_t nbytes, at::Device device) {
 }
 
 void ParamGatherer::give_memory(at::DataPtr memory, size_t nbytes) {
-  if (spare_bytes_ + static_cast<int64_t>(nbytes) > spare_limit_) return;  // freed here
+  // Gathered and spare together stay within the live bound plus one layer.
+  if (gathered_bytes_ + spare_bytes_ + static_cast<int64_t>(nbytes) > spare_limit_) return;
   spares_[nbytes].push_back(std::move(memory));
   spare_bytes_ += static_cast<int64_t>(nbytes);
 }

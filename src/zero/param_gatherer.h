@@ -105,7 +105,8 @@ class ParamGatherer : public LayerScope {
   int live_units() const;
   /// The memory of a gathered buffer: a spare of that size, else the device's allocator.
   at::DataPtr take_memory(size_t nbytes, at::Device device);
-  /// Keeps a released buffer's memory as a spare, up to spare_limit_ bytes in all.
+  /// Keeps a released buffer's memory as a spare while gathered and spare bytes together
+  /// stay within spare_limit_ (the live bound plus one layer); frees it otherwise.
   void give_memory(at::DataPtr memory, size_t nbytes);
 
   std::vector<Parameter>& params_;

@@ -28,8 +28,20 @@ TEST(OffloadPlan, nvme_tier_takes_k_psi_over_dp_off_the_device) {
   m.offload_optimizer = "nvme";
   m.offload_buffer_count = 4, m.offload_block_size = 1 << 20;
   const MemoryBreakdown nvme = stage_memory(m, dp2_zero1, 0);
-  EXPECT_DOUBLE_EQ(nvme.optimizer_states, 4.0 * 3 * (1 << 20));  // the ring
+  // The ring: 4 buffers of one piece of both moments (fp32 parameters are their own master).
+  EXPECT_DOUBLE_EQ(nvme.optimizer_states, 4.0 * 2 * (1 << 20));
   EXPECT_DOUBLE_EQ(nvme.offloaded, 8.0 * 218496 / 2);
+
+  // From stage 2 on the reduced gradient shard is a plane of the tier too.
+  const Layout dp2_zero2{2, 1, 1, 2, 4, false};
+  m.offload_optimizer = "none";
+  const MemoryBreakdown zero2 = stage_memory(m, dp2_zero2, 0);
+  EXPECT_DOUBLE_EQ(zero2.gradients, 4.0 * 218496 / 2);
+  m.offload_optimizer = "nvme";
+  const MemoryBreakdown zero2_nvme = stage_memory(m, dp2_zero2, 0);
+  EXPECT_DOUBLE_EQ(zero2_nvme.gradients, 0);
+  EXPECT_DOUBLE_EQ(zero2_nvme.offloaded, (8.0 + 4.0) * 218496 / 2);
+  EXPECT_DOUBLE_EQ(zero2_nvme.optimizer_states, 4.0 * 3 * (1 << 20));
 }
 
 /// The message of the std::invalid_argument stage_memory throws, or "" when it counts.
@@ -66,7 +78,9 @@ TEST(OffloadPlan, stage3_params_offload_the_sharded_parameters_only) {
   const double persistent = 4.0 * static_cast<double>(stage3_split(m, dp2_zero3, 0).persistent);
   EXPECT_GT(persistent, 0);
   EXPECT_DOUBLE_EQ(both.parameters, persistent);
-  EXPECT_DOUBLE_EQ(both.offloaded, in_memory.optimizer_states + in_memory.parameters - persistent);
+  EXPECT_DOUBLE_EQ(both.gradients, 0);
+  EXPECT_DOUBLE_EQ(both.offloaded, in_memory.optimizer_states + in_memory.gradients +
+                                       in_memory.parameters - persistent);
 }
 
 TEST(OffloadPlan, nvme_tier_time_is_the_traffic_beyond_the_update) {
