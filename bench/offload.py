@@ -8,6 +8,12 @@
   * capacity: a cgroup v1 memory cap that the run in memory exceeds (killed) and the
     offloaded run survives for several steps with falling loss. The cgroup is made under
     /sys/fs/cgroup/memory and removed afterwards, also on failure.
+
+And its `working_set` part: the peak RSS of one ZeRO-3 rank with parameters, gradients and
+optimizer states in the tier, at 6, 12 and 24 layers of one width; what each added layer
+adds, against the layer's training state (16 bytes per parameter in fp32). Its `capacity`
+part: a GPT of a billion parameters, 16 GB of training state, under a 2 GiB cgroup cap:
+three steps with everything in the tier, and the same model in memory, which is killed.
 """
 import math
 import os
@@ -56,18 +62,19 @@ def one_rank_sets(m):
             "optimizer.lr=6e-4", "optimizer.min_lr=6e-5", "optimizer.warmup_steps=0"]
 
 
-def capped_run(bench, name, limit_bytes, sets, steps):
-    """Runs `trident train` of OFFLOAD_GPT on one rank inside a fresh memory cgroup of
-    `limit_bytes`; returns (exit code, metrics rows)."""
+def capped_run(bench, name, limit_bytes, sets, steps, model=OFFLOAD_GPT):
+    """Runs `trident train` of `model` on one rank inside a fresh memory cgroup of
+    `limit_bytes`; returns (exit code, metrics rows, seconds)."""
     group = CGROUP_ROOT / f"trident-bench-{os.getpid()}-{name}"
     metrics = bench.tmp / f"{name}.jsonl"
     group.mkdir()
     try:
         (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
-        cmd = bench.train_command(OFFLOAD_GPT, steps, metrics, sets)
+        cmd = bench.train_command(model, steps, metrics, sets)
         env = dict(os.environ, OMP_NUM_THREADS="1")
         # The shell joins the cgroup, then becomes trident (one rank: no mpirun needed).
         script = f'echo $$ > {group}/cgroup.procs && exec "$@"'
+        t0 = time.time()
         code = subprocess.run(["sh", "-c", script, "sh"] + cmd, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
     finally:
@@ -82,9 +89,10 @@ def capped_run(bench, name, limit_bytes, sets, steps):
                 break
             except OSError:
                 time.sleep(0.1)
+    seconds = time.time() - t0
     rows = [__import__("json").loads(l) for l in metrics.read_text().splitlines()
             if l.strip()] if metrics.exists() else []
-    return code, rows
+    return code, rows, seconds
 
 
 def offload(bench):
@@ -152,9 +160,9 @@ def offload(bench):
     # Capacity under a memory cap between the two peaks.
     cap = (min(rss["none"]) + max(rss["nvme"])) // 2
     steps = 6  # the loss of a few steps is noisy: compare the last with the first
-    code_none, rows_none = capped_run(bench, "cap_none", cap, one_rank_sets(m), steps)
-    code_nvme, rows_nvme = capped_run(bench, "cap_nvme", cap, one_rank_sets(m) + offload_sets(tier),
-                                      steps)
+    code_none, rows_none, _ = capped_run(bench, "cap_none", cap, one_rank_sets(m), steps)
+    code_nvme, rows_nvme, _ = capped_run(bench, "cap_nvme", cap,
+                                         one_rank_sets(m) + offload_sets(tier), steps)
     losses = [r["loss"] for r in rows_nvme]
     survived = code_none != 0 and code_nvme == 0 and len(losses) == steps and \
         all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
@@ -165,6 +173,106 @@ def offload(bench):
               "nvme losses %s, step %.2f s" % ([round(x, 3) for x in losses],
                                                  median_of([r["step_time_s"] for r in rows_nvme])
                                                  if rows_nvme else 0.0))
+
+
+# One width at three depths: each layer is 12.6M parameters, 201 MB of training state.
+WORKING_SET_GPT = {"hidden": 1024, "heads": 16, "seq": 64, "vocab": 256, "micro": 4}
+WORKING_SET_LAYERS = (6, 12, 24)
+
+
+def working_set_sets(tier, recompute):
+    return one_rank_sets(WORKING_SET_GPT) + offload_sets(tier) + [
+        "parallel.zero_stage=3", "parallel.offload_params=nvme",
+        "parallel.activation_checkpointing=%s" % ("full" if recompute else "none")]
+
+
+def peak_activation_bytes(stdout):
+    """Rank 0's peak activation bytes from `trident train`'s memory report (its last field)."""
+    for line in reversed(stdout.splitlines()):
+        if line.strip().startswith("rank 0 ("):
+            return int(line.rsplit("/", 1)[1])
+    raise SystemExit("bench: no memory report in trident train's output")
+
+
+def working_set(bench):
+    h = WORKING_SET_GPT["hidden"]
+    layer_state = 16 * (12 * h * h + 13 * h)  # parameter, gradient, both moments: fp32
+    mib = 1 << 20
+    tier = bench.tmp / "tier_ws"
+    peaks, activations, steps = {}, {}, {}
+    for recompute in (True, False):
+        for layers in WORKING_SET_LAYERS:
+            m = dict(WORKING_SET_GPT, layers=layers)
+            rows, out = bench.trident(
+                "working_set_%d_%s" % (layers, "full" if recompute else "none"), 1,
+                working_set_sets(tier, recompute), model=m, steps=3, want_stdout=True)
+            peaks[(recompute, layers)] = rows[-1]["peak_rss_bytes"]
+            activations[(recompute, layers)] = peak_activation_bytes(out)
+            steps[(recompute, layers)] = rows[-1]["step_time_s"]
+    lo, hi = WORKING_SET_LAYERS[0], WORKING_SET_LAYERS[-1]
+
+    def per_layer(table, recompute):
+        return (table[(recompute, hi)] - table[(recompute, lo)]) / (hi - lo)
+
+    def listed(table, recompute, unit=mib, fmt="%.0f"):
+        return "/".join(fmt % (table[(recompute, n)] / unit) for n in WORKING_SET_LAYERS)
+
+    frac = per_layer(peaks, True) / layer_state
+    bench.add("peak RSS added per layer / a layer's training state (ZeRO 3, everything in the "
+              "nvme tier, full recomputation, 1 rank)", "%.3f" % frac, "<= 0.05", frac <= 0.05,
+              "peak RSS at %s layers of width %d: %s MiB; a layer's state %.0f MiB; training "
+              "state / peak RSS at %d layers: %.1f; step %s s"
+              % (",".join(map(str, WORKING_SET_LAYERS)), h, listed(peaks, True),
+                 layer_state / mib, hi, (hi * layer_state) / peaks[(True, hi)],
+                 listed(steps, True, 1, "%.1f")))
+    # Without recomputation each layer's saved activations stay until its backward: those
+    # grow with depth by design. Everything else must not: the gathered weights autograd
+    # saved views of are freed after forward and gathered again for backward.
+    tokens = WORKING_SET_GPT["micro"] * WORKING_SET_GPT["seq"]
+    beyond = (per_layer(peaks, False) - per_layer(activations, False)) / layer_state
+    bench.add("the same without recomputation, less the activations each layer keeps (%d "
+              "tokens per step) / a layer's training state" % tokens,
+              "%.3f" % beyond, "<= 0.05", beyond <= 0.05,
+              "peak RSS %s MiB, %.1f MiB per layer, of which activations %.1f MiB; a layer's "
+              "fp32 weights are %.0f MiB"
+              % (listed(peaks, False), per_layer(peaks, False) / mib,
+                 per_layer(activations, False) / mib, 4 * 12 * h * h / mib))
+
+
+# At least a billion parameters: 20 layers of width 2048 (50.3M each), 16 bytes of training
+# state each in fp32 (16.1 GB), under a cgroup cap of 2 GiB.
+CAPACITY_GPT = {"hidden": 2048, "layers": 20, "heads": 16, "seq": 64, "vocab": 256, "micro": 4}
+CAPACITY_CAP = 2 << 30
+
+
+def capacity(bench):
+    m = CAPACITY_GPT
+    params = gpt_parameters(m)
+    tier = bench.tmp / "tier_capacity"
+    steps = 3
+    gib = 1 << 30
+    sets = working_set_sets(tier, True) + ["optimizer.lr=3e-4"]
+    code_nvme, rows_nvme, seconds = capped_run(bench, "capacity_nvme", CAPACITY_CAP, sets, steps,
+                                               model=m)
+    code_none, rows_none, _ = capped_run(
+        bench, "capacity_none", CAPACITY_CAP,
+        one_rank_sets(m) + ["parallel.zero_stage=0", "parallel.activation_checkpointing=full",
+                            "optimizer.lr=3e-4"], steps, model=m)
+    losses = [r["loss"] for r in rows_nvme]
+    trained = code_nvme == 0 and len(losses) == steps and \
+        all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
+    killed = code_none != 0 and not rows_none
+    disk = 16 * params  # the tier file: parameter, gradient and both moments, 4 bytes each
+    bench.add("capacity: %.2fB parameters (%.1f GB of training state) under a %d GiB cgroup cap, "
+              "1 rank" % (params / 1e9, 16 * params / 1e9, CAPACITY_CAP // gib),
+              "nvme: %d steps, exit %d; in memory: exit %d after %d steps"
+              % (len(rows_nvme), code_nvme, code_none, len(rows_none)),
+              "nvme trains, loss finite and falling; in memory killed before step 1",
+              trained and killed,
+              "losses %s; step %s s; %.0f s in all; peak RSS %s MiB; tier file about %.1f GB"
+              % ([round(x, 3) for x in losses], [round(r["step_time_s"], 1) for r in rows_nvme],
+                 seconds, [round(r["peak_rss_bytes"] / (1 << 20)) for r in rows_nvme][-1:],
+                 disk / 1e9))
 
 
 def median_of(xs):

@@ -23,7 +23,8 @@ Runs, one after another on an otherwise idle machine:
   7. the nvme offload tier (bench/offload.py): peak RSS with and without it, the disk's
      O_DIRECT bandwidth against the tier's, and training under a memory cap.
   8. the working set of ZeRO 3 with everything in the nvme tier: peak RSS at 6, 12 and 24
-     layers of one width, what each layer adds against the layer's training state.
+     layers of one width, what each layer adds against the layer's training state; and
+     a GPT of a billion parameters trained under a 2 GiB cgroup cap (bench/offload.py).
 Tokens/s are medians over the steps after the first two (allocation and first touches).
 The plain loop runs with the malloc settings trident's main() makes (MALLOC_ENV).
 "Exposed communication" is the time a rank spends inside a group's operations, posting,
@@ -425,6 +426,10 @@ class Bench:
         """ZeRO 3 with everything in the nvme tier: peak RSS against depth."""
         offload_figures.working_set(self)
 
+    def capacity(self):
+        """A billion parameters under a 2 GiB cap, everything in the nvme tier."""
+        offload_figures.capacity(self)
+
     def table(self):
         lines = ["| figure | measured | target | met | detail |", "|---|---|---|---|---|"]
         for figure, measured, target, ok, detail in self.rows:
@@ -465,7 +470,8 @@ def main():
     b = Bench(a.build, a.steps)
     t0 = time.time()
     parts = (b.ceiling, b.one_rank_and_data_parallel, b.two_threads, b.tensor_parallel,
-             b.pipeline, b.zero3, b.activation_memory, b.offload, b.working_set)
+             b.pipeline, b.zero3, b.activation_memory, b.offload, b.working_set,
+             b.capacity)
     if a.parts:
         wanted = a.parts.split(",")
         parts = tuple(p for p in parts if p.__name__ in wanted)
