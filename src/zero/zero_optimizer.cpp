@@ -226,7 +226,12 @@ void ZeroOptimizer::draw_domain(const Group& g, size_t b, int64_t begin, int64_t
 at::Tensor ZeroOptimizer::grad_shard_of(Group& g, size_t b) {
   const int64_t n = domain(g, b).size();
   if (g.grad_plane < 0) return g.grad_shard.narrow(0, state_offset(g, b), n);
-  at::Tensor shard = at::zeros({n}, at::TensorOptions().dtype(state_dtype_).device(device_));
+  // One buffer for every bucket, reused: a fresh one per call would leave holes of a
+  // bucket's size in the heap, which the activations allocated in between split.
+  if (grad_staging_.numel() < n)
+    grad_staging_ = at::empty({n}, at::TensorOptions().dtype(state_dtype_).device(device_));
+  at::Tensor shard = grad_staging_.narrow(0, 0, n);
+  if (!g.grad_stored[b]) shard.zero_();
   if (g.grad_stored[b])
     for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
       g.tier->read_plane(k, static_cast<size_t>(g.grad_plane),

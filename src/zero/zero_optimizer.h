@@ -205,7 +205,8 @@ class ZeroOptimizer {
   /// bucket b's domain, drawn from ZeroOptions::draw_seed; the padding is zero.
   void draw_domain(const Group& g, size_t b, int64_t begin, int64_t n, at::Tensor dst) const;
   /// Bucket b's reduced gradient shard (state dtype): a view in memory, or a copy read
-  /// from the tier (zeros when nothing was stored this step).
+  /// from the tier (zeros when nothing was stored this step) into a buffer the next call
+  /// reuses.
   at::Tensor grad_shard_of(Group& g, size_t b);
   /// Applies `change` to bucket b's gradient shard in place, in memory or through the
   /// tier (read, changed, written back).
@@ -270,6 +271,7 @@ class ZeroOptimizer {
   std::unique_ptr<EmbeddingRows> embedding_rows_;  // stages 1, 2, with an embedding
   std::unique_ptr<AsyncIo> io_;                    // the nvme tier's
   std::shared_ptr<TierRing> ring_;
+  at::Tensor grad_staging_;  // grad_shard_of's buffer for a bucket read from the tier
   bool states_in_tier_ = false;
 };
 

@@ -172,6 +172,7 @@ ModelStateBytes ZeroOptimizer::bytes() const {
     out.optimizer_states += nbytes(g.master) + nbytes(g.exp_avg) + nbytes(g.exp_avg_sq);
   }
   for (const Slot& s : slots_) out.gradients += nbytes(s.input) + nbytes(s.output);
+  out.gradients += nbytes(grad_staging_);
   if (ring_)  // the nvme tier's ring holds the states of the pieces in flight
     for (const AlignedBuffer& b : ring_->buffers)
       out.optimizer_states += static_cast<int64_t>(b.size());
