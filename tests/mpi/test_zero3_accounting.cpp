@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/counter_rng.h"         // random_u64
+#include "common/memory_tracker.h"      // install_memory_tracker, live_tensor_bytes
 #include "models/gpt.h"                 // GptStage, GptOptions
 #include "mpi_cases.h"                  // register_mpi_cases
 #include "mpi_test_util.h"              // tiny_gpt
@@ -158,6 +159,62 @@ TEST(Zero3Memory, dp4_gathered_peak_stays_within_the_live_bound) {
           static_cast<long long>(largest), static_cast<long long>(all));
   }
   EXPECT_GT(peaks[2], peaks[1]) << "prefetch holds a second layer";
+}
+
+/// Bytes a forward of `model` leaves allocated (what its graph keeps for backward), on
+/// random tokens; the backward then runs, so nothing is left over.
+int64_t forward_keeps(ParallelContext& ctx, GptStage& model, ZeroOptimizer* opt) {
+  const GptOptions& o = model.options();
+  at::Tensor ids = at::empty({1, o.seq_len + 1}, at::kLong);
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    ids.data_ptr<int64_t>()[i] = static_cast<int64_t>(random_u64(5, ctx.rank(), i) % o.vocab);
+  const int64_t before = live_tensor_bytes();
+  at::Tensor loss = model.forward(ids.narrow(1, 0, o.seq_len).contiguous(),
+                                  ids.narrow(1, 1, o.seq_len).contiguous(), 1.0);
+  const int64_t kept = live_tensor_bytes() - before;
+  if (opt != nullptr) opt->begin_backward(true);
+  loss.backward();
+  if (opt != nullptr) {
+    opt->end_backward();
+    opt->reduce_gradients();
+    opt->skip_step();
+  }
+  return kept;
+}
+
+// Autograd saves views of a layer's gathered weights (a linear keeps weight.t()) for the
+// layer's backward. Those must not keep the weights in memory until then: the forward of
+// 8 layers keeps its activations, and of the gathered weights at most the live bound and
+// one layer of reusable buffers, never all 8 layers'.
+TEST(Zero3Memory, dp4_a_forward_keeps_no_released_layers_weights) {
+  install_memory_tracker();
+  ParallelContext ctx(MPI_COMM_WORLD, kDp, 1, 1, 120.0);
+  GptOptions o = tiny_model(at::kFloat, 8);
+  o.hidden = 64, o.heads = 2, o.seq_len = 4;  // weights far above the activations
+  GptStage plain(o, ctx.tp(), 0, 1);
+  const int64_t activations = forward_keeps(ctx, plain, nullptr);
+
+  GptStage model(o, ctx.tp(), 0, 1);
+  const int live = 2;
+  ZeroOptimizer opt(model.params().params(), ctx, stage3(1, true, true, live), AdamWOptions{},
+                    model.layer_units());
+  model.set_layer_scope(opt.layer_scope());
+  const ParamGatherer& g = *opt.layer_scope();
+  int64_t largest = 0, all = 0;
+  for (int u = 0; u < g.num_units(); ++u) {
+    largest = std::max(largest, g.unit_bytes(u));
+    all += g.unit_bytes(u);
+  }
+  const int64_t kept = forward_keeps(ctx, model, &opt);
+  EXPECT_LE(kept, activations + (live + 1) * largest)
+      << "activations " << activations << ", a layer's weights " << largest;
+  EXPECT_GT(activations + all, activations + (live + 1) * largest) << "8 layers exceed the bound";
+  if (ctx.rank() == 0)
+    std::printf(
+        "[zero3 saved views] dp4, 8 layers: a forward keeps %lld bytes; its activations "
+        "alone %lld; a layer's weights %lld, all layers' %lld\n",
+        static_cast<long long>(kept), static_cast<long long>(activations),
+        static_cast<long long>(largest), static_cast<long long>(all));
 }
 
 /// A rank that runs its layers in another order than its peers stops, with every peer,
