@@ -83,7 +83,6 @@ class ParamRegistry {
   /// over a single element (all strides zero) that whoever takes them over fills with
   /// init_range() (ZeRO stage 3, which holds only its dp shard of each parameter).
   void defer_init() { deferred_ = true; }
-  bool deferred() const { return deferred_; }
 
   /// This rank's shard of `spec`, initialised (unless deferred), requiring grad.
   at::Tensor create(const ParamSpec& spec);

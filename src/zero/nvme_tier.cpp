@@ -76,7 +76,7 @@ void NvmeTier::wait(uint64_t ticket) {
   stats_.wait_s += seconds_since(t0);
 }
 
-void NvmeTier::stream(const Visit& visit, bool read, bool write) {
+void NvmeTier::stream(const Visit& visit, bool read, bool write, int unchanged) {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t slots = ring_->buffers.size(), count = pieces_.size();
   const size_t ahead = slots - 2;  // one buffer being visited, one being written
@@ -106,7 +106,8 @@ void NvmeTier::stream(const Visit& visit, bool read, bool write) {
                                       at::TensorOptions().dtype(planes_[p])));
       visit(k, views);
       if (write)
-        for (size_t p = 0; p < planes_.size(); ++p) writes[s].push_back(post(s, p, k, true));
+        for (size_t p = 0; p < planes_.size(); ++p)
+          if (static_cast<int>(p) != unchanged) writes[s].push_back(post(s, p, k, true));
       if (k + ahead < count) prepare(k + ahead);
     }
     for (auto& w : writes) settle(w);

@@ -43,8 +43,9 @@ class NvmeTier {
   using Visit = std::function<void(size_t piece, std::vector<at::Tensor>& planes)>;
   /// Visits every piece in order. `read`: the planes come filled from the file (read
   /// ahead by ring size - 2 pieces); `write`: they go back after the visit (written
-  /// behind while the next piece is visited). Returns when every write completed.
-  void stream(const Visit& visit, bool read, bool write);
+  /// behind while the next piece is visited), all but `unchanged` (a plane the visit only
+  /// reads, or -1). Returns when every write completed.
+  void stream(const Visit& visit, bool read, bool write, int unchanged = -1);
   /// Reads plane `plane` of piece `piece` into `dst` (contiguous, the piece's length).
   void read_plane(size_t piece, size_t plane, at::Tensor dst);
   /// Writes `src` (the piece's length) into plane `plane` of piece `piece`; returns once

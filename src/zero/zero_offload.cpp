@@ -68,7 +68,6 @@ void ZeroOptimizer::init_tier() {
     // The initial states: master weights from the parameters (or drawn here, piece by
     // piece, for parameters that never exist whole), zero moments and gradient.
     const bool drawn = !g.data.defined() && !g.param_shard.defined();
-    at::Tensor drawn_piece;
     g.tier->stream(
         [&](size_t k, std::vector<at::Tensor>& pl) {
           const Group::Piece& p = g.pieces[k];
@@ -110,7 +109,7 @@ void ZeroOptimizer::stream_update(Group& g, double lr, double grad_scale) {
         update_range(g, p.bucket, p.begin, p.length, master, pl[g.exp_avg_plane],
                      pl[g.exp_avg_sq_plane], param, grad, lr, grad_scale);
       },
-      /*read=*/true, /*write=*/true);
+      /*read=*/true, /*write=*/true, /*unchanged=*/g.grad_plane);
 }
 
 void ZeroOptimizer::load_param_shard(size_t gi, size_t b, at::Tensor& dst) {

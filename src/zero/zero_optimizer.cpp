@@ -180,9 +180,7 @@ void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero, bool whole) {
       const ParamPlace& place = g.layout.places()[k];
       at::Tensor view = g.data.narrow(0, place.offset, place.numel).view(t.sizes());
       if (drawn) {
-        view.copy_(
-            init_range(p.spec, *zero.draw_seed, ctx_.tp().rank(), ctx_.tp().size(), 0, place.numel)
-                .view(t.sizes()));
+        view.copy_(init_shard(p.spec, *zero.draw_seed, ctx_.tp().rank(), ctx_.tp().size()));
       } else {
         view.copy_(t.detach());
       }
@@ -231,11 +229,10 @@ at::Tensor ZeroOptimizer::grad_shard_of(Group& g, size_t b) {
   if (grad_staging_.numel() < n)
     grad_staging_ = at::empty({n}, at::TensorOptions().dtype(state_dtype_).device(device_));
   at::Tensor shard = grad_staging_.narrow(0, 0, n);
-  if (!g.grad_stored[b]) shard.zero_();
-  if (g.grad_stored[b])
-    for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
-      g.tier->read_plane(k, static_cast<size_t>(g.grad_plane),
-                         shard.narrow(0, g.pieces[k].begin, g.pieces[k].length));
+  if (!g.grad_stored[b]) return shard.zero_();
+  for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
+    g.tier->read_plane(k, static_cast<size_t>(g.grad_plane),
+                       shard.narrow(0, g.pieces[k].begin, g.pieces[k].length));
   return shard;
 }
 

@@ -121,14 +121,15 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
   }
   expect_equal_weights(tiered, in_memory);
   // Start-up wrote the whole file once and every step read and wrote it again. From stage
-  // 2 on the reduced gradient goes to the tier as well (written as it arrives, read for the
-  // norm), and stage 3's gathers read the parameter shard: more traffic than that.
+  // 2 on the reduced gradient goes to the tier as well: written as it arrives (every bucket
+  // at least once a step) instead of by the update, which only reads it, and read for the
+  // norm; stage 3's gathers read the parameter shard besides.
   const TierStats stats = tiered.optimizer().tier_stats();
   const int64_t pass = start.bytes_written;
   EXPECT_GT(pass, 0);
   EXPECT_EQ(start.bytes_read, 0);
   if (base.zero >= 2) {
-    EXPECT_GT(stats.bytes_written, pass * (kSteps + 1));
+    EXPECT_GE(stats.bytes_written, pass * (kSteps + 1));
     EXPECT_GT(stats.bytes_read, kSteps * pass);
     // In memory only stage 2's two bucket buffers stay, never the gradient shard.
     EXPECT_LT(gradients, in_memory.optimizer().bytes().gradients);

@@ -240,5 +240,31 @@ TEST(NvmeTier, streams_planes_of_every_piece_back_as_written) {
   EXPECT_EQ(s.bytes_read, tier.file_bytes() + double_plane);
 }
 
+TEST(NvmeTier, a_plane_the_visit_only_reads_is_not_written_back) {
+  TempDir dir;
+  const std::vector<int64_t> pieces = {5, 70000, 1, 4096};
+  const std::vector<at::ScalarType> planes = {at::kFloat, at::kFloat};
+  auto ring = std::make_shared<TierRing>();
+  for (int i = 0; i < 3; ++i) ring->buffers.emplace_back(NvmeTier::record_bytes(planes, 70000));
+  const std::unique_ptr<AsyncIo> io = make_async_io(12);
+  NvmeTier tier(dir.path + "/t.tier", planes, pieces, ring, *io);
+  tier.stream([](size_t, std::vector<at::Tensor>& pl) { pl[0].fill_(1), pl[1].fill_(2); }, false,
+              true);
+  const int64_t written = tier.stats().bytes_written;
+  // Plane 1 (the gradient, in the AdamW step) is read; a change to it stays in the ring.
+  tier.stream([](size_t, std::vector<at::Tensor>& pl) { pl[0].add_(pl[1]), pl[1].fill_(9); }, true,
+              true, /*unchanged=*/1);
+  int64_t plane0 = 0;
+  for (int64_t n : pieces) plane0 += static_cast<int64_t>(align_up(n * sizeof(float)));
+  EXPECT_EQ(tier.stats().bytes_written - written, plane0);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    at::Tensor got = at::empty({pieces[k]}, at::kFloat);
+    tier.read_plane(k, 0, got);
+    EXPECT_TRUE(at::equal(got, at::full({pieces[k]}, 3.0f))) << "piece " << k;
+    tier.read_plane(k, 1, got);
+    EXPECT_TRUE(at::equal(got, at::full({pieces[k]}, 2.0f))) << "piece " << k;
+  }
+}
+
 }  // namespace
 }  // namespace trident
