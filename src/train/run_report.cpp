@@ -11,6 +11,7 @@
 
 #include "models/gpt.h"
 #include "parallel/parallel_context.h"
+#include "tensor_parallel/parameter.h"  // local_shape, copies_over_tp
 #include "train/trainer.h"
 #include "zero/zero_optimizer.h"
 
@@ -40,7 +41,10 @@ int64_t count_parameters(Trainer& trainer, ParallelContext& ctx) {
   double local = 0;
   for (const auto& p : trainer.model().params().params()) {
     if (p.spec.tied_copy) continue;
-    const double n = static_cast<double>(p.tensor.numel());
+    // The shard's shape, not the tensor's: in ZeRO stage 3 a released parameter is empty.
+    int64_t numel = 1;
+    for (int64_t d : local_shape(p.spec, ctx.grid().tp())) numel *= d;
+    const double n = static_cast<double>(numel);
     local += n / copies_over_tp(p.spec.shard, ctx.grid().tp());
   }
   at::Tensor t = at::full({1}, local, at::kDouble);
