@@ -51,10 +51,27 @@ size_t NvmeTier::plane_bytes(size_t plane, size_t piece) const {
 }
 
 uint64_t NvmeTier::post(size_t slot, size_t plane, size_t piece, bool write) {
+  return post_at(ring_->buffers[slot].data() + slot_offsets_[plane], plane, piece, write);
+}
+
+uint64_t NvmeTier::post_read(size_t piece, size_t plane, void* dst) {
+  return post_at(static_cast<char*>(dst), plane, piece, false);
+}
+
+uint64_t NvmeTier::post_write(size_t piece, size_t plane, const void* src) {
+  // The engine only reads a write's buffer.
+  return post_at(static_cast<char*>(const_cast<void*>(src)), plane, piece, true);
+}
+
+void NvmeTier::drain() noexcept { io_.drain(); }
+
+uint64_t NvmeTier::post_at(char* memory, size_t plane, size_t piece, bool write) {
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(memory) % kIoAlignment == 0,
+              "nvme tier: a transfer's memory must be aligned to ", kIoAlignment, " bytes");
   IoRequest r;
   r.fd = file_->fd();
   r.write = write;
-  r.buffer = ring_->buffers[slot].data() + slot_offsets_[plane];
+  r.buffer = memory;
   r.length = plane_bytes(plane, piece);
   r.offset = static_cast<off_t>(offsets_[plane][piece]);
   (write ? stats_.bytes_written : stats_.bytes_read) += static_cast<int64_t>(r.length);

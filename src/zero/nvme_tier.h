@@ -52,6 +52,18 @@ class NvmeTier {
   /// it is in the file. Like read_plane, never while stream() runs.
   void write_plane(size_t piece, size_t plane, const at::Tensor& src);
 
+  /// Posts a read of plane `plane` of piece `piece` straight into `dst`, and a write out
+  /// of `src`: memory at a kIoAlignment boundary with room for the plane's bytes rounded
+  /// up to whole blocks, untouched until finish() returned for the ticket. Neither waits,
+  /// so a transfer runs while the caller computes; like read_plane, never while stream()
+  /// runs.
+  uint64_t post_read(size_t piece, size_t plane, void* dst);
+  uint64_t post_write(size_t piece, size_t plane, const void* src);
+  /// Waits for a posted transfer; throws what the disk said, naming the file. After a
+  /// throw, drain() before the memory of the other transfers in flight is freed.
+  void finish(uint64_t ticket) { wait(ticket); }
+  void drain() noexcept;
+
   int64_t file_bytes() const { return file_bytes_; }
   bool direct() const { return file_->direct(); }
   const TierStats& stats() const { return stats_; }
@@ -59,6 +71,7 @@ class NvmeTier {
  private:
   size_t plane_bytes(size_t plane, size_t piece) const;
   uint64_t post(size_t slot, size_t plane, size_t piece, bool write);
+  uint64_t post_at(char* memory, size_t plane, size_t piece, bool write);
   void wait(uint64_t ticket);
 
   std::string path_;

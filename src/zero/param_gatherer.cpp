@@ -6,7 +6,11 @@
 #include <c10/util/Exception.h>    // TORCH_CHECK
 
 #include <algorithm>  // std::find_if, std::max, std::fill
+#include <cstdlib>    // posix_memalign, std::free
 #include <map>        // std::map
+#include <new>        // std::bad_alloc
+
+#include "common/aligned_buffer.h"  // align_up, kIoAlignment
 
 namespace trident {
 
@@ -55,6 +59,17 @@ ParamGatherer::ParamGatherer(std::vector<Parameter>& params, std::vector<Sharded
     make_ready(where[p]);
     ++state(where[p]).pinned;
   }
+}
+
+ParamGatherer::~ParamGatherer() {
+  for (auto& buffer : states_)
+    for (BucketState& s : buffer)
+      if (s.loading) {
+        try {
+          s.loading();
+        } catch (...) {  // the run is ending on an error already; the read has landed
+        }
+      }
 }
 
 void ParamGatherer::acquire_unit(int unit, int direction) {
@@ -148,8 +163,10 @@ void ParamGatherer::acquire(const BucketRef& r) {
   // A fresh buffer, unless autograd still holds views of the one released last: those
   // views must read the parameters again, so the gather refills that storage.
   const auto opts = buf.shard.options();
-  const size_t nbytes =
-      static_cast<size_t>(bucket.numel) * c10::elementSize(buf.shard.scalar_type());
+  // Host buffers get whole blocks of room at a block boundary: the tier reads a rank's
+  // shard straight into them when the rank holds the whole bucket (dp 1).
+  size_t nbytes = static_cast<size_t>(bucket.numel) * c10::elementSize(buf.shard.scalar_type());
+  if (opts.device().is_cpu()) nbytes = align_up(nbytes);
   if (s.hollow.defined() && s.hollow.storage().use_count() > 1) {
     c10::StorageImpl* storage = s.hollow.storage().unsafeGetStorageImpl();
     storage->set_data_ptr_noswap(take_memory(nbytes, opts.device()));
@@ -162,24 +179,34 @@ void ParamGatherer::acquire(const BucketRef& r) {
     s.data = at::empty({0}, opts).set_(storage, 0, {bucket.numel}, {1});  // (bucket) param dtype
   }
   s.hollow = at::Tensor();
-  at::Tensor mine;  // (bucket / dp) param dtype
   if (buf.load) {
-    mine = at::empty({bucket.shard_numel}, buf.shard.options());
-    buf.load(r.bucket, mine);
+    // From the tier: the read runs until make_ready(), which then gathers. One dp rank
+    // holds the whole bucket: the read fills the gathered buffer itself.
+    s.loading = buf.load(r.bucket, dp_.size() == 1 ? s.data : at::Tensor());
   } else {
-    mine = buf.shard.narrow(0, buf.layout->shard_space_offset(r.bucket), bucket.shard_numel);
-  }
-  if (dp_.size() == 1) {
-    s.data.copy_(mine);
-  } else {
-    s.work = dp_.all_gather(s.data, mine);
+    gather_from(r,
+                buf.shard.narrow(0, buf.layout->shard_space_offset(r.bucket), bucket.shard_numel));
   }
   gathered_bytes_ += s.data.numel() * static_cast<int64_t>(s.data.element_size());
   peak_bytes_ = std::max(peak_bytes_, gathered_bytes_);
 }
 
+void ParamGatherer::gather_from(const BucketRef& r, const at::Tensor& mine) {
+  BucketState& s = state(r);
+  if (dp_.size() == 1) {
+    s.data.copy_(mine);
+  } else {
+    s.work = dp_.all_gather(s.data, mine);
+  }
+}
+
 void ParamGatherer::make_ready(const BucketRef& r) {
   BucketState& s = state(r);
+  if (s.loading) {
+    const at::Tensor mine = s.loading();
+    s.loading = nullptr;
+    if (!mine.is_same(s.data)) gather_from(r, mine);
+  }
   if (s.work) {
     s.work->wait();
     s.work = nullptr;
@@ -200,7 +227,9 @@ void ParamGatherer::release(const BucketRef& r) {
   BucketState& s = state(r);
   TORCH_CHECK(s.refs > 0, "ZeRO stage 3: bucket ", r.bucket, " released more often than gathered");
   if (--s.refs > 0) return;
-  if (s.work) s.work->wait();  // a prefetch never used: its buffer must outlive the call
+  if (s.loading) s.loading();  // a prefetch never used: its read must land first
+  s.loading = nullptr;
+  if (s.work) s.work->wait();  // likewise its all-gather
   s.work = nullptr;
   detach_params(r);
   gathered_bytes_ -= s.data.numel() * static_cast<int64_t>(s.data.element_size());
@@ -216,8 +245,12 @@ void ParamGatherer::release(const BucketRef& r) {
 
 at::DataPtr ParamGatherer::take_memory(size_t nbytes, at::Device device) {
   auto it = spares_.find(nbytes);
-  if (it == spares_.end() || it->second.empty())
-    return c10::GetAllocator(device.type())->allocate(nbytes);
+  if (it == spares_.end() || it->second.empty()) {
+    if (!device.is_cpu()) return c10::GetAllocator(device.type())->allocate(nbytes);
+    void* memory = nullptr;
+    if (posix_memalign(&memory, kIoAlignment, nbytes) != 0) throw std::bad_alloc();
+    return at::DataPtr(memory, memory, &std::free, device);
+  }
   at::DataPtr memory = std::move(it->second.back());
   it->second.pop_back();
   spare_bytes_ -= static_cast<int64_t>(nbytes);

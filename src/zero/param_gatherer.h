@@ -31,9 +31,12 @@ struct ShardedBuffer {
   const BucketLayout* layout = nullptr;
   at::Tensor shard;            // (layout.shard_space_numel()) param dtype
   std::vector<size_t> params;  // indices into the parameter list, in buffer order
-  /// When set (the nvme tier holds the shard), fills `dst` with bucket b's shard instead
-  /// of reading `shard`, which is then empty and gives only the dtype.
-  std::function<void(size_t bucket, at::Tensor& dst)> load;
+  /// When set (the nvme tier holds the shard), starts reading bucket b's shard instead of
+  /// taking it from `shard`, which is then empty and gives only the dtype; the call it
+  /// returns waits for the read and gives the shard: `dst` when given (the gathered
+  /// buffer, when this rank's shard is the whole bucket), else memory of the loader's. A
+  /// prefetched layer's reads thus run while the layer before it computes.
+  std::function<std::function<at::Tensor()>(size_t bucket, at::Tensor dst)> load;
 };
 
 /// Gathers and releases layers' parameters for ZeroOptimizer in stage 3. Between a
@@ -50,6 +53,8 @@ class ParamGatherer : public LayerScope {
   ParamGatherer(std::vector<Parameter>& params, std::vector<ShardedBuffer> buffers,
                 Communicator& dp, const std::vector<std::vector<size_t>>& units,
                 const GatherOptions& options);
+  /// Waits for the tier's reads still in flight: they write into memory it frees.
+  ~ParamGatherer() override;
 
   void begin_forward(int unit) override { acquire_unit(unit, +1); }
   void end_forward(int unit) override;
@@ -84,6 +89,8 @@ class ParamGatherer : public LayerScope {
     int pinned = 0;   // references release_all() keeps (parameters of no layer)
     at::Tensor data;  // (bucket.numel) param dtype, while gathered
     WorkHandle work;  // the all-gather filling `data`, until it is waited on
+    /// The tier's read of this rank's shard, until make_ready() (or a release) waits for it.
+    std::function<at::Tensor()> loading;
     /// A released buffer that autograd still references, its memory freed; the next
     /// gather of the bucket refills it.
     at::Tensor hollow;
@@ -98,6 +105,8 @@ class ParamGatherer : public LayerScope {
   void post_order_check(int unit);
   void verify_order(int unit);
   void acquire(const BucketRef& r);
+  /// Fills bucket r's gathered buffer from this rank's shard `mine` (an all-gather over dp).
+  void gather_from(const BucketRef& r, const at::Tensor& mine);
   void make_ready(const BucketRef& r);
   void release(const BucketRef& r);
   void detach_params(const BucketRef& r);

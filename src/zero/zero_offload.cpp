@@ -53,6 +53,7 @@ void ZeroOptimizer::init_tier() {
     record = std::max(record, NvmeTier::record_bytes(planes[gi], longest));
   }
   io_ = make_async_io(o.buffer_count * 4, o.backend);
+  staging_ = std::make_shared<StagingPool>();
   ring_ = std::make_shared<TierRing>();
   for (int i = 0; i < o.buffer_count; ++i) ring_->buffers.emplace_back(record);
   std::filesystem::create_directories(o.dir);
@@ -94,6 +95,7 @@ void ZeroOptimizer::init_tier() {
 }
 
 void ZeroOptimizer::stream_update(Group& g, double lr, double grad_scale) {
+  finish_grad_writes();  // the stream reads the gradient plane
   g.tier->stream(
       [&](size_t k, std::vector<at::Tensor>& pl) {
         const Group::Piece& p = g.pieces[k];
@@ -112,19 +114,85 @@ void ZeroOptimizer::stream_update(Group& g, double lr, double grad_scale) {
       /*read=*/true, /*write=*/true, /*unchanged=*/g.grad_plane);
 }
 
-void ZeroOptimizer::load_param_shard(size_t gi, size_t b, at::Tensor& dst) {
-  Group& g = groups_[gi];
-  if (!states_in_tier_) {  // in memory for a checkpoint
-    dst.copy_(g.param_shard.narrow(0, g.layout.shard_space_offset(b), dst.numel()));
-    return;
+namespace {
+
+/// Waits for `tickets` of `tier`; after a failure lets the others land before throwing,
+/// since they write into memory the caller is about to free.
+void finish_all(NvmeTier& tier, const std::vector<uint64_t>& tickets) {
+  try {
+    for (uint64_t t : tickets) tier.finish(t);
+  } catch (...) {
+    tier.drain();
+    throw;
   }
-  for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
-    g.tier->read_plane(k, static_cast<size_t>(g.param_plane),
-                       dst.narrow(0, g.pieces[k].begin, g.pieces[k].length));
+}
+
+/// Whether the tier may read `n` elements straight into `t`: contiguous at a block
+/// boundary, with its storage's room reaching the whole block past the n-th element.
+bool readable_into(const at::Tensor& t, int64_t n) {
+  const size_t bytes = static_cast<size_t>(n) * t.element_size();
+  const size_t offset = static_cast<size_t>(t.storage_offset()) * t.element_size();
+  return t.is_contiguous() && t.numel() == n &&
+         reinterpret_cast<uintptr_t>(t.data_ptr()) % kIoAlignment == 0 &&
+         t.storage().nbytes() >= offset + align_up(bytes);
+}
+
+/// The address of element `offset` of `t`.
+char* address_of(const at::Tensor& t, int64_t offset) {
+  return static_cast<char*>(t.data_ptr()) + offset * static_cast<int64_t>(t.element_size());
+}
+
+}  // namespace
+
+std::function<at::Tensor()> ZeroOptimizer::post_param_load(size_t gi, size_t b, at::Tensor dst) {
+  Group& g = groups_[gi];
+  const int64_t n = domain(g, b).size();
+  if (!states_in_tier_) {  // in memory for a checkpoint
+    at::Tensor shard = g.param_shard.narrow(0, g.layout.shard_space_offset(b), n);
+    if (!dst.defined()) return [shard] { return shard; };
+    dst.copy_(shard);
+    return [dst] { return dst; };
+  }
+  // Each piece's plane lands at its place in one aligned tensor: pieces are whole update
+  // chunks, so every one but the last starts and ends on a block boundary, and the tail
+  // of the last needs the room rounded up to a whole block.
+  const bool direct = dst.defined() && readable_into(dst, n);
+  at::Tensor shard = direct ? dst : staging_->take(n, param_dtype_);
+  std::vector<uint64_t> tickets;
+  try {
+    for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
+      tickets.push_back(g.tier->post_read(k, static_cast<size_t>(g.param_plane),
+                                          address_of(shard, g.pieces[k].begin)));
+  } catch (...) {
+    g.tier->drain();
+    throw;
+  }
+  NvmeTier* tier = g.tier.get();
+  return [tier, shard, tickets, dst] {
+    finish_all(*tier, tickets);
+    if (dst.defined() && !dst.is_same(shard)) {
+      dst.copy_(shard);
+      return dst;
+    }
+    return shard;
+  };
+}
+
+void ZeroOptimizer::finish_grad_writes() {
+  std::vector<std::pair<NvmeTier*, uint64_t>> writes;
+  writes.swap(grad_writes_);  // each is waited for once, even if one fails
+  if (writes.empty()) return;
+  try {
+    for (auto& [tier, ticket] : writes) tier->finish(ticket);
+  } catch (...) {
+    writes.front().first->drain();
+    throw;
+  }
 }
 
 void ZeroOptimizer::bring_states_in() {
   if (!states_in_tier_) return;
+  finish_grad_writes();
   for (Group& g : groups_) {
     if (!g.tier) continue;
     allocate_states(g);
@@ -147,6 +215,7 @@ void ZeroOptimizer::bring_states_in() {
 
 void ZeroOptimizer::send_states_out(bool write) {
   if (states_in_tier_ || !ring_) return;
+  finish_grad_writes();
   for (Group& g : groups_) {
     if (!g.tier) continue;
     // The states move between steps only: a write leaves the gradient plane zero.

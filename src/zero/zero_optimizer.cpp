@@ -143,7 +143,7 @@ void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) 
     if (zero_.offload.params) {
       // The shard moves to the nvme tier (init_tier); gathers read it from there.
       buffer.shard = at::empty({0}, opts);
-      buffer.load = [this, gi](size_t b, at::Tensor& dst) { load_param_shard(gi, b, dst); };
+      buffer.load = [this, gi](size_t b, at::Tensor dst) { return post_param_load(gi, b, dst); };
     }
     buffers.push_back(std::move(buffer));
   }
@@ -162,6 +162,10 @@ void ZeroOptimizer::release_params() {
 ZeroOptimizer::~ZeroOptimizer() {
   // In-flight operations write into our buffers: let them finish before freeing them.
   for (Pending& p : pending_) p.work->wait();
+  try {
+    finish_grad_writes();
+  } catch (...) {  // the run is ending on an error already; the writes have landed
+  }
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
 
@@ -202,6 +206,7 @@ void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero, bool whole) {
   g.launched.assign(g.layout.buckets().size(), false);
   g.ready.assign(g.layout.buckets().size(), 0);
   g.grad_stored.assign(g.layout.buckets().size(), false);
+  g.grad_sq.assign(g.layout.buckets().size(), at::Tensor());
   if (g.data.defined()) reload_master_from_params_of(g);
   attach_grad_views_of(g);
 }
@@ -224,15 +229,25 @@ void ZeroOptimizer::draw_domain(const Group& g, size_t b, int64_t begin, int64_t
 at::Tensor ZeroOptimizer::grad_shard_of(Group& g, size_t b) {
   const int64_t n = domain(g, b).size();
   if (g.grad_plane < 0) return g.grad_shard.narrow(0, state_offset(g, b), n);
-  // One buffer for every bucket, reused: a fresh one per call would leave holes of a
-  // bucket's size in the heap, which the activations allocated in between split.
-  if (grad_staging_.numel() < n)
-    grad_staging_ = at::empty({n}, at::TensorOptions().dtype(state_dtype_).device(device_));
+  // The buffer's last writes must be out before it is filled again, and a read of the
+  // plane must not overtake a write to it.
+  finish_grad_writes();
+  // One aligned buffer for every bucket, reused: a fresh one per call would leave holes
+  // of a bucket's size in the heap, which the activations allocated in between split.
+  if (grad_staging_.numel() < n) grad_staging_ = staging_->take(n, state_dtype_);
   at::Tensor shard = grad_staging_.narrow(0, 0, n);
   if (!g.grad_stored[b]) return shard.zero_();
+  std::vector<uint64_t> tickets;
   for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
-    g.tier->read_plane(k, static_cast<size_t>(g.grad_plane),
-                       shard.narrow(0, g.pieces[k].begin, g.pieces[k].length));
+    tickets.push_back(g.tier->post_read(
+        k, static_cast<size_t>(g.grad_plane),
+        static_cast<char*>(shard.data_ptr()) + g.pieces[k].begin * shard.element_size()));
+  try {
+    for (uint64_t t : tickets) g.tier->finish(t);
+  } catch (...) {
+    g.tier->drain();
+    throw;
+  }
   return shard;
 }
 
@@ -241,9 +256,16 @@ void ZeroOptimizer::change_grad_shard(Group& g, size_t b,
   at::Tensor shard = grad_shard_of(g, b);
   change(shard);
   if (g.grad_plane < 0) return;
+  // The last micro-batch's sum is the step's gradient: its share of the norm is taken
+  // now, while the shard is at hand, instead of by reading the plane back for the norm.
+  g.grad_sq[b] = last_backward_ ? bucket_sum_of_squares(g, b, shard) : at::Tensor();
+  // Written behind: the writes land while backward goes on; the next grad_shard_of (or
+  // the step) waits for them.
   for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
-    g.tier->write_plane(k, static_cast<size_t>(g.grad_plane),
-                        shard.narrow(0, g.pieces[k].begin, g.pieces[k].length));
+    grad_writes_.emplace_back(g.tier.get(),
+                              g.tier->post_write(k, static_cast<size_t>(g.grad_plane),
+                                                 static_cast<char*>(shard.data_ptr()) +
+                                                     g.pieces[k].begin * shard.element_size()));
   g.grad_stored[b] = true;
 }
 
@@ -284,6 +306,7 @@ int64_t ZeroOptimizer::state_offset(const Group& g, size_t b) const {
 void ZeroOptimizer::begin_backward(bool last) {
   in_backward_ = true;
   reduce_in_backward_ = shards_grads() || last;
+  last_backward_ = last;
   std::fill(seen_.begin(), seen_.end(), false);
   for (Group& g : groups_) {
     std::fill(g.ready.begin(), g.ready.end(), 0);

@@ -20,6 +20,7 @@
 #include "zero/embedding_rows.h"        // EmbeddingRows
 #include "zero/nvme_tier.h"             // NvmeTier, TierRing, TierStats
 #include "zero/param_gatherer.h"        // ParamGatherer
+#include "zero/staging_pool.h"          // StagingPool
 
 namespace torch::autograd {
 struct Node;
@@ -187,6 +188,10 @@ class ZeroOptimizer {
     int master_plane = -1, exp_avg_plane = -1, exp_avg_sq_plane = -1, param_plane = -1;
     int grad_plane = -1;            // stages 2, 3: the reduced gradient shard
     std::vector<bool> grad_stored;  // per bucket: the plane holds this step's gradient
+    /// Per bucket of the tier's gradient plane: Σ g² of the step's final gradient (what
+    /// grad_norm counts), taken when the last micro-batch's sum was written; undefined
+    /// before.
+    std::vector<at::Tensor> grad_sq;
   };
   /// An operation in flight and what to do once it completes.
   struct Pending {
@@ -211,6 +216,9 @@ class ZeroOptimizer {
   /// Applies `change` to bucket b's gradient shard in place, in memory or through the
   /// tier (read, changed, written back).
   void change_grad_shard(Group& g, size_t b, const std::function<void(at::Tensor&)>& change);
+  /// Σ g² in float64, (1), over the elements of bucket b that grad_norm counts on this
+  /// rank, read from `shard` (the bucket's gradient shard; ignored in stages 0, 1).
+  at::Tensor bucket_sum_of_squares(const Group& g, size_t b, const at::Tensor& shard) const;
   void on_grad_ready(size_t param);
   void launch(size_t group, size_t bucket);
   void launch_sharded_grads(size_t group, size_t b);
@@ -241,7 +249,13 @@ class ZeroOptimizer {
   void init_tier();
   void stream_update(Group& g, double lr, double grad_scale);
   void allocate_states(Group& g);
-  void load_param_shard(size_t group, size_t bucket, at::Tensor& dst);
+  /// Starts reading bucket b's parameter shard from the tier (stage 3's gathers) into
+  /// `dst`, or into staging memory when `dst` is undefined; the call returned waits for
+  /// it and gives the shard. A `dst` at a block boundary with room for whole blocks is
+  /// read into directly, any other through staging memory.
+  std::function<at::Tensor()> post_param_load(size_t group, size_t bucket, at::Tensor dst);
+  /// Waits for the gradient shard's writes in flight (posted by change_grad_shard).
+  void finish_grad_writes();
   bool has_master() const;
   void all_gather_params();
   void shard_params(const std::vector<std::vector<size_t>>& units);
@@ -266,12 +280,18 @@ class ZeroOptimizer {
   int next_slot_ = 0;
   bool in_backward_ = false;
   bool reduce_in_backward_ = false;
+  bool last_backward_ = false;  // the current (or latest) backward is the step's last
   int64_t step_count_ = 0;
   std::unique_ptr<ParamGatherer> gatherer_;        // stage 3
   std::unique_ptr<EmbeddingRows> embedding_rows_;  // stages 1, 2, with an embedding
   std::unique_ptr<AsyncIo> io_;                    // the nvme tier's
   std::shared_ptr<TierRing> ring_;
+  /// The tier's transfer memory: gathers' parameter shards, the gradient shard's buffer.
+  std::shared_ptr<StagingPool> staging_;
   at::Tensor grad_staging_;  // grad_shard_of's buffer for a bucket read from the tier
+  /// The writes of grad_staging_ to the tier in flight: they land while backward goes on,
+  /// and the next use of the buffer (or of the plane) waits for them.
+  std::vector<std::pair<NvmeTier*, uint64_t>> grad_writes_;
   bool states_in_tier_ = false;
 };
 

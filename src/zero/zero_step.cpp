@@ -49,29 +49,35 @@ void add_sum_of_squares(at::Tensor& total, const at::Tensor& x) {
 
 }  // namespace
 
+at::Tensor ZeroOptimizer::bucket_sum_of_squares(const Group& g, size_t b,
+                                                const at::Tensor& shard) const {
+  // Every stage counts the dp shard it owns, so dp replicas count each element once.
+  const Range mine = g.layout.shard(b, ctx_.dp().rank());
+  at::Tensor sum = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  for (size_t k : g.layout.buckets()[b].params) {
+    const ParamSpec& spec = params_[g.params[k]].spec;
+    if (spec.tied_copy) continue;                                  // counted on the first stage
+    if (!is_primary_copy(spec.shard, ctx_.tp().rank())) continue;  // counted on one tp rank
+    const Range part = g.layout.param_part(k, mine);
+    if (part.size() == 0) continue;
+    add_sum_of_squares(sum, shards_grads() ? shard.narrow(0, part.begin - mine.begin, part.size())
+                                           : g.grad.narrow(0, part.begin, part.size()));
+  }
+  return sum;
+}
+
 double ZeroOptimizer::grad_norm() {
   wait_pending();
-  const int dp_rank = ctx_.dp().rank();
-  const int tp_rank = ctx_.tp().rank();
-  // One float64 sum on the parameters' device, read once after the all-reduce.
+  // One float64 sum on the parameters' device, read once after the all-reduce: bucket
+  // after bucket, each bucket's own sum added (the tier's buckets summed as their last
+  // gradient was written, so that the norm does not read the gradient plane again).
   at::Tensor sum_sq = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
-  for (Group& g : groups_) {
-    for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
-      // Every stage counts the dp shard it owns, so dp replicas count each element once.
-      const Range mine = g.layout.shard(b, dp_rank);
-      const at::Tensor shard = shards_grads() ? grad_shard_of(g, b) : at::Tensor();
-      for (size_t k : g.layout.buckets()[b].params) {
-        const ParamSpec& spec = params_[g.params[k]].spec;
-        if (spec.tied_copy) continue;                         // counted on the first stage
-        if (!is_primary_copy(spec.shard, tp_rank)) continue;  // counted on one tp rank
-        const Range part = g.layout.param_part(k, mine);
-        if (part.size() == 0) continue;
-        at::Tensor grad = shards_grads() ? shard.narrow(0, part.begin - mine.begin, part.size())
-                                         : g.grad.narrow(0, part.begin, part.size());
-        add_sum_of_squares(sum_sq, grad);
-      }
-    }
-  }
+  for (Group& g : groups_)
+    for (size_t b = 0; b < g.layout.buckets().size(); ++b)
+      sum_sq.add_(
+          g.grad_sq.empty() || !g.grad_sq[b].defined()
+              ? bucket_sum_of_squares(g, b, shards_grads() ? grad_shard_of(g, b) : at::Tensor())
+              : g.grad_sq[b]);
   ctx_.world().all_reduce(sum_sq, ReduceOp::kSum)->wait();
   return std::sqrt(sum_sq.item<double>());
 }
@@ -104,6 +110,7 @@ void ZeroOptimizer::reset_gradients() {
     if (g.grad_shard.defined()) g.grad_shard.zero_();
     std::fill(g.launched.begin(), g.launched.end(), false);
     std::fill(g.grad_stored.begin(), g.grad_stored.end(), false);  // the tier's plane is stale
+    std::fill(g.grad_sq.begin(), g.grad_sq.end(), at::Tensor());
   }
 }
 
