@@ -14,6 +14,9 @@ optimizer states in the tier, at 6, 12 and 24 layers of one width; what each add
 adds, against the layer's training state (16 bytes per parameter in fp32). Its `capacity`
 part: a GPT of a billion parameters, 16 GB of training state, under a 2 GiB cgroup cap:
 three steps with everything in the tier, and the same model in memory, which is killed.
+Its `tier_speed` part: the step of a 160M-parameter GPT with everything in the tier against
+the same model in memory and against the tier's bytes at the disk bandwidth `trident
+calibrate --disk-dir` measures, with the fraction of the step blocked on the tier.
 """
 import math
 import os
@@ -276,6 +279,63 @@ def capacity(bench):
               % ([round(x, 3) for x in losses], [round(r["step_time_s"], 1) for r in rows_nvme],
                  seconds, [round(r["peak_rss_bytes"] / (1 << 20)) for r in rows_nvme][-1:],
                  disk / 1e9))
+
+
+# The issue's 160M-parameter model: 12 layers of width 1024, a vocabulary of 8192.
+SPEED_GPT = {"hidden": 1024, "layers": 12, "heads": 16, "seq": 64, "vocab": 8192, "micro": 4}
+
+
+def calibrated_disk(bench, tier_dir):
+    """The disk bandwidth `trident calibrate --disk-dir` measures (GB/s, the mean of its
+    O_DIRECT write and read), one round: what the planner is given."""
+    out = bench.tmp / "calibrate.toml"
+    subprocess.run([str(bench.build / "trident"), "calibrate", "--rounds", "1", "--threads", "1",
+                    "--disk-dir", str(tier_dir), "--out", str(out)],
+                   env=dict(os.environ, OMP_NUM_THREADS="1"), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    m = re.search(r"^disk_gbps\s*=\s*([\d.eE+-]+)", out.read_text(), re.M)
+    if not m:
+        raise SystemExit("bench: no disk_gbps in trident calibrate's output")
+    return float(m.group(1))
+
+
+def tier_speed(bench):
+    """Speed of ZeRO 3 with everything in the tier against the same model in memory and
+    against the disk: per round, the calibrated disk bandwidth, the in-memory step (ZeRO 1,
+    no recomputation: the fastest layout in memory) and the offloaded steps with and
+    without full recomputation; the ratio of each offloaded step to max(in-memory step,
+    tier bytes per step / disk bandwidth), the median over rounds."""
+    m = SPEED_GPT
+    tier = bench.tmp / "tier_speed"
+    tier.mkdir(exist_ok=True)
+    steps = 5  # two warm-up steps dropped
+    in_memory = one_rank_sets(m)
+    offloaded = {rc: working_set_sets(tier, rc) for rc in (True, False)}
+    ratios = {True: [], False: []}
+    detail = {True: [], False: []}
+    for k in range(2):
+        disk = calibrated_disk(bench, tier) * 1e9
+        rows, _ = bench.trident(f"speed_memory.{k}", 1, in_memory, model=m, steps=steps)
+        memory_step = median_of([r["step_time_s"] for r in rows])
+        for rc in (True, False):
+            rows, _ = bench.trident(f"speed_tier_{'full' if rc else 'none'}.{k}", 1,
+                                    offloaded[rc], model=m, steps=steps)
+            step = median_of([r["step_time_s"] for r in rows])
+            tier_bytes = median_of([r["tier"]["bytes"] for r in rows])
+            blocked = median_of([r["tier"]["wait_s"] / r["step_time_s"] for r in rows])
+            bound = max(memory_step, tier_bytes / disk)
+            ratios[rc].append(step / bound)
+            detail[rc].append("step %.2f s, in memory %.2f s, %.2f GB / %.2f GB/s = %.2f s, "
+                              "blocked %.2f" % (step, memory_step, tier_bytes / 1e9, disk / 1e9,
+                                                tier_bytes / disk, blocked))
+    params = gpt_parameters(m)
+    for rc in (True, False):
+        r = median_of(ratios[rc])
+        bench.add("offloaded step / max(in-memory step, tier bytes / calibrated disk bandwidth), "
+                  "%.0fM params, ZeRO 3 with everything in the tier, %s recomputation"
+                  % (params / 1e6, "full" if rc else "no"),
+                  "%.2f" % r, "<= 1.5", r <= 1.5,
+                  "rounds %s: %s" % ([round(x, 2) for x in ratios[rc]], "; ".join(detail[rc])))
 
 
 def median_of(xs):

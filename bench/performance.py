@@ -24,7 +24,8 @@ Runs, one after another on an otherwise idle machine:
      O_DIRECT bandwidth against the tier's, and training under a memory cap.
   8. the working set of ZeRO 3 with everything in the nvme tier: peak RSS at 6, 12 and 24
      layers of one width, what each layer adds against the layer's training state; and
-     a GPT of a billion parameters trained under a 2 GiB cgroup cap (bench/offload.py).
+     a GPT of a billion parameters trained under a 2 GiB cgroup cap; and the step time of
+     ZeRO 3 with everything in the tier against memory and the disk (bench/offload.py).
 Tokens/s are medians over the steps after the first two (allocation and first touches).
 The plain loop runs with the malloc settings trident's main() makes (MALLOC_ENV).
 "Exposed communication" is the time a rank spends inside a group's operations, posting,
@@ -430,6 +431,10 @@ class Bench:
         """A billion parameters under a 2 GiB cap, everything in the nvme tier."""
         offload_figures.capacity(self)
 
+    def tier_speed(self):
+        """ZeRO 3 with everything in the nvme tier against memory and the disk: step time."""
+        offload_figures.tier_speed(self)
+
     def table(self):
         lines = ["| figure | measured | target | met | detail |", "|---|---|---|---|---|"]
         for figure, measured, target, ok, detail in self.rows:
@@ -464,14 +469,15 @@ def main():
     ap.add_argument("--doc", default="")
     ap.add_argument("--parts", default="",
                     help="comma-separated subset of: ceiling, one_rank_and_data_parallel, "
-                         "two_threads, tensor_parallel, pipeline, zero3, activation_memory, offload "
+                         "two_threads, tensor_parallel, pipeline, zero3, activation_memory, offload, "
+                         "working_set, capacity, tier_speed "
                          "(default: all)")
     a = ap.parse_args()
     b = Bench(a.build, a.steps)
     t0 = time.time()
     parts = (b.ceiling, b.one_rank_and_data_parallel, b.two_threads, b.tensor_parallel,
              b.pipeline, b.zero3, b.activation_memory, b.offload, b.working_set,
-             b.capacity)
+             b.capacity, b.tier_speed)
     if a.parts:
         wanted = a.parts.split(",")
         parts = tuple(p for p in parts if p.__name__ in wanted)
