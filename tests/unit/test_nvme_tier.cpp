@@ -19,6 +19,7 @@
 #include "common/async_io.h"
 #include "common/tier_file.h"
 #include "zero/nvme_tier.h"
+#include "zero/staging_pool.h"
 
 namespace trident {
 namespace {
@@ -264,6 +265,63 @@ TEST(NvmeTier, a_plane_the_visit_only_reads_is_not_written_back) {
     tier.read_plane(k, 1, got);
     EXPECT_TRUE(at::equal(got, at::full({pieces[k]}, 2.0f))) << "piece " << k;
   }
+}
+
+TEST(NvmeTier, posted_transfers_move_a_piece_straight_between_a_tensor_and_the_file) {
+  TempDir dir;
+  // Pieces of whole 64 Ki-element chunks but the last, as the optimizer cuts them: each
+  // piece but the last ends on a block boundary of the tensor.
+  const std::vector<int64_t> pieces = {65536, 3};
+  const std::vector<at::ScalarType> planes = {at::kFloat, at::kDouble};
+  auto ring = std::make_shared<TierRing>();
+  for (int i = 0; i < 3; ++i) ring->buffers.emplace_back(NvmeTier::record_bytes(planes, 65536));
+  const std::unique_ptr<AsyncIo> io = make_async_io(12);
+  NvmeTier tier(dir.path + "/t.tier", planes, pieces, ring, *io);
+  auto pool = std::make_shared<StagingPool>();
+  // Both pieces of plane 1 written from one tensor, the last piece's tail in its room.
+  at::Tensor out = pool->take(pieces[0] + pieces[1], at::kDouble);
+  out.copy_(at::arange(out.numel(), at::kDouble));
+  const uint64_t w0 = tier.post_write(0, 1, out.data_ptr());
+  const uint64_t w1 = tier.post_write(1, 1, out.data_ptr<double>() + pieces[0]);
+  tier.finish(w1);
+  tier.finish(w0);
+  at::Tensor in = pool->take(out.numel(), at::kDouble);
+  const uint64_t r1 = tier.post_read(1, 1, in.data_ptr<double>() + pieces[0]);
+  const uint64_t r0 = tier.post_read(0, 1, in.data_ptr());
+  tier.finish(r0);
+  tier.finish(r1);
+  EXPECT_TRUE(at::equal(in, out));
+  // Plane 0 was never written: its pieces' file space is untouched by the transfers.
+  EXPECT_EQ(tier.stats().bytes_written,
+            static_cast<int64_t>(align_up(65536 * 8) + align_up(3 * 8)));
+  // Memory off a block boundary is refused before anything is posted.
+  EXPECT_THROW(tier.post_read(1, 1, in.data_ptr<double>() + 1), c10::Error);
+}
+
+TEST(StagingPool, lends_aligned_tensors_with_whole_blocks_of_room_and_reuses_them) {
+  auto pool = std::make_shared<StagingPool>();
+  void* first = nullptr;
+  {
+    at::Tensor t = pool->take(1000, at::kFloat);
+    first = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % kIoAlignment, 0u);
+    EXPECT_EQ(t.numel(), 1000);
+    EXPECT_GE(t.storage().nbytes(), align_up(4000));
+    at::Tensor other = pool->take(1000, at::kFloat);  // both lent at once: two buffers
+    EXPECT_NE(other.data_ptr(), first);
+    EXPECT_EQ(pool->bytes(), static_cast<int64_t>(2 * align_up(4000)));
+  }
+  // Returned (`t` last, as locals go in reverse): the next tensor of that room gets the
+  // last returned buffer back instead of a new one.
+  at::Tensor again = pool->take(1024, at::kFloat);
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(pool->bytes(), static_cast<int64_t>(2 * align_up(4000)));
+  // A tensor outliving the pool's last other owner keeps it alive until it goes.
+  std::weak_ptr<StagingPool> weak = pool;
+  pool.reset();
+  EXPECT_FALSE(weak.expired());
+  again = at::Tensor();
+  EXPECT_TRUE(weak.expired());
 }
 
 }  // namespace
