@@ -12,6 +12,7 @@
 
 #include "plan/memory_model.h"     // layer_activation_bytes, head_activation_bytes
 #include "plan/shared_pipeline.h"  // shared_pipeline_s, StageWork
+#include "plan/tier_model.h"       // tier_traffic, tier_wait_s
 
 namespace trident::plan {
 
@@ -487,12 +488,13 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     out.optimizer =
         std::max(1.0, share) * c.contention_at(ranks_sharing(l, c)) * bytes / (c.memory_gbps * 1e9);
   }
-  if (c.disk_gbps > 0 && (m.offload_optimizer == "nvme" || m.offload_params == "nvme")) {
-    // The tier streams its files through the AdamW step: each byte read and written
-    // once (docs/offload.md); what exceeds the update's own time shows in the step.
-    const MemoryBreakdown mem = device_memory(m, l);
-    const double transfer = 2.0 * mem.offloaded / (c.disk_gbps * 1e9);
-    out.tier = std::max(0.0, transfer - out.optimizer);
+  if (c.disk_gbps > 0 && m.offload_optimizer == "nvme") {
+    // The tier streams its files through the AdamW step, and stage 3's gathers and the
+    // reduced gradients move during forward and backward (docs/offload.md): what exceeds
+    // the time each overlaps shows in the step, on the stage that moves the most.
+    for (int s = 0; s < l.pp; ++s)
+      out.tier = std::max(
+          out.tier, tier_wait_s(tier_traffic(m, l, s), c.disk_gbps, out.optimizer, out.compute));
   }
   return out;
 }

@@ -119,8 +119,8 @@ struct TimeBreakdown {
   double dp = 0;         ///< the part of the dp gradient reduction and parameter gather exposed
   double bubble = 0;     ///< pipeline fill and drain: (p-1) micro-batch times
   double optimizer = 0;  ///< AdamW over the device's shard (memory-bound)
-  double tier = 0;       ///< nvme offload: the shard read and written once per step at the
-                         ///< disk's bandwidth, beyond the AdamW time it overlaps
+  double tier = 0;       ///< nvme offload: the tier's traffic at the disk's bandwidth beyond
+                         ///< the AdamW step and the compute it overlaps (tier_wait_s)
 
   double flops = 0;  ///< FLOPs the slowest stage's device runs per step (with recompute)
   double total() const { return compute + tp + pp + dp + bubble + optimizer + tier; }

@@ -1,0 +1,49 @@
+// tier_traffic and tier_wait_s: the nvme tier's bytes per step and the step's wait for them.
+#include "plan/tier_model.h"
+
+#include <algorithm>  // std::max, std::min
+
+#include "plan/memory_model.h"  // stage3_split
+
+namespace trident::plan {
+
+TierTraffic tier_traffic(const PlanModel& m, const Layout& l, int stage) {
+  TierTraffic t;
+  if (m.offload_optimizer != "nvme") return t;
+  const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
+  const double state = m.precision == "fp64" ? 8.0 : 4.0;
+  const int64_t psi = stage_parameters(m, l.pp, l.tp, stage);
+  const int dp = std::max(l.dp, 1);
+  // The optimizer's domain: the whole buffer in stage 0, the rank's shard from stage 1.
+  const double domain = l.zero == 0 ? static_cast<double>(psi) : static_cast<double>(psi) / dp;
+  const double states = domain * (2.0 + (b.param < state ? 1.0 : 0.0)) * state;
+  const double grad = l.zero >= 2 ? domain * b.grad_shard : 0.0;
+  double param = 0.0;
+  if (m.offload_params == "nvme" && l.zero == 3) {
+    const Stage3Split split = stage3_split(m, l, stage);
+    param = static_cast<double>(psi - split.persistent) / dp * b.param;
+    t.layer_read = static_cast<double>(split.largest_layer) / dp * b.param;
+  }
+  t.stream_read = states + grad + param;
+  t.stream_write = states + param;
+  const double micro = static_cast<double>(l.micro_batches(m));
+  if (grad > 0) {
+    t.grad_write = micro * grad;
+    t.grad_read = (micro - 1.0) * grad;
+  }
+  if (param > 0) {
+    t.gathers = m.zero3_reshard_after_forward ? 2 * l.micro_batches(m) : 1;
+    t.gather_read = static_cast<double>(t.gathers) * param;
+  }
+  return t;
+}
+
+double tier_wait_s(const TierTraffic& t, double disk_gbps, double optimizer_s, double compute_s) {
+  if (disk_gbps <= 0 || t.total() <= 0) return 0.0;
+  const double rate = disk_gbps * 1e9;
+  const double stream = std::max(0.0, (t.stream_read + t.stream_write) / rate - optimizer_s);
+  const double behind = std::max(0.0, t.during_compute() / rate - compute_s);
+  return stream + behind + static_cast<double>(t.gathers) * t.layer_read / rate;
+}
+
+}  // namespace trident::plan

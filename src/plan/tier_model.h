@@ -1,0 +1,37 @@
+// The nvme tier's traffic per step and what of it a step waits for: the bytes each part
+// of training moves between a rank's memory and its tier files (zero/zero_offload.cpp),
+// and their time at the calibrated disk bandwidth.
+#pragma once
+#include "plan/plan_model.h"  // PlanModel, Layout
+
+namespace trident::plan {
+
+/// Bytes the tier moves per step on the device of pipeline stage `stage`.
+struct TierTraffic {
+  double stream_read = 0, stream_write = 0;  ///< the streamed AdamW step, once
+  double gather_read = 0;                    ///< stage 3's gathers reading the parameter shard
+  double grad_read = 0, grad_write = 0;      ///< the reduced gradient shard, per micro-batch
+  double layer_read = 0;  ///< one gather of the largest layer: what no prefetch hides
+  int64_t gathers = 0;    ///< unprefetched gathers a step: 2 per micro-batch (forward, backward)
+  double total() const { return stream_read + stream_write + gather_read + grad_read + grad_write; }
+  /// What moves while forward and backward compute.
+  double during_compute() const { return gather_read + grad_read + grad_write; }
+};
+
+/// The planes (docs/offload.md): both moments and a 16-bit run's fp32 master for the
+/// rank's domain (Ψ/dp, every parameter), the reduced gradient shard from ZeRO 2 on, the
+/// parameter shard of stage 3's sharded parameters with offload_params. The AdamW step
+/// reads every plane and writes back all but the gradient; each micro-batch writes the
+/// gradient shard (reading it first after the first micro-batch); each gather reads the
+/// parameter shard: forward and backward per micro-batch (a recomputation gathers with
+/// its backward), once a step when layers stay gathered. Zero without an nvme tier.
+TierTraffic tier_traffic(const PlanModel& m, const Layout& layout, int stage);
+
+/// Seconds the step waits for the tier beyond the AdamW step (`optimizer_s`, which the
+/// stream overlaps) and beyond forward and backward (`compute_s`, which the gathers'
+/// prefetch and the gradient's write-behind overlap), at `disk_gbps`:
+///   max(0, stream / disk - optimizer) + max(0, during_compute / disk - compute)
+///   + gathers x layer_read / disk   (each direction's first layer is read unprefetched)
+double tier_wait_s(const TierTraffic& t, double disk_gbps, double optimizer_s, double compute_s);
+
+}  // namespace trident::plan
