@@ -70,6 +70,11 @@ struct Cluster {
   /// The nvme tier's disk: sequential O_DIRECT bandwidth per device, GB/s (trident
   /// calibrate measures it); 0: the tier's traffic is not modelled.
   double disk_gbps = 0;
+  /// Resident memory of a training process beyond its model's state, activations and
+  /// buffers: the program, libtorch, MPI, the BLAS's buffers (trident calibrate measures
+  /// it after a block's forward and backward). With it the planner predicts a CPU rank's
+  /// peak RSS; 0: not known.
+  double process_base_gb = 0;
   /// Measured effective rate of elementwise work (GB/s of activation bytes streamed) by a
   /// layer's activation bytes per micro-batch; replaces memory_gbps for that work when
   /// present (caches make small layers faster). TOML: [elementwise_gbps].

@@ -239,6 +239,25 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
     out.optimizer_states = static_cast<double>(m.offload_buffer_count) * planes *
                            static_cast<double>(m.offload_block_size);
   }
+  if (l.zero == 3) {
+    const Stage3Split split = stage3_split(m, l, stage);
+    const double layer = static_cast<double>(split.largest_layer);
+    out.transient = b.grad * layer;
+    // A stage with both ends of a tied model: the head's share of the embedding's gradient
+    // is produced first in backward and kept until the embedding's own arrives last.
+    if (m.tied && l.pp == 1)
+      out.transient += b.grad * static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
+    if (m.zero3_reshard_after_forward) out.transient += b.param * layer;
+    if (out.offloaded > 0) {
+      // The largest bucket: bucket_size elements, or one parameter larger than that.
+      const int64_t h = m.hidden, t = l.tp;
+      const int64_t ffn = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * h;
+      double bucket = static_cast<double>(std::max(m.bucket_size, h * ffn / t));
+      if (stage == 0 || stage == l.pp - 1)
+        bucket = std::max(bucket, static_cast<double>(padded_vocab(m, t) / t * h));
+      out.transient += b.grad_shard * bucket / std::max(l.dp, 1);
+    }
+  }
   if (params_offloaded) {
     const double persistent = static_cast<double>(stage3_split(m, l, stage).persistent);
     const double shard = out.parameters - b.param * persistent;

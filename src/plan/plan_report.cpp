@@ -124,12 +124,20 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
                                                   {"activations", b.activations},
                                                   {"communication buffers", b.communication},
                                                   {"total", b.total()}};
-  for (const auto& [name, v] : parts)
+  for (const auto& [name, v] : parts) {
+    if (std::string(name) == "total" && b.transient > 0)
+      out << "  transient (ZeRO 3)    " << format("%16.0f bytes", b.transient)
+          << format("  %10.4g GB\n", b.transient / 1e9);
     out << "  " << name << std::string(22 - std::string(name).size(), ' ')
         << format("%16.0f bytes", v) << format("  %10.4g GB\n", v / 1e9);
+  }
   if (b.offloaded > 0)
     out << "  offloaded (" << m.offload_optimizer << " tier, not on the device)"
         << format("  %.4g GB\n", b.offloaded / 1e9);
+  if (c.process_base_gb > 0)
+    out << "  peak RSS of a rank on a CPU device: "
+        << format("%.4g GB", (b.total() + c.process_base_gb * 1e9) / 1e9) << " (the total and "
+        << format("%.3g GB", c.process_base_gb) << " the process holds beyond it, calibrated)\n";
   out << "  " << (e.fits ? "fits in " : "does NOT fit in ")
       << format("%.4g", c.usable_memory_bytes() / 1e9) << " GB\n\nstep time:\n";
   const std::pair<const char*, double> times[] = {
@@ -166,6 +174,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
             {"bucket_buffers", b.bucket_buffers},
             {"gather_buffers", b.gather_buffers},
             {"offloaded", b.offloaded},
+            {"transient", b.transient},
             {"total", b.total()},
             {"stage", b.stage},
             {"parameters_held", b.params_held}}},
@@ -205,7 +214,8 @@ nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, cons
                         {"cluster",
                          {{"name", c.name},
                           {"devices_per_node", c.devices_per_node},
-                          {"usable_memory_bytes", c.usable_memory_bytes()}}},
+                          {"usable_memory_bytes", c.usable_memory_bytes()},
+                          {"process_base_bytes", c.process_base_gb * 1e9}}},
                         {"devices", devices},
                         {"considered", plan.considered},
                         {"too_big", plan.too_big},

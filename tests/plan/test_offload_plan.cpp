@@ -6,6 +6,7 @@
 #include <string>
 
 #include "plan/memory_model.h"  // stage_memory
+#include "plan/tier_model.h"    // tier_traffic, tier_wait_s
 #include "plan/time_model.h"    // step_time
 
 namespace trident::plan {
@@ -99,6 +100,73 @@ TEST(OffloadPlan, nvme_tier_time_is_the_traffic_beyond_the_update) {
   EXPECT_NEAR(slow.total(), in_memory.total() + slow.tier, 1e-12);
   c.disk_gbps = 1e6;  // a disk faster than the update hides entirely
   EXPECT_DOUBLE_EQ(step_time(m, one, c).tier, 0);
+}
+
+// Stage 3 with parameters, gradients and optimizer states in the tier, dp 2, 2 micro-
+// batches: the bytes zero/zero_offload.cpp moves, plane by plane.
+TEST(OffloadPlan, stage3_tier_traffic_counts_every_plane_each_pass_moves) {
+  PlanModel m = tiny();
+  m.offload_optimizer = m.offload_params = "nvme";
+  const Layout l{2, 1, 1, 3, 2, true};  // dp 2, micro-batch 2 of the global 8: m = 2
+  ASSERT_EQ(l.micro_batches(m), 2);
+  const TierTraffic t = tier_traffic(m, l, 0);
+  const double domain = 218496.0 / 2;  // every parameter's optimizer state, sharded
+  const Stage3Split split = stage3_split(m, l, 0);
+  const double param = 4.0 * static_cast<double>(218496 - split.persistent) / 2;
+  ASSERT_GT(split.persistent, 0);
+  // The step reads both moments, the gradient and the parameter shard, and writes all
+  // but the gradient back.
+  EXPECT_DOUBLE_EQ(t.stream_read, domain * 4 * 3 + param);
+  EXPECT_DOUBLE_EQ(t.stream_write, domain * 4 * 2 + param);
+  // Each micro-batch writes its sum; the second reads the first's.
+  EXPECT_DOUBLE_EQ(t.grad_write, 2 * domain * 4);
+  EXPECT_DOUBLE_EQ(t.grad_read, domain * 4);
+  // Forward and backward gather each layer once per micro-batch (the recomputation with
+  // its backward); layers kept gathered all step read the shard once.
+  EXPECT_EQ(t.gathers, 4);
+  EXPECT_DOUBLE_EQ(t.gather_read, 4 * param);
+  m.zero3_reshard_after_forward = false;
+  EXPECT_DOUBLE_EQ(tier_traffic(m, l, 0).gather_read, param);
+  // Without offload_params only the optimizer's planes and the gradient move.
+  m.offload_params = "none";
+  const TierTraffic opt = tier_traffic(m, l, 0);
+  EXPECT_DOUBLE_EQ(opt.gather_read, 0);
+  EXPECT_DOUBLE_EQ(opt.stream_read, domain * 4 * 3);
+  m.offload_optimizer = "none";
+  EXPECT_DOUBLE_EQ(tier_traffic(m, l, 0).total(), 0);
+}
+
+// ZeRO 3 holds more than its live layers at its peak: the released layer kept for reuse,
+// a layer's full-size gradient before its reduction, the tied embedding's gradient the
+// head starts in backward, and with the gradient in the tier the bucket buffer.
+TEST(OffloadPlan, stage3_transient_memory_names_each_buffer_beyond_the_live_layers) {
+  PlanModel m = tiny();
+  const Layout l{2, 1, 1, 3, 2, true};
+  const double layer = static_cast<double>(stage3_split(m, l, 0).largest_layer);
+  const double embedding = 256.0 * 64;
+  const MemoryBreakdown in_memory = stage_memory(m, l, 0);
+  EXPECT_DOUBLE_EQ(in_memory.transient, 4 * layer + 4 * embedding + 4 * layer);
+  m.offload_optimizer = m.offload_params = "nvme";
+  const MemoryBreakdown tier = stage_memory(m, l, 0);
+  const double bucket = static_cast<double>(m.bucket_size);  // larger than any parameter here
+  EXPECT_DOUBLE_EQ(tier.transient, in_memory.transient + 4 * bucket / 2);
+  EXPECT_DOUBLE_EQ(tier.total() - tier.transient, tier.parameters + tier.gradients +
+                                                      tier.optimizer_states + tier.activations +
+                                                      tier.communication);
+  EXPECT_DOUBLE_EQ(stage_memory(m, Layout{2, 1, 1, 2, 2, true}, 0).transient, 0);
+}
+
+// The wait: the stream beyond the AdamW step it overlaps, the gathers' and gradients'
+// traffic beyond the compute it overlaps, and each direction's first layer unprefetched.
+TEST(OffloadPlan, tier_wait_is_the_traffic_each_part_does_not_hide) {
+  TierTraffic t;
+  t.stream_read = 3e9, t.stream_write = 2e9;  // 5 s at 1 GB/s
+  t.gather_read = 2e9, t.grad_write = 1e9;    // 3 s during compute
+  t.layer_read = 0.1e9, t.gathers = 2;        // 0.2 s never hidden
+  EXPECT_NEAR(tier_wait_s(t, 1.0, 1.0, 10.0), 4.0 + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, 1.0, 6.0, 1.0), 2.0 + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, 1.0, 1.0, 1.0), 4.0 + 2.0 + 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(tier_wait_s(t, 0.0, 1.0, 1.0), 0.0);  // no disk figure: not modelled
 }
 
 }  // namespace

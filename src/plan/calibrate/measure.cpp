@@ -10,6 +10,7 @@
 #include <map>        // std::map
 #include <memory>     // std::unique_ptr
 #include <set>        // std::set
+#include <string>     // std::string, std::getline, std::stod
 #include <vector>     // std::vector
 
 #include "parallel/communicator.h"   // Communicator::split
@@ -23,6 +24,15 @@
 namespace trident::calibrate {
 
 namespace {
+
+/// This process's resident bytes (VmRSS of /proc/self/status); 0 where it cannot be read.
+double resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;  // in kB
+  return 0.0;
+}
 
 /// The groups calibration makes wait at most this long (seconds) for each other.
 constexpr double kTimeoutS = 600;
@@ -75,6 +85,17 @@ double from_rank0(double value, Communicator& world) {
 void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
                      const std::string& disk_dir) {
   char line[160];
+  {
+    // What a training process holds beyond its model: measured first, after a tiny
+    // block's forward and backward (autograd, the BLAS's buffers), before any large
+    // measurement buffer enters the heap, which trident never trims.
+    const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
+    block_s(BlockShape{1, 4, 16, 2}, *alone, world);
+    c.process_base_gb = resident_bytes() / 1e9;
+    std::snprintf(line, sizeof line, "process base (resident after a tiny block): %.0f MB",
+                  c.process_base_gb * 1e3);
+    say(line);
+  }
   for (const auto& [name, dtype] :
        {std::pair{"fp32", at::kFloat}, std::pair{"fp64", at::kDouble}}) {
     double best = 0;
@@ -364,9 +385,9 @@ std::map<Key, double> median_table(const std::vector<const std::map<Key, double>
 plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   plan::Cluster c = rounds.at(0);
   for (double plan::Cluster::*field :
-       {&plan::Cluster::memory_gbps, &plan::Cluster::disk_gbps, &plan::Cluster::intra_node_gbps,
-        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
-        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+       {&plan::Cluster::memory_gbps, &plan::Cluster::disk_gbps, &plan::Cluster::process_base_gb,
+        &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
+        &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::layer_overhead_us, &plan::Cluster::layer_overhead_tp_us,
         &plan::Cluster::ends_overhead_us}) {
     std::vector<double> v;
