@@ -202,7 +202,10 @@ def working_set(bench):
     layer_state = 16 * (12 * h * h + 13 * h)  # parameter, gradient, both moments: fp32
     mib = 1 << 20
     tier = bench.tmp / "tier_ws"
+    tier.mkdir(exist_ok=True)
+    cluster, _ = calibrate(bench, tier, "calibrate_ws")
     peaks, activations, steps = {}, {}, {}
+    predicted, measured = [], []
     for recompute in (True, False):
         for layers in WORKING_SET_LAYERS:
             m = dict(WORKING_SET_GPT, layers=layers)
@@ -212,6 +215,11 @@ def working_set(bench):
             peaks[(recompute, layers)] = rows[-1]["peak_rss_bytes"]
             activations[(recompute, layers)] = peak_activation_bytes(out)
             steps[(recompute, layers)] = rows[-1]["step_time_s"]
+            predicted.append(planned(bench, m, working_set_sets(tier, recompute), cluster))
+            measured.append((steps[(recompute, layers)], peaks[(recompute, layers)]))
+    prediction_row(bench, "ZeRO 3, everything in the tier, %s layers of width %d, with and "
+                   "without recomputation" % (",".join(map(str, WORKING_SET_LAYERS)),
+                                              WORKING_SET_GPT["hidden"]), predicted, measured)
     lo, hi = WORKING_SET_LAYERS[0], WORKING_SET_LAYERS[-1]
 
     def per_layer(table, recompute):
@@ -285,10 +293,10 @@ def capacity(bench):
 SPEED_GPT = {"hidden": 1024, "layers": 12, "heads": 16, "seq": 64, "vocab": 8192, "micro": 4}
 
 
-def calibrated_disk(bench, tier_dir):
-    """The disk bandwidth `trident calibrate --disk-dir` measures (GB/s, the mean of its
-    O_DIRECT write and read), one round: what the planner is given."""
-    out = bench.tmp / "calibrate.toml"
+def calibrate(bench, tier_dir, name="calibrate"):
+    """One round of `trident calibrate --disk-dir`: the cluster file the planner is given,
+    and its disk bandwidth (GB/s, the mean of its O_DIRECT write and read)."""
+    out = bench.tmp / f"{name}.toml"
     subprocess.run([str(bench.build / "trident"), "calibrate", "--rounds", "1", "--threads", "1",
                     "--disk-dir", str(tier_dir), "--out", str(out)],
                    env=dict(os.environ, OMP_NUM_THREADS="1"), check=True,
@@ -296,7 +304,35 @@ def calibrated_disk(bench, tier_dir):
     m = re.search(r"^disk_gbps\s*=\s*([\d.eE+-]+)", out.read_text(), re.M)
     if not m:
         raise SystemExit("bench: no disk_gbps in trident calibrate's output")
-    return float(m.group(1))
+    return out, float(m.group(1))
+
+
+def planned(bench, model, sets, cluster):
+    """`trident plan --layout` of the one-rank run `sets` describes, on `cluster`: the
+    predicted step time (s) and peak RSS (bytes: the device's total and the process base)."""
+    cmd = bench.train_command(model, 1, bench.tmp / "plan.jsonl", sets)
+    cmd[1] = "plan"
+    kv = dict(x.split("=", 1) for x in sets)
+    layout = "1,1,1,%s,%d,%s" % (kv.get("parallel.zero_stage", "0"), model["micro"],
+                                 kv.get("parallel.activation_checkpointing", "none"))
+    out = subprocess.run(cmd + ["--layout", layout, "--cluster", str(cluster), "--json"],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    import json
+    plan = json.loads(out)
+    e = plan["layouts"][0]
+    return e["time_s"]["total"], e["memory_bytes"]["total"] + plan["cluster"]["process_base_bytes"]
+
+
+def prediction_row(bench, what, predicted, measured):
+    """Adds the planner's figure against the run's: step time within 25%, peak RSS 10%."""
+    for i, (name, target) in enumerate((("step time", 0.25), ("peak RSS", 0.10))):
+        errors = [p[i] / m[i] - 1 for p, m in zip(predicted, measured)]
+        worst = max(errors, key=abs)
+        unit = (lambda x: "%.2f s" % x) if i == 0 else (lambda x: "%.0f MiB" % (x / (1 << 20)))
+        bench.add("planner's %s / measured - 1, %s" % (name, what), "%+.3f (worst)" % worst,
+                  "within %.0f%%" % (100 * target), abs(worst) <= target,
+                  "; ".join("%s vs %s" % (unit(p[i]), unit(m[i]))
+                            for p, m in zip(predicted, measured)))
 
 
 def tier_speed(bench):
@@ -313,8 +349,10 @@ def tier_speed(bench):
     offloaded = {rc: working_set_sets(tier, rc) for rc in (True, False)}
     ratios = {True: [], False: []}
     detail = {True: [], False: []}
+    predicted, measured = [], []
     for k in range(2):
-        disk = calibrated_disk(bench, tier) * 1e9
+        cluster, disk = calibrate(bench, tier)
+        disk *= 1e9
         rows, _ = bench.trident(f"speed_memory.{k}", 1, in_memory, model=m, steps=steps)
         memory_step = median_of([r["step_time_s"] for r in rows])
         for rc in (True, False):
@@ -325,6 +363,8 @@ def tier_speed(bench):
             blocked = median_of([r["tier"]["wait_s"] / r["step_time_s"] for r in rows])
             bound = max(memory_step, tier_bytes / disk)
             ratios[rc].append(step / bound)
+            predicted.append(planned(bench, m, offloaded[rc], cluster))
+            measured.append((step, max(r["peak_rss_bytes"] for r in rows)))
             detail[rc].append("step %.2f s, in memory %.2f s, %.2f GB / %.2f GB/s = %.2f s, "
                               "blocked %.2f" % (step, memory_step, tier_bytes / 1e9, disk / 1e9,
                                                 tier_bytes / disk, blocked))
@@ -336,6 +376,8 @@ def tier_speed(bench):
                   % (params / 1e6, "full" if rc else "no"),
                   "%.2f" % r, "<= 1.5", r <= 1.5,
                   "rounds %s: %s" % ([round(x, 2) for x in ratios[rc]], "; ".join(detail[rc])))
+    prediction_row(bench, "%.0fM params, everything in the tier (with and without "
+                   "recomputation, 2 rounds)" % (params / 1e6), predicted, measured)
 
 
 def median_of(xs):
