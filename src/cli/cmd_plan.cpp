@@ -11,6 +11,7 @@
 #include "cli/args.h"          // Args, UsageError
 #include "cli/commands.h"      // cmd_plan
 #include "config/config.h"     // load_config, TrainConfig
+#include "plan/capacity.h"     // largest_models
 #include "plan/cluster.h"      // load_cluster, ClusterError
 #include "plan/plan_report.h"  // plan_text, plan_json, evaluation_text, evaluation_json
 #include "plan/planner.h"      // make_plan, evaluate, layout_problem
@@ -132,6 +133,36 @@ int run_one_layout(const Args& args, const TrainConfig& config, const plan::Plan
   return 0;
 }
 
+/// `--memory GB [--disk GB]`: the deepest model of the config's width that trains on one
+/// machine of the cluster, for each placement of the model state.
+int run_capacity(const Args& args, const TrainConfig& config, const plan::PlanModel& m,
+                 const plan::Cluster& cluster) {
+  plan::Layout l;
+  if (args.has("layout")) {
+    l = parse_layout(args.get("layout"), config);
+  } else {
+    l.dp = static_cast<int>(config.parallel.dp);
+    l.pp = static_cast<int>(config.parallel.pp);
+    l.tp = static_cast<int>(config.parallel.tp);
+    l.zero = static_cast<int>(config.parallel.zero_stage);
+    l.micro_batch = config.train.micro_batch_size;
+    l.sequence_parallel = config.parallel.sequence_parallel && l.tp > 1;
+  }
+  const double memory = args.get_positive_double("memory", 1.0) * 1e9;
+  const bool disk_given = args.has("disk");
+  const double disk = disk_given ? args.get_positive_double("disk", 1.0) * 1e9 : 1e300;
+  // The budgets are a machine's: its ranks share them.
+  const int ranks = std::max(1, std::min(l.world(), cluster.devices_per_node));
+  const std::vector<plan::CapacityRow> rows =
+      plan::largest_models(m, l, cluster, memory / ranks, disk / ranks);
+  if (args.has("json"))
+    std::cout << plan::capacity_json(cluster, memory, disk_given ? disk : -1, ranks, rows).dump(2)
+              << "\n";
+  else
+    std::cout << plan::capacity_text(m, l, cluster, memory, disk_given ? disk : -1, ranks, rows);
+  return rows.back().layers > 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_plan(const Args& args) {
@@ -153,6 +184,8 @@ int cmd_plan(const Args& args) {
   } catch (const plan::ClusterError& e) {
     throw UsageError(std::string("--cluster: ") + e.what());
   }
+  if (args.has("memory")) return run_capacity(args, config, m, cluster);
+  if (args.has("disk")) throw UsageError("--disk GB goes with --memory GB");
   if (args.has("layout")) return run_one_layout(args, config, m, cluster);
 
   if (!args.has("devices")) throw UsageError("--devices N is required (or give --layout)");

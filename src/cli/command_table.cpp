@@ -143,7 +143,10 @@ const std::vector<Command>& commands() {
       {{"plan",
         "trident plan CONFIG.toml --devices N [--cluster FILE|NAME] [--top K] [--json]\n"
         "       trident plan CONFIG.toml --layout dp,pp,tp[,zero[,micro[,ckpt]]] [--cluster ...] "
-        "[--json]",
+        "[--json]\n"
+        "       trident plan CONFIG.toml --memory GB [--disk GB] [--layout "
+        "dp,pp,tp[,zero[,micro]]] "
+        "[--cluster ...] [--json]",
         "Predicts, for CONFIG's model and global batch on N devices, the memory per device\n"
         "(parameters, gradients, optimizer states, activations, communication buffers) and the\n"
         "step time (compute, tp / pp / dp communication, pipeline bubble, optimizer) of every\n"
@@ -152,13 +155,22 @@ const std::vector<Command>& commands() {
         "layout (zero, micro and ckpt default to the config's; ckpt is none or full).\n"
         "--cluster takes a cluster TOML file or a preset name (a100-80gb, h100, h200, example,\n"
         "from configs/clusters/); default h100. The model is in docs/planner.md. Exit code 1\n"
-        "when no layout fits.",
+        "when no layout fits.\n"
+        "--memory (and --disk) say instead how many layers of CONFIG's width train on one\n"
+        "machine with that much memory (and disk for the nvme tier), shared by its ranks of\n"
+        "the layout (--layout, else the config's), with full recomputation: with the states\n"
+        "in memory, with the optimizer's states and gradients in the tier, and with everything\n"
+        "there (ZeRO 3); each with its predicted peak RSS, tier size and step time. Give a\n"
+        "calibrated --cluster (trident calibrate --disk-dir) for the process base and the disk.\n"
+        "Exit code 1 when not even one layer fits.",
         {{"devices", "N", "number of devices (ranks) to plan for"},
          {"cluster", "FILE|NAME", "cluster file or preset name (default h100)"},
          {"top", "K", "show the K fastest layouts (default 10)"},
          {"json", "", "print JSON (bytes, seconds) instead of tables"},
          {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
          {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2,3)"},
+         {"memory", "GB", "the largest model for a machine with this much memory (1e9 bytes)"},
+         {"disk", "GB", "with --memory: the machine's disk for the nvme tier (default unbounded)"},
          {"devices-per-node", "N", "override the cluster's devices per node"},
          {"placement", "block|cyclic",
           "how ranks fill nodes: block (consecutive ranks on a node, mpirun --map-by slot) "

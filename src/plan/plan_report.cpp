@@ -226,4 +226,54 @@ nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, cons
   return out;
 }
 
+std::string capacity_text(const PlanModel& m, const Layout& l, const Cluster& c, double memory,
+                          double disk, int ranks, const std::vector<CapacityRow>& rows) {
+  std::ostringstream out;
+  out << "largest model of width " << m.hidden << " (" << m.heads << " heads, sequence "
+      << m.seq_len << ", vocabulary " << m.vocab << ", " << m.precision << ") on dp " << l.dp
+      << " x pp " << l.pp << " x tp " << l.tp << ", micro-batch " << l.micro_batch
+      << ", full recomputation, " << ranks << " rank(s) sharing " << format("%.3g GB", memory / 1e9)
+      << " of memory and " << (disk >= 0 ? format("%.3g GB", disk / 1e9) : std::string("unbounded"))
+      << " of disk\n";
+  if (c.process_base_gb > 0)
+    out << "(each process holds " << format("%.3g GB", c.process_base_gb)
+        << " beyond its model: the cluster's calibrated process_base_gb)\n";
+  else
+    out << "(the cluster file has no process_base_gb: run trident calibrate for it; the peak "
+           "RSS below leaves it out)\n";
+  for (const CapacityRow& r : rows) {
+    out << "  " << r.placement.name << " (ZeRO " << r.placement.zero << "): ";
+    if (r.layers == 0) {
+      out << "not even " << l.pp << " layer(s) fit: the " << r.limit << " is too small\n";
+      continue;
+    }
+    out << r.layers << " layers, " << format("%.4g", static_cast<double>(r.parameters) / 1e9)
+        << "B parameters; peak RSS " << format("%.3g GB", r.peak_rss / 1e9) << ", tier "
+        << format("%.3g GB", r.tier_bytes / 1e9) << " per rank, step " << format("%.3g s", r.step_s)
+        << (r.limit.empty() ? std::string(" (the end of the search)")
+                            : "; one more layer exceeds the " + r.limit)
+        << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json capacity_json(const Cluster& c, double memory, double disk, int ranks,
+                             const std::vector<CapacityRow>& rows) {
+  nlohmann::json placements = nlohmann::json::array();
+  for (const CapacityRow& r : rows)
+    placements.push_back({{"placement", r.placement.name},
+                          {"zero", r.placement.zero},
+                          {"layers", r.layers},
+                          {"parameters", r.parameters},
+                          {"peak_rss_bytes", r.peak_rss},
+                          {"tier_bytes", r.tier_bytes},
+                          {"step_s", r.step_s},
+                          {"limit", r.limit}});
+  return {{"memory_bytes", memory},
+          {"disk_bytes", disk >= 0 ? nlohmann::json(disk) : nlohmann::json()},
+          {"ranks_per_machine", ranks},
+          {"process_base_bytes", c.process_base_gb * 1e9},
+          {"placements", placements}};
+}
+
 }  // namespace trident::plan

@@ -2,7 +2,9 @@
 #pragma once
 #include <nlohmann/json.hpp>  // nlohmann::json
 #include <string>             // std::string
+#include <vector>             // std::vector
 
+#include "plan/capacity.h"    // CapacityRow
 #include "plan/cluster.h"     // Cluster
 #include "plan/plan_model.h"  // PlanModel
 #include "plan/planner.h"     // Plan, Evaluation
@@ -24,5 +26,12 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e);
 /// The plan as JSON: model, cluster, devices, considered/too_big, layouts (first `top`), why.
 nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, const Plan& plan,
                          int top);
+
+/// `trident plan --memory`: the deepest model of each placement on `layout`, for a
+/// machine of `memory` bytes and `disk` bytes (< 0: unbounded) shared by `ranks` ranks.
+std::string capacity_text(const PlanModel& m, const Layout& layout, const Cluster& c, double memory,
+                          double disk, int ranks, const std::vector<CapacityRow>& rows);
+nlohmann::json capacity_json(const Cluster& c, double memory, double disk, int ranks,
+                             const std::vector<CapacityRow>& rows);
 
 }  // namespace trident::plan
