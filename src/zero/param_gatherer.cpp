@@ -46,7 +46,7 @@ ParamGatherer::ParamGatherer(std::vector<Parameter>& params, std::vector<Sharded
   // never handed back to the heap, where activations allocated between gathers would split
   // them (with trident's malloc settings the heap then grew by a layer's weights per layer).
   for (int u = 0; u < num_units(); ++u)
-    spare_limit_ = std::max(spare_limit_, unit_bytes(u) * (options.max_live_layers + 1));
+    spare_limit_ = std::max(spare_limit_, unit_memory(u) * (options.max_live_layers + 1));
   holds_.assign(units_.size(), 0);
   checks_.resize(units_.size());
   prefetched_.assign(units_.size(), false);
@@ -163,10 +163,7 @@ void ParamGatherer::acquire(const BucketRef& r) {
   // A fresh buffer, unless autograd still holds views of the one released last: those
   // views must read the parameters again, so the gather refills that storage.
   const auto opts = buf.shard.options();
-  // Host buffers get whole blocks of room at a block boundary: the tier reads a rank's
-  // shard straight into them when the rank holds the whole bucket (dp 1).
-  size_t nbytes = static_cast<size_t>(bucket.numel) * c10::elementSize(buf.shard.scalar_type());
-  if (opts.device().is_cpu()) nbytes = align_up(nbytes);
+  const size_t nbytes = buffer_memory(r);
   if (s.hollow.defined() && s.hollow.storage().use_count() > 1) {
     c10::StorageImpl* storage = s.hollow.storage().unsafeGetStorageImpl();
     storage->set_data_ptr_noswap(take_memory(nbytes, opts.device()));
@@ -284,6 +281,21 @@ void ParamGatherer::gather_all() {
     for (size_t b = 0; b < states_[bi].size(); ++b) acquire({bi, b});
   for (size_t bi = 0; bi < states_.size(); ++bi)
     for (size_t b = 0; b < states_[bi].size(); ++b) make_ready({bi, b});
+}
+
+size_t ParamGatherer::buffer_memory(const BucketRef& r) const {
+  const ShardedBuffer& buf = buffers_[r.buffer];
+  const size_t bytes = static_cast<size_t>(buf.layout->buckets()[r.bucket].numel) *
+                       c10::elementSize(buf.shard.scalar_type());
+  // Host buffers get whole blocks of room at a block boundary: the tier reads a rank's
+  // shard straight into them when the rank holds the whole bucket (dp 1).
+  return buf.shard.device().is_cpu() ? align_up(bytes) : bytes;
+}
+
+int64_t ParamGatherer::unit_memory(int unit) const {
+  int64_t bytes = 0;
+  for (const BucketRef& r : units_.at(unit)) bytes += static_cast<int64_t>(buffer_memory(r));
+  return bytes;
 }
 
 int64_t ParamGatherer::unit_bytes(int unit) const {

@@ -112,6 +112,10 @@ class ParamGatherer : public LayerScope {
   void detach_params(const BucketRef& r);
   BucketState& state(const BucketRef& r) { return states_[r.buffer][r.bucket]; }
   int live_units() const;
+  /// The memory a gathered buffer of bucket r takes (its bytes, rounded up to whole
+  /// blocks on the host), and a unit's buffers together: the units spares are counted in.
+  size_t buffer_memory(const BucketRef& r) const;
+  int64_t unit_memory(int unit) const;
   /// The memory of a gathered buffer: a spare of that size, else the device's allocator.
   at::DataPtr take_memory(size_t nbytes, at::Device device);
   /// Keeps a released buffer's memory as a spare while gathered and spare bytes together

@@ -54,6 +54,14 @@ void ZeroOptimizer::init_tier() {
   }
   io_ = make_async_io(o.buffer_count * 4, o.backend);
   staging_ = std::make_shared<StagingPool>();
+  // The gradient shard's buffer at its largest at once: grown bucket by bucket, it would
+  // leave every smaller size behind in the pool.
+  int64_t largest_grad = 0;
+  for (const Group& g : groups_)
+    if (g.grad_plane >= 0)
+      for (size_t b = 0; b < g.layout.buckets().size(); ++b)
+        largest_grad = std::max(largest_grad, domain(g, b).size());
+  if (largest_grad > 0) grad_staging_ = staging_->take(largest_grad, state_dtype_);
   ring_ = std::make_shared<TierRing>();
   for (int i = 0; i < o.buffer_count; ++i) ring_->buffers.emplace_back(record);
   std::filesystem::create_directories(o.dir);
