@@ -266,6 +266,8 @@ def capacity(bench):
     # one overshoots in the first steps (5.93 to 8.05 at 3e-4, to 7.43 at 5e-5).
     lr = ["optimizer.lr=1e-5", "optimizer.min_lr=1e-5"]
     sets = working_set_sets(tier, True) + lr
+    tier.mkdir(exist_ok=True)
+    cluster, _ = calibrate(bench, tier, "calibrate_capacity")
     code_nvme, rows_nvme, seconds = capped_run(bench, "capacity_nvme", CAPACITY_CAP, sets, steps,
                                                model=m)
     code_none, rows_none, _ = capped_run(
@@ -287,6 +289,12 @@ def capacity(bench):
               % ([round(x, 3) for x in losses], [round(r["step_time_s"], 1) for r in rows_nvme],
                  seconds, [round(r["peak_rss_bytes"] / (1 << 20)) for r in rows_nvme][-1:],
                  disk / 1e9))
+    if rows_nvme:
+        # A shape the planner was not calibrated on: width 2048, twice the others'.
+        prediction_row(bench, "%.2fB parameters, everything in the tier (width 2048, held out)"
+                       % (params / 1e9), [planned(bench, m, sets, cluster)],
+                       [(median_of([r["step_time_s"] for r in rows_nvme]),
+                         max(r["peak_rss_bytes"] for r in rows_nvme))])
 
 
 # The issue's 160M-parameter model: 12 layers of width 1024, a vocabulary of 8192.
