@@ -249,13 +249,18 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
       out.transient += b.grad * static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
     if (m.zero3_reshard_after_forward) out.transient += b.param * layer;
     if (out.offloaded > 0) {
-      // The largest bucket: bucket_size elements, or one parameter larger than that.
-      const int64_t h = m.hidden, t = l.tp;
-      const int64_t ffn = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * h;
-      double bucket = static_cast<double>(std::max(m.bucket_size, h * ffn / t));
-      if (stage == 0 || stage == l.pp - 1)
-        bucket = std::max(bucket, static_cast<double>(padded_vocab(m, t) / t * h));
-      out.transient += b.grad_shard * bucket / std::max(l.dp, 1);
+      // The tier's gradient buffer: the largest bucket's shard, in the stage's real layout
+      // and in the tied embedding's buffer of its own (on the stages that hold a copy).
+      int64_t largest = 0;
+      auto widest = [&](const std::vector<int64_t>& numels) {
+        const BucketLayout layout(numels, m.bucket_size, l.dp);
+        for (const Bucket& bucket : layout.buckets())
+          largest = std::max(largest, bucket.shard_numel);
+      };
+      widest(stage_bucketed_numels(m, l.pp, l.tp, stage));
+      if (m.tied && (stage == 0 || stage == l.pp - 1))
+        widest({padded_vocab(m, l.tp) / l.tp * m.hidden});
+      out.transient += b.grad_shard * static_cast<double>(largest);
     }
   }
   if (params_offloaded) {

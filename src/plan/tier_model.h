@@ -12,7 +12,8 @@ struct TierTraffic {
   double gather_read = 0;                    ///< stage 3's gathers reading the parameter shard
   double grad_read = 0, grad_write = 0;      ///< the reduced gradient shard, per micro-batch
   double layer_read = 0;  ///< one gather of the largest layer: what no prefetch hides
-  int64_t gathers = 0;    ///< unprefetched gathers a step: 2 per micro-batch (forward, backward)
+  int64_t gathers = 0;    ///< passes over the layers a step: 2 per micro-batch (forward,
+                          ///< backward), each starting with one layer read unprefetched
   double total() const { return stream_read + stream_write + gather_read + grad_read + grad_write; }
   /// What moves while forward and backward compute.
   double during_compute() const { return gather_read + grad_read + grad_write; }

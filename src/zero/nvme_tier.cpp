@@ -65,6 +65,15 @@ uint64_t NvmeTier::post_write(size_t piece, size_t plane, const void* src) {
 
 void NvmeTier::drain() noexcept { io_.drain(); }
 
+void NvmeTier::finish_all(const std::vector<uint64_t>& tickets) {
+  try {
+    for (uint64_t t : tickets) wait(t);
+  } catch (...) {
+    drain();
+    throw;
+  }
+}
+
 uint64_t NvmeTier::post_at(char* memory, size_t plane, size_t piece, bool write) {
   TORCH_CHECK(reinterpret_cast<uintptr_t>(memory) % kIoAlignment == 0,
               "nvme tier: a transfer's memory must be aligned to ", kIoAlignment, " bytes");
@@ -134,25 +143,6 @@ void NvmeTier::stream(const Visit& visit, bool read, bool write, int unchanged) 
     throw;
   }
   stats_.stream_s += seconds_since(t0);
-}
-
-void NvmeTier::read_plane(size_t piece, size_t plane, at::Tensor dst) {
-  TORCH_CHECK(dst.numel() == pieces_[piece] && dst.is_contiguous(),
-              "nvme tier: read_plane needs a contiguous tensor of the piece's length");
-  // The last ring buffer: stream() is not running while a layer gathers.
-  const size_t s = ring_->buffers.size() - 1;
-  wait(post(s, plane, piece, false));
-  dst.copy_(at::from_blob(ring_->buffers[s].data() + slot_offsets_[plane], {pieces_[piece]},
-                          at::TensorOptions().dtype(planes_[plane])));
-}
-
-void NvmeTier::write_plane(size_t piece, size_t plane, const at::Tensor& src) {
-  TORCH_CHECK(src.numel() == pieces_[piece], "nvme tier: write_plane needs the piece's length");
-  const size_t s = ring_->buffers.size() - 1;
-  at::from_blob(ring_->buffers[s].data() + slot_offsets_[plane], {pieces_[piece]},
-                at::TensorOptions().dtype(planes_[plane]))
-      .copy_(src);
-  wait(post(s, plane, piece, true));
 }
 
 }  // namespace trident

@@ -46,22 +46,17 @@ class NvmeTier {
   /// behind while the next piece is visited), all but `unchanged` (a plane the visit only
   /// reads, or -1). Returns when every write completed.
   void stream(const Visit& visit, bool read, bool write, int unchanged = -1);
-  /// Reads plane `plane` of piece `piece` into `dst` (contiguous, the piece's length).
-  void read_plane(size_t piece, size_t plane, at::Tensor dst);
-  /// Writes `src` (the piece's length) into plane `plane` of piece `piece`; returns once
-  /// it is in the file. Like read_plane, never while stream() runs.
-  void write_plane(size_t piece, size_t plane, const at::Tensor& src);
-
   /// Posts a read of plane `plane` of piece `piece` straight into `dst`, and a write out
   /// of `src`: memory at a kIoAlignment boundary with room for the plane's bytes rounded
   /// up to whole blocks, untouched until finish() returned for the ticket. Neither waits,
-  /// so a transfer runs while the caller computes; like read_plane, never while stream()
-  /// runs.
+  /// so a transfer runs while the caller computes; never while stream() runs.
   uint64_t post_read(size_t piece, size_t plane, void* dst);
   uint64_t post_write(size_t piece, size_t plane, const void* src);
   /// Waits for a posted transfer; throws what the disk said, naming the file. After a
   /// throw, drain() before the memory of the other transfers in flight is freed.
   void finish(uint64_t ticket) { wait(ticket); }
+  /// Waits for every ticket; after a failure lets the rest land (drain) before throwing.
+  void finish_all(const std::vector<uint64_t>& tickets);
   void drain() noexcept;
 
   int64_t file_bytes() const { return file_bytes_; }

@@ -124,17 +124,6 @@ void ZeroOptimizer::stream_update(Group& g, double lr, double grad_scale) {
 
 namespace {
 
-/// Waits for `tickets` of `tier`; after a failure lets the others land before throwing,
-/// since they write into memory the caller is about to free.
-void finish_all(NvmeTier& tier, const std::vector<uint64_t>& tickets) {
-  try {
-    for (uint64_t t : tickets) tier.finish(t);
-  } catch (...) {
-    tier.drain();
-    throw;
-  }
-}
-
 /// Whether the tier may read `n` elements straight into `t`: contiguous at a block
 /// boundary, with its storage's room reaching the whole block past the n-th element.
 bool readable_into(const at::Tensor& t, int64_t n) {
@@ -143,11 +132,6 @@ bool readable_into(const at::Tensor& t, int64_t n) {
   return t.is_contiguous() && t.numel() == n &&
          reinterpret_cast<uintptr_t>(t.data_ptr()) % kIoAlignment == 0 &&
          t.storage().nbytes() >= offset + align_up(bytes);
-}
-
-/// The address of element `offset` of `t`.
-char* address_of(const at::Tensor& t, int64_t offset) {
-  return static_cast<char*>(t.data_ptr()) + offset * static_cast<int64_t>(t.element_size());
 }
 
 }  // namespace
@@ -166,24 +150,34 @@ std::function<at::Tensor()> ZeroOptimizer::post_param_load(size_t gi, size_t b, 
   // of the last needs the room rounded up to a whole block.
   const bool direct = dst.defined() && readable_into(dst, n);
   at::Tensor shard = direct ? dst : staging_->take(n, param_dtype_);
-  std::vector<uint64_t> tickets;
-  try {
-    for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
-      tickets.push_back(g.tier->post_read(k, static_cast<size_t>(g.param_plane),
-                                          address_of(shard, g.pieces[k].begin)));
-  } catch (...) {
-    g.tier->drain();
-    throw;
-  }
+  const std::vector<uint64_t> tickets = post_bucket(g, b, g.param_plane, shard, false);
   NvmeTier* tier = g.tier.get();
   return [tier, shard, tickets, dst] {
-    finish_all(*tier, tickets);
+    tier->finish_all(tickets);
     if (dst.defined() && !dst.is_same(shard)) {
       dst.copy_(shard);
       return dst;
     }
     return shard;
   };
+}
+
+std::vector<uint64_t> ZeroOptimizer::post_bucket(Group& g, size_t b, int plane,
+                                                 const at::Tensor& memory, bool write) {
+  char* base = static_cast<char*>(memory.data_ptr());
+  const int64_t element = static_cast<int64_t>(memory.element_size());
+  std::vector<uint64_t> tickets;
+  try {
+    for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k) {
+      char* at = base + g.pieces[k].begin * element;
+      const size_t p = static_cast<size_t>(plane);
+      tickets.push_back(write ? g.tier->post_write(k, p, at) : g.tier->post_read(k, p, at));
+    }
+  } catch (...) {  // a refused post: let those already posted land before anyone frees
+    g.tier->drain();
+    throw;
+  }
+  return tickets;
 }
 
 void ZeroOptimizer::finish_grad_writes() {

@@ -237,17 +237,7 @@ at::Tensor ZeroOptimizer::grad_shard_of(Group& g, size_t b) {
   if (grad_staging_.numel() < n) grad_staging_ = staging_->take(n, state_dtype_);
   at::Tensor shard = grad_staging_.narrow(0, 0, n);
   if (!g.grad_stored[b]) return shard.zero_();
-  std::vector<uint64_t> tickets;
-  for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
-    tickets.push_back(g.tier->post_read(
-        k, static_cast<size_t>(g.grad_plane),
-        static_cast<char*>(shard.data_ptr()) + g.pieces[k].begin * shard.element_size()));
-  try {
-    for (uint64_t t : tickets) g.tier->finish(t);
-  } catch (...) {
-    g.tier->drain();
-    throw;
-  }
+  g.tier->finish_all(post_bucket(g, b, g.grad_plane, shard, false));
   return shard;
 }
 
@@ -261,11 +251,8 @@ void ZeroOptimizer::change_grad_shard(Group& g, size_t b,
   g.grad_sq[b] = last_backward_ ? bucket_sum_of_squares(g, b, shard) : at::Tensor();
   // Written behind: the writes land while backward goes on; the next grad_shard_of (or
   // the step) waits for them.
-  for (size_t k = g.first_piece[b]; k < g.pieces.size() && g.pieces[k].bucket == b; ++k)
-    grad_writes_.emplace_back(g.tier.get(),
-                              g.tier->post_write(k, static_cast<size_t>(g.grad_plane),
-                                                 static_cast<char*>(shard.data_ptr()) +
-                                                     g.pieces[k].begin * shard.element_size()));
+  for (uint64_t ticket : post_bucket(g, b, g.grad_plane, shard, true))
+    grad_writes_.emplace_back(g.tier.get(), ticket);
   g.grad_stored[b] = true;
 }
 

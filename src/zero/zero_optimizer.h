@@ -254,6 +254,10 @@ class ZeroOptimizer {
   /// it and gives the shard. A `dst` at a block boundary with room for whole blocks is
   /// read into directly, any other through staging memory.
   std::function<at::Tensor()> post_param_load(size_t group, size_t bucket, at::Tensor dst);
+  /// Posts the transfers of bucket b's pieces of `plane` between the tier and `memory`
+  /// (the bucket's domain, block-aligned, each piece at its offset); returns the tickets.
+  std::vector<uint64_t> post_bucket(Group& g, size_t b, int plane, const at::Tensor& memory,
+                                    bool write);
   /// Waits for the gradient shard's writes in flight (posted by change_grad_shard).
   void finish_grad_writes();
   bool has_master() const;
