@@ -8,7 +8,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/threads.h"  // apply_threads
+#include "cli/threads.h"         // apply_threads
+#include "common/host_memory.h"  // set_release_large_blocks
 #include "common/memory_tracker.h"
 #include "config/config.h"
 #include "config/input_error.h"   // InputError
@@ -54,6 +55,9 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
             << ", " << config.train.precision << "\n";
   if (p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone)
     std::cout << "offload: " << trainer.optimizer().offload_description() << "\n";
+  if (config.releases_host_memory())
+    std::cout << "memory: freed blocks of 1 MiB or more go back to the system (train.allocator = "
+              << config.train.allocator << ")\n";
   std::cout << "data: " << trainer.data_description() << "\n";
   if (const auto floor = trainer.loss_floor())
     std::cout << "loss floor (the source's entropy rate): " << *floor << " nats\n";
@@ -85,6 +89,7 @@ int cmd_train(const Args& args) {
   // kept, and a signal during the start-up is noticed before the first step.
   const PreemptionGuard preemption(config.checkpoint.preempt_signals);
   apply_threads(config.train.threads, *job);
+  set_release_large_blocks(config.releases_host_memory());
   install_memory_tracker();
 
   const auto& p = config.parallel;

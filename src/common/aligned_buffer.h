@@ -1,10 +1,11 @@
-// A heap buffer aligned for O_DIRECT transfers (4096 bytes, a multiple of every logical
-// block size in use), owned and freed like a unique_ptr.
+// A host buffer aligned for O_DIRECT transfers (4096 bytes, a multiple of every logical
+// block size in use), owned and freed like a unique_ptr; from the heap, or mapped on its
+// own while large blocks are released (common/host_memory.h).
 #pragma once
 #include <cstddef>  // size_t
-#include <cstdlib>  // posix_memalign, free
-#include <new>      // std::bad_alloc
 #include <utility>  // std::swap
+
+#include "common/host_memory.h"  // HostBlock, allocate_host_block
 
 namespace trident {
 
@@ -18,28 +19,21 @@ constexpr size_t align_up(size_t n) { return (n + kIoAlignment - 1) / kIoAlignme
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t bytes) : size_(align_up(bytes)) {
-    if (size_ > 0 && posix_memalign(&data_, kIoAlignment, size_) != 0) throw std::bad_alloc();
-  }
-  ~AlignedBuffer() { std::free(data_); }
-  AlignedBuffer(AlignedBuffer&& o) noexcept : data_(o.data_), size_(o.size_) {
-    o.data_ = nullptr;
-    o.size_ = 0;
-  }
+  explicit AlignedBuffer(size_t bytes) : block_(allocate_host_block(align_up(bytes))) {}
+  ~AlignedBuffer() { free_host_block(block_); }
+  AlignedBuffer(AlignedBuffer&& o) noexcept : block_(o.block_) { o.block_ = HostBlock{}; }
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(size_, o.size_);
+    std::swap(block_, o.block_);
     return *this;
   }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 
-  char* data() const { return static_cast<char*>(data_); }
-  size_t size() const { return size_; }
+  char* data() const { return static_cast<char*>(block_.data); }
+  size_t size() const { return block_.bytes; }
 
  private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
+  HostBlock block_;
 };
 
 }  // namespace trident

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "common/host_memory.h"  // allocate_host_block, releases_large_blocks
+
 namespace trident {
 
 namespace {
@@ -52,6 +54,33 @@ void release(void* data) {
 #define TRIDENT_ALLOCATOR_COPIES 0
 #endif
 
+// Blocks of kMappedBlockBytes or more mapped on their own while large blocks are released;
+// everything else from libtorch's CPU allocator.
+class HostBlockAllocator final : public c10::Allocator {
+ public:
+  explicit HostBlockAllocator(c10::Allocator* small) : small_(small) {}
+
+#if TRIDENT_ALLOCATOR_COPIES
+  void copy_data(void* dest, const void* src, size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
+
+  c10::DataPtr allocate(size_t n) TRIDENT_ALLOCATE_CONST override {
+    if (n < kMappedBlockBytes || !releases_large_blocks()) return small_->allocate(n);
+    auto* block = new HostBlock(allocate_host_block(n));
+    return {block->data, block, &free_block, c10::Device(c10::DeviceType::CPU)};
+  }
+
+ private:
+  static void free_block(void* context) {
+    auto* block = static_cast<HostBlock*>(context);
+    free_host_block(*block);
+    delete block;
+  }
+  c10::Allocator* small_;
+};
+
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
@@ -89,7 +118,8 @@ class CountingAllocator final : public c10::Allocator {
 
 void install_memory_tracker() {
   if (g_installed.exchange(true)) return;
-  static CountingAllocator allocator(c10::GetCPUAllocator());
+  static HostBlockAllocator blocks(c10::GetCPUAllocator());
+  static CountingAllocator allocator(&blocks);
   c10::SetCPUAllocator(&allocator, /*priority=*/100);
 }
 

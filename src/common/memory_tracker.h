@@ -7,6 +7,8 @@ namespace trident {
 
 /// Installs the counting allocator (once per process; later calls do nothing). The
 /// allocator is process-wide in libtorch, so this is the one global the project keeps.
+/// Tensors of kMappedBlockBytes or more get mappings of their own while
+/// releases_large_blocks() (common/host_memory.h), the rest libtorch's own memory.
 void install_memory_tracker();
 /// Bytes currently allocated by tensors made after installation.
 int64_t live_tensor_bytes();

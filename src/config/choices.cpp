@@ -78,6 +78,13 @@ const std::vector<ChoiceName<PreemptSignals>>& choice_names() {
   return names;
 }
 
+template <>
+const std::vector<ChoiceName<Allocator>>& choice_names() {
+  static const std::vector<ChoiceName<Allocator>> names = {
+      {Allocator::kAuto, "auto"}, {Allocator::kCache, "cache"}, {Allocator::kRelease, "release"}};
+  return names;
+}
+
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
@@ -89,5 +96,6 @@ std::ostream& operator<<(std::ostream& out, ActivationCheckpointing value) {
 std::ostream& operator<<(std::ostream& out, ReduceDtype value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Device value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PreemptSignals value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, Allocator value) { return out << name_of(value); }
 
 }  // namespace trident

@@ -27,6 +27,12 @@ enum class Toggle { kOn, kOff };
 /// is no "cpu" tier (see the schema's refusal): nothing would run it.
 enum class OffloadTier { kNone, kNvme };
 
+/// train.allocator: what happens to a rank's freed host memory. kCache keeps it for reuse
+/// (the fastest; peak RSS includes the heap's fragmentation); kRelease maps every block of
+/// 1 MiB or more on its own, with transparent huge pages, and returns it when freed (peak
+/// RSS follows live memory); kAuto releases when the nvme tier holds the parameters.
+enum class Allocator { kAuto, kCache, kRelease };
+
 /// checkpoint.preempt_signals: the signals that make every rank save and exit at the next
 /// step boundary ("none": they keep their default action, ending the job unsaved).
 enum class PreemptSignals { kTermIntUsr1, kUsr1, kNone };
@@ -68,5 +74,6 @@ std::ostream& operator<<(std::ostream& out, Device value);
 std::ostream& operator<<(std::ostream& out, Toggle value);
 std::ostream& operator<<(std::ostream& out, OffloadTier value);
 std::ostream& operator<<(std::ostream& out, PreemptSignals value);
+std::ostream& operator<<(std::ostream& out, Allocator value);
 
 }  // namespace trident

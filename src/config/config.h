@@ -67,7 +67,8 @@ struct TrainSection {
   Device device = Device::kCpu;
   int64_t seed = 1234;
   int64_t log_every = 1;
-  int64_t threads = 0;             ///< intra-op threads per rank, 0 = auto
+  int64_t threads = 0;                     ///< intra-op threads per rank, 0 = auto
+  Allocator allocator = Allocator::kAuto;  ///< freed host memory: kept or returned
   int64_t max_skipped_steps = 10;  ///< consecutive skipped (non-finite) steps before stopping
 };
 
@@ -139,6 +140,9 @@ struct TrainConfig {
   int64_t micro_batches() const;
   /// vocab rounded up to a multiple of lcm(vocab_multiple, tp).
   int64_t padded_vocab() const;
+  /// Whether freed blocks of host memory go back to the system (train.allocator; "auto":
+  /// when the nvme tier holds the parameters, where memory, not speed, is the limit).
+  bool releases_host_memory() const;
 };
 
 /// Thrown for any bad config; what() is the one message shown to the user.

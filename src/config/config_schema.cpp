@@ -23,6 +23,11 @@ int64_t TrainConfig::padded_vocab() const {
   return (model.vocab + multiple - 1) / multiple * multiple;
 }
 
+bool TrainConfig::releases_host_memory() const {
+  if (train.allocator == Allocator::kAuto) return parallel.offload_params == OffloadTier::kNvme;
+  return train.allocator == Allocator::kRelease;
+}
+
 namespace config_detail {
 namespace {
 
@@ -223,6 +228,10 @@ std::vector<KeySpec> build_schema() {
        "write a metrics line every this many steps"},
       {"train", "threads", field(kTrain, &T::threads), at_least(0),
        "intra-op threads per rank; 0 chooses automatically"},
+      {"train", "allocator", choice_field(kTrain, &T::allocator), choices_of<Allocator>(),
+       "freed host memory: \"cache\" keeps it for reuse (fastest), \"release\" returns "
+       "blocks of 1 MiB or more to the system (peak memory follows live tensors), \"auto\" "
+       "releases when parallel.offload_params = \"nvme\"; docs/offload.md"},
       {"train", "max_skipped_steps", field(kTrain, &T::max_skipped_steps), at_least(1),
        "a step with a non-finite loss or gradient norm is skipped; this many in a row stop "
        "the job"},

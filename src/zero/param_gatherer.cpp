@@ -6,13 +6,21 @@
 #include <c10/util/Exception.h>    // TORCH_CHECK
 
 #include <algorithm>  // std::find_if, std::max, std::fill
-#include <cstdlib>    // posix_memalign, std::free
 #include <map>        // std::map
-#include <new>        // std::bad_alloc
 
 #include "common/aligned_buffer.h"  // align_up, kIoAlignment
+#include "common/host_memory.h"     // allocate_host_block: heap, or mapped when released
 
 namespace trident {
+
+namespace {
+/// The deleter of a gathered buffer's memory (its context: the HostBlock).
+void free_gathered(void* context) {
+  auto* block = static_cast<HostBlock*>(context);
+  free_host_block(*block);
+  delete block;
+}
+}  // namespace
 
 ParamGatherer::ParamGatherer(std::vector<Parameter>& params, std::vector<ShardedBuffer> buffers,
                              Communicator& dp, const std::vector<std::vector<size_t>>& units,
@@ -244,9 +252,8 @@ at::DataPtr ParamGatherer::take_memory(size_t nbytes, at::Device device) {
   auto it = spares_.find(nbytes);
   if (it == spares_.end() || it->second.empty()) {
     if (!device.is_cpu()) return c10::GetAllocator(device.type())->allocate(nbytes);
-    void* memory = nullptr;
-    if (posix_memalign(&memory, kIoAlignment, nbytes) != 0) throw std::bad_alloc();
-    return at::DataPtr(memory, memory, &std::free, device);
+    auto* block = new HostBlock(allocate_host_block(nbytes));
+    return at::DataPtr(block->data, block, &free_gathered, device);
   }
   at::DataPtr memory = std::move(it->second.back());
   it->second.pop_back();
