@@ -77,6 +77,7 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.zero3_reshard_after_forward = c.parallel.zero3_reshard_after_forward == Toggle::kOn;
   m.offload_optimizer = name_of(c.parallel.offload_optimizer);
   m.offload_params = name_of(c.parallel.offload_params);
+  m.releases_host_memory = c.releases_host_memory();
   m.offload_buffer_count = c.parallel.offload_buffer_count;
   m.offload_block_size = c.parallel.offload_block_size;
   return m;

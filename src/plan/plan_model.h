@@ -30,6 +30,9 @@ struct PlanModel {
   std::string offload_params = "none";      ///< ZeRO 3: where the parameter shard lives
   int64_t offload_buffer_count = 4;         ///< nvme: the ring's buffers on the device's host
   int64_t offload_block_size = 4 << 20;     ///< nvme: bytes per state per transfer
+  /// train.allocator returns freed large blocks (resolved from "auto"): the peak RSS is
+  /// then the live memory and the process base; kept, the heap's fragmentation adds to it.
+  bool releases_host_memory = false;
   // The Llama family: SwiGLU's three matrices, grouped-query attention's smaller k and v,
   // RMSNorm without biases, RoPE instead of a position table, the head tied or not.
   bool llama = false;

@@ -10,6 +10,11 @@ namespace trident::plan {
 
 namespace {
 
+/// After a peak RSS predicted for a rank whose heap keeps freed memory.
+constexpr const char* kKeptHeapNote =
+    "\n    with train.allocator = \"cache\" the heap keeps freed memory: its fragmentation "
+    "comes on top (22-34% measured; docs/offload.md)";
+
 /// A unit that keeps `largest` readable: its name and its size in base units.
 std::pair<const char*, double> bytes_unit(double largest) {
   if (largest >= 1e9) return {"GB", 1e9};
@@ -137,7 +142,8 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
   if (c.process_base_gb > 0)
     out << "  peak RSS of a rank on a CPU device: "
         << format("%.4g GB", (b.total() + c.process_base_gb * 1e9) / 1e9) << " (the total and "
-        << format("%.3g GB", c.process_base_gb) << " the process holds beyond it, calibrated)\n";
+        << format("%.3g GB", c.process_base_gb) << " the process holds beyond it, calibrated)"
+        << (m.releases_host_memory ? "" : kKeptHeapNote) << "\n";
   out << "  " << (e.fits ? "fits in " : "does NOT fit in ")
       << format("%.4g", c.usable_memory_bytes() / 1e9) << " GB\n\nstep time:\n";
   const std::pair<const char*, double> times[] = {
@@ -210,7 +216,8 @@ nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, cons
                           {"global_batch", m.global_batch},
                           {"precision", m.precision},
                           {"schedule", m.schedule},
-                          {"parameters", total_parameters(m)}}},
+                          {"parameters", total_parameters(m)},
+                          {"releases_host_memory", m.releases_host_memory}}},
                         {"cluster",
                          {{"name", c.name},
                           {"devices_per_node", c.devices_per_node},
@@ -241,6 +248,8 @@ std::string capacity_text(const PlanModel& m, const Layout& l, const Cluster& c,
   else
     out << "(the cluster file has no process_base_gb: run trident calibrate for it; the peak "
            "RSS below leaves it out)\n";
+  out << "(peak RSS of a rank whose freed memory goes back to the system: train.allocator = "
+         "\"release\", which \"auto\" chooses when the parameters are in the tier)\n";
   for (const CapacityRow& r : rows) {
     out << "  " << r.placement.name << " (ZeRO " << r.placement.zero << "): ";
     if (r.layers == 0) {
