@@ -242,26 +242,28 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   if (l.zero == 3) {
     const Stage3Split split = stage3_split(m, l, stage);
     const double layer = static_cast<double>(split.largest_layer);
-    out.transient = b.grad * layer;
+    // The stage's real bucket layout, and the tied embedding's buffer of its own on the
+    // stages that hold a copy: a bucket's gradients stay until its last one arrives and
+    // the bucket is reduced, so the largest bucket is the most gradient held at once.
+    int64_t largest = 0, largest_shard = 0;
+    auto widest = [&](const std::vector<int64_t>& numels) {
+      const BucketLayout layout(numels, m.bucket_size, l.dp);
+      for (const Bucket& bucket : layout.buckets()) {
+        largest = std::max(largest, bucket.numel);
+        largest_shard = std::max(largest_shard, bucket.shard_numel);
+      }
+    };
+    widest(stage_bucketed_numels(m, l.pp, l.tp, stage));
+    if (m.tied && (stage == 0 || stage == l.pp - 1))
+      widest({padded_vocab(m, l.tp) / l.tp * m.hidden});
+    out.transient = b.grad * static_cast<double>(largest);
     // A stage with both ends of a tied model: the head's share of the embedding's gradient
     // is produced first in backward and kept until the embedding's own arrives last.
     if (m.tied && l.pp == 1)
       out.transient += b.grad * static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
     if (m.zero3_reshard_after_forward) out.transient += b.param * layer;
-    if (out.offloaded > 0) {
-      // The tier's gradient buffer: the largest bucket's shard, in the stage's real layout
-      // and in the tied embedding's buffer of its own (on the stages that hold a copy).
-      int64_t largest = 0;
-      auto widest = [&](const std::vector<int64_t>& numels) {
-        const BucketLayout layout(numels, m.bucket_size, l.dp);
-        for (const Bucket& bucket : layout.buckets())
-          largest = std::max(largest, bucket.shard_numel);
-      };
-      widest(stage_bucketed_numels(m, l.pp, l.tp, stage));
-      if (m.tied && (stage == 0 || stage == l.pp - 1))
-        widest({padded_vocab(m, l.tp) / l.tp * m.hidden});
-      out.transient += b.grad_shard * static_cast<double>(largest);
-    }
+    // The tier's gradient buffer: the largest bucket's shard.
+    if (out.offloaded > 0) out.transient += b.grad_shard * static_cast<double>(largest_shard);
   }
   if (params_offloaded) {
     const double persistent = static_cast<double>(stage3_split(m, l, stage).persistent);

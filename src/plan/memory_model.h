@@ -86,8 +86,8 @@ struct MemoryBreakdown {
   double bucket_buffers = 0;  ///< the ZeRO-2 part of `communication`
   double gather_buffers = 0;  ///< ZeRO-3's gathered layers, also part of `communication`
   double offloaded = 0;       ///< model state in the nvme tier's files, not counted
-  /// ZeRO 3 beyond the live layers: a released layer's memory kept for reuse, a layer's
-  /// full-size gradient before its reduction, and with the gradient in the tier the buffer
+  /// ZeRO 3 beyond the live layers: a released layer's memory kept for reuse, the largest
+  /// bucket's gradients before its reduction, and with the gradient in the tier the buffer
   /// a bucket's shard is summed in.
   double transient = 0;
   int stage = 0;            ///< the pipeline stage these figures are for
