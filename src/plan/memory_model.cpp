@@ -240,8 +240,6 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
                            static_cast<double>(m.offload_block_size);
   }
   if (l.zero == 3) {
-    const Stage3Split split = stage3_split(m, l, stage);
-    const double layer = static_cast<double>(split.largest_layer);
     // The stage's real bucket layout, and the tied embedding's buffer of its own on the
     // stages that hold a copy: a bucket's gradients stay until its last one arrives and
     // the bucket is reduced, so the largest bucket is the most gradient held at once.
@@ -261,7 +259,9 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
     // is produced first in backward and kept until the embedding's own arrives last.
     if (m.tied && l.pp == 1)
       out.transient += b.grad * static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
-    if (m.zero3_reshard_after_forward) out.transient += b.param * layer;
+    // A released layer's memory kept for the next gather is not counted: a spare exists
+    // only while fewer than zero3_max_live_layers are gathered, and the next prefetch
+    // takes it (measured: gathered and spare together peak at the live bound).
     // The tier's gradient buffer: the largest bucket's shard.
     if (out.offloaded > 0) out.transient += b.grad_shard * static_cast<double>(largest_shard);
   }
