@@ -13,7 +13,7 @@ namespace {
 /// After a peak RSS predicted for a rank whose heap keeps freed memory.
 constexpr const char* kKeptHeapNote =
     "\n    with train.allocator = \"cache\" the heap keeps freed memory: its fragmentation "
-    "comes on top (22-34% measured; docs/offload.md)";
+    "comes on top (23-52% more measured; docs/offload.md)";
 
 /// A unit that keeps `largest` readable: its name and its size in base units.
 std::pair<const char*, double> bytes_unit(double largest) {
