@@ -203,6 +203,10 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.memory_gbps = number(source, key, node, 0);
     } else if (key == "disk_gbps") {
       c.disk_gbps = number(source, key, node, 0);
+    } else if (key == "disk_read_gbps") {
+      c.disk_read_gbps = number(source, key, node, 0);
+    } else if (key == "disk_write_gbps") {
+      c.disk_write_gbps = number(source, key, node, 0);
     } else if (key == "process_base_gb") {
       c.process_base_gb = number(source, key, node, 0);
     } else if (key == "layer_overhead_us") {
@@ -222,7 +226,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
                          "sendrecv_us inter_sendrecv_us inter_send_us contention efficiency "
                          "intra_node_gbps "
                          "inter_node_gbps latency_us inter_node_latency_us sync_us memory_gbps "
-                         "disk_gbps process_base_gb "
+                         "disk_gbps disk_read_gbps disk_write_gbps process_base_gb "
                          "elementwise_gbps "
                          "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
                          "dp_overlap");
@@ -304,6 +308,8 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "sync_us = " << c.sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
       << "disk_gbps = " << c.disk_gbps << "\n"
+      << "disk_read_gbps = " << c.disk_read_gbps << "\n"
+      << "disk_write_gbps = " << c.disk_write_gbps << "\n"
       << "process_base_gb = " << c.process_base_gb << "\n"
       << "layer_overhead_us = " << c.layer_overhead_us << "\n"
       << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"

@@ -68,8 +68,14 @@ struct Cluster {
   double sync_us = 0;
   double memory_gbps = 0;  ///< device memory bandwidth, GB/s; 0: elementwise work ignored
   /// The nvme tier's disk: sequential O_DIRECT bandwidth per device, GB/s (trident
-  /// calibrate measures it); 0: the tier's traffic is not modelled.
+  /// calibrate measures it: the mean of its write and read); 0: the tier's traffic is not
+  /// modelled.
   double disk_gbps = 0;
+  /// The same by direction, as calibrate measures them; 0: disk_gbps for that direction.
+  double disk_read_gbps = 0, disk_write_gbps = 0;
+  /// The rates the tier model uses: each direction's own, else disk_gbps.
+  double disk_read() const { return disk_read_gbps > 0 ? disk_read_gbps : disk_gbps; }
+  double disk_write() const { return disk_write_gbps > 0 ? disk_write_gbps : disk_gbps; }
   /// Resident memory of a training process beyond its model's state, activations and
   /// buffers: the program, libtorch, MPI, the BLAS's buffers (trident calibrate measures
   /// it after a block's forward and backward). With it the planner predicts a CPU rank's

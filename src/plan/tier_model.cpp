@@ -38,12 +38,15 @@ TierTraffic tier_traffic(const PlanModel& m, const Layout& l, int stage) {
   return t;
 }
 
-double tier_wait_s(const TierTraffic& t, double disk_gbps, double optimizer_s, double compute_s) {
-  if (disk_gbps <= 0 || t.total() <= 0) return 0.0;
-  const double rate = disk_gbps * 1e9;
-  const double stream = std::max(0.0, (t.stream_read + t.stream_write) / rate - optimizer_s);
-  const double behind = std::max(0.0, t.during_compute() / rate - compute_s);
-  return stream + behind + static_cast<double>(t.gathers) * t.layer_read / rate;
+double tier_wait_s(const TierTraffic& t, const DiskRates& disk, double optimizer_s,
+                   double compute_s) {
+  if (disk.read_gbps <= 0 || disk.write_gbps <= 0 || t.total() <= 0) return 0.0;
+  const double read = disk.read_gbps * 1e9, write = disk.write_gbps * 1e9;
+  const double stream =
+      std::max(0.0, std::max(t.stream_read / read, t.stream_write / write) - optimizer_s);
+  const double behind = std::max(
+      0.0, std::max((t.gather_read + t.grad_read) / read, t.grad_write / write) - compute_s);
+  return stream + behind + static_cast<double>(t.gathers) * t.layer_read / read;
 }
 
 }  // namespace trident::plan

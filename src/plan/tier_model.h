@@ -28,11 +28,20 @@ struct TierTraffic {
 /// its backward), once a step when layers stay gathered. Zero without an nvme tier.
 TierTraffic tier_traffic(const PlanModel& m, const Layout& layout, int stage);
 
+/// The disk's sequential O_DIRECT rates, GB/s, each direction on its own.
+struct DiskRates {
+  double read_gbps = 0, write_gbps = 0;
+};
+
 /// Seconds the step waits for the tier beyond the AdamW step (`optimizer_s`, which the
 /// stream overlaps) and beyond forward and backward (`compute_s`, which the gathers'
-/// prefetch and the gradient's write-behind overlap), at `disk_gbps`:
-///   max(0, stream / disk - optimizer) + max(0, during_compute / disk - compute)
-///   + gathers x layer_read / disk   (each direction's first layer is read unprefetched)
-double tier_wait_s(const TierTraffic& t, double disk_gbps, double optimizer_s, double compute_s);
+/// prefetch and the gradient's write-behind overlap). The ring keeps reads ahead and
+/// writes behind in flight at once, so a part takes as long as its slower direction:
+///   max(0, max(stream_read / read, stream_write / write) - optimizer)
+///   + max(0, max((gather_read + grad_read) / read, grad_write / write) - compute)
+///   + gathers x layer_read / read   (each direction's first layer is read unprefetched)
+/// Zero when either rate is unknown (0).
+double tier_wait_s(const TierTraffic& t, const DiskRates& disk, double optimizer_s,
+                   double compute_s);
 
 }  // namespace trident::plan

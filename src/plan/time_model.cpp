@@ -488,13 +488,14 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     out.optimizer =
         std::max(1.0, share) * c.contention_at(ranks_sharing(l, c)) * bytes / (c.memory_gbps * 1e9);
   }
-  if (c.disk_gbps > 0 && m.offload_optimizer == "nvme") {
+  if (c.disk_read() > 0 && m.offload_optimizer == "nvme") {
     // The tier streams its files through the AdamW step, and stage 3's gathers and the
     // reduced gradients move during forward and backward (docs/offload.md): what exceeds
     // the time each overlaps shows in the step, on the stage that moves the most.
     for (int s = 0; s < l.pp; ++s)
       out.tier = std::max(
-          out.tier, tier_wait_s(tier_traffic(m, l, s), c.disk_gbps, out.optimizer, out.compute));
+          out.tier, tier_wait_s(tier_traffic(m, l, s), DiskRates{c.disk_read(), c.disk_write()},
+                                out.optimizer, out.compute));
   }
   return out;
 }

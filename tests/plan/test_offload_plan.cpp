@@ -95,8 +95,13 @@ TEST(OffloadPlan, nvme_tier_time_is_the_traffic_beyond_the_update) {
   m.offload_optimizer = "nvme";
   c.disk_gbps = 0.001;  // 1 MB/s: slow enough that the traffic dominates the update
   const TimeBreakdown slow = step_time(m, one, c);
-  const double traffic = 2.0 * 8.0 * 218496 / 1e6;  // read and write K psi once
+  // K psi read once and written once, the two directions at once: 8 bytes a parameter.
+  const double traffic = 8.0 * 218496 / 1e6;
   EXPECT_NEAR(slow.tier, traffic - slow.optimizer, 1e-12);
+  // Writes at half the rate: they take twice as long, and the stream with them.
+  c.disk_write_gbps = 0.0005;
+  EXPECT_NEAR(step_time(m, one, c).tier, 2 * traffic - slow.optimizer, 1e-12);
+  c.disk_write_gbps = 0;
   EXPECT_NEAR(slow.total(), in_memory.total() + slow.tier, 1e-12);
   c.disk_gbps = 1e6;  // a disk faster than the update hides entirely
   EXPECT_DOUBLE_EQ(step_time(m, one, c).tier, 0);
@@ -159,16 +164,20 @@ TEST(OffloadPlan, stage3_transient_memory_names_each_buffer_beyond_the_live_laye
 }
 
 // The wait: the stream beyond the AdamW step it overlaps, the gathers' and gradients'
-// traffic beyond the compute it overlaps, and each direction's first layer unprefetched.
+// traffic beyond the compute it overlaps, and each direction's first layer unprefetched;
+// reads and writes are in flight at once, so each part takes its slower direction.
 TEST(OffloadPlan, tier_wait_is_the_traffic_each_part_does_not_hide) {
   TierTraffic t;
-  t.stream_read = 3e9, t.stream_write = 2e9;  // 5 s at 1 GB/s
-  t.gather_read = 2e9, t.grad_write = 1e9;    // 3 s during compute
+  t.stream_read = 3e9, t.stream_write = 2e9;  // 3 s of reads, 2 s of writes at 1 GB/s
+  t.gather_read = 2e9, t.grad_write = 1e9;    // 2 s and 1 s during compute
   t.layer_read = 0.1e9, t.gathers = 2;        // 0.2 s never hidden
-  EXPECT_NEAR(tier_wait_s(t, 1.0, 1.0, 10.0), 4.0 + 0.2, 1e-12);
-  EXPECT_NEAR(tier_wait_s(t, 1.0, 6.0, 1.0), 2.0 + 0.2, 1e-12);
-  EXPECT_NEAR(tier_wait_s(t, 1.0, 1.0, 1.0), 4.0 + 2.0 + 0.2, 1e-12);
-  EXPECT_DOUBLE_EQ(tier_wait_s(t, 0.0, 1.0, 1.0), 0.0);  // no disk figure: not modelled
+  const DiskRates one{1.0, 1.0};
+  EXPECT_NEAR(tier_wait_s(t, one, 1.0, 10.0), 2.0 + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, one, 6.0, 1.0), 1.0 + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, one, 1.0, 1.0), 2.0 + 1.0 + 0.2, 1e-12);
+  // Slow writes: the stream's 2 GB take 4 s, the gradient's 1 GB 2 s.
+  EXPECT_NEAR(tier_wait_s(t, DiskRates{2.0, 0.5}, 1.0, 1.0), 3.0 + 1.0 + 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(tier_wait_s(t, DiskRates{0.0, 1.0}, 1.0, 1.0), 0.0);  // not modelled
 }
 
 }  // namespace

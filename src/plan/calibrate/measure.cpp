@@ -119,6 +119,8 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
     const DiskBandwidth disk = disk_bandwidth(disk_dir, 256LL << 20, 4LL << 20);
     // The tier reads and writes each byte once: the mean of the two rates sets its time.
     c.disk_gbps = (disk.write_gbps + disk.read_gbps) / 2;
+    c.disk_read_gbps = disk.read_gbps;
+    c.disk_write_gbps = disk.write_gbps;
     std::snprintf(line, sizeof line,
                   "disk under %s (%s, %s, 256 MiB in 4 MiB blocks): write %.2f, read %.2f GB/s "
                   "per rank",
@@ -385,7 +387,8 @@ std::map<Key, double> median_table(const std::vector<const std::map<Key, double>
 plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   plan::Cluster c = rounds.at(0);
   for (double plan::Cluster::*field :
-       {&plan::Cluster::memory_gbps, &plan::Cluster::disk_gbps, &plan::Cluster::process_base_gb,
+       {&plan::Cluster::memory_gbps, &plan::Cluster::disk_gbps, &plan::Cluster::disk_read_gbps,
+        &plan::Cluster::disk_write_gbps, &plan::Cluster::process_base_gb,
         &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
         &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::layer_overhead_us, &plan::Cluster::layer_overhead_tp_us,
