@@ -44,4 +44,12 @@ void free_host_block(const HostBlock& block) {
   }
 }
 
+HostBlock* new_host_block(size_t bytes) { return new HostBlock(allocate_host_block(bytes)); }
+
+void delete_host_block(void* block) {
+  auto* b = static_cast<HostBlock*>(block);
+  free_host_block(*b);
+  delete b;
+}
+
 }  // namespace trident

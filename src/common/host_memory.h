@@ -34,4 +34,9 @@ HostBlock allocate_host_block(size_t bytes);
 /// Returns `block` where it came from (nothing for an empty one).
 void free_host_block(const HostBlock& block);
 
+/// For owners that keep a block behind an opaque pointer (libtorch's DataPtr context): a
+/// block on the free store, and its deleter, which frees the memory and the HostBlock.
+HostBlock* new_host_block(size_t bytes);
+void delete_host_block(void* block);
+
 }  // namespace trident

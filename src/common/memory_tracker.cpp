@@ -9,7 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "common/host_memory.h"  // allocate_host_block, releases_large_blocks
+#include "common/host_memory.h"  // new_host_block, releases_large_blocks
 
 namespace trident {
 
@@ -54,33 +54,6 @@ void release(void* data) {
 #define TRIDENT_ALLOCATOR_COPIES 0
 #endif
 
-// Blocks of kMappedBlockBytes or more mapped on their own while large blocks are released;
-// everything else from libtorch's CPU allocator.
-class HostBlockAllocator final : public c10::Allocator {
- public:
-  explicit HostBlockAllocator(c10::Allocator* small) : small_(small) {}
-
-#if TRIDENT_ALLOCATOR_COPIES
-  void copy_data(void* dest, const void* src, size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
-#endif
-
-  c10::DataPtr allocate(size_t n) TRIDENT_ALLOCATE_CONST override {
-    if (n < kMappedBlockBytes || !releases_large_blocks()) return small_->allocate(n);
-    auto* block = new HostBlock(allocate_host_block(n));
-    return {block->data, block, &free_block, c10::Device(c10::DeviceType::CPU)};
-  }
-
- private:
-  static void free_block(void* context) {
-    auto* block = static_cast<HostBlock*>(context);
-    free_host_block(*block);
-    delete block;
-  }
-  c10::Allocator* small_;
-};
-
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
@@ -92,7 +65,7 @@ class CountingAllocator final : public c10::Allocator {
 #endif
 
   c10::DataPtr allocate(size_t n) TRIDENT_ALLOCATE_CONST override {
-    c10::DataPtr inner = inner_->allocate(n);
+    c10::DataPtr inner = allocate_inner(n);
     void* data = inner.get();
     if (data == nullptr) return inner;  // empty tensors: nothing to count
     const c10::Device device = inner.device();
@@ -111,6 +84,14 @@ class CountingAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
  private:
+  /// Blocks of kMappedBlockBytes or more mapped on their own while large blocks are
+  /// released (host_memory.h); everything else from libtorch's CPU allocator.
+  c10::DataPtr allocate_inner(size_t n) const {
+    if (n < kMappedBlockBytes || !releases_large_blocks()) return inner_->allocate(n);
+    HostBlock* block = new_host_block(n);
+    return {block->data, block, &delete_host_block, c10::Device(c10::DeviceType::CPU)};
+  }
+
   c10::Allocator* inner_;
 };
 
@@ -118,8 +99,7 @@ class CountingAllocator final : public c10::Allocator {
 
 void install_memory_tracker() {
   if (g_installed.exchange(true)) return;
-  static HostBlockAllocator blocks(c10::GetCPUAllocator());
-  static CountingAllocator allocator(&blocks);
+  static CountingAllocator allocator(c10::GetCPUAllocator());
   c10::SetCPUAllocator(&allocator, /*priority=*/100);
 }
 

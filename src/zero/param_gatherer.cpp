@@ -9,18 +9,9 @@
 #include <map>        // std::map
 
 #include "common/aligned_buffer.h"  // align_up, kIoAlignment
-#include "common/host_memory.h"     // allocate_host_block: heap, or mapped when released
+#include "common/host_memory.h"     // new_host_block: heap, or mapped when released
 
 namespace trident {
-
-namespace {
-/// The deleter of a gathered buffer's memory (its context: the HostBlock).
-void free_gathered(void* context) {
-  auto* block = static_cast<HostBlock*>(context);
-  free_host_block(*block);
-  delete block;
-}
-}  // namespace
 
 ParamGatherer::ParamGatherer(std::vector<Parameter>& params, std::vector<ShardedBuffer> buffers,
                              Communicator& dp, const std::vector<std::vector<size_t>>& units,
@@ -252,8 +243,8 @@ at::DataPtr ParamGatherer::take_memory(size_t nbytes, at::Device device) {
   auto it = spares_.find(nbytes);
   if (it == spares_.end() || it->second.empty()) {
     if (!device.is_cpu()) return c10::GetAllocator(device.type())->allocate(nbytes);
-    auto* block = new HostBlock(allocate_host_block(nbytes));
-    return at::DataPtr(block->data, block, &free_gathered, device);
+    HostBlock* block = new_host_block(nbytes);
+    return at::DataPtr(block->data, block, &delete_host_block, device);
   }
   at::DataPtr memory = std::move(it->second.back());
   it->second.pop_back();
