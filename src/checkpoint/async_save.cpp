@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "checkpoint/index.h"           // write_file_atomically
-#include "checkpoint/save_parts.h"      // rank_pieces, snapshot, write_rank_file, commit_save
+#include "checkpoint/save_parts.h"      // rank_pieces, snapshot, stream_rank_file, commit_save
 #include "common/stopwatch.h"           // seconds_since
 #include "parallel/agreement.h"         // run_agreed
 #include "parallel/parallel_context.h"  // ParallelContext::world, coord
-#include "zero/zero_optimizer.h"        // ResidentStates
+#include "zero/zero_optimizer.h"        // ZeroOptimizer::states_in_tier
 
 namespace trident {
 
@@ -90,16 +90,23 @@ std::unique_ptr<AsyncSaveReport> AsyncCheckpointer::start(const TrainingState& s
   // any error for the boundary's agreement.
   try {
     fs::create_directories(save->target.tmp);
-    const ResidentStates resident(state.optimizer);  // the nvme tier's states, read-only
-    save->pieces = snapshot(rank_pieces(state, ctx_));
     if (ctx_.world().rank() == 0) save->index = describe_state(state);
+    if (state.optimizer.states_in_tier()) {
+      // A snapshot would hold the tier's states whole in memory: the rank's file is
+      // streamed from the tier now, and only the commit is left to the background.
+      const std::string record = stream_rank_file(save->target, state, ctx_);
+      write_file_atomically(save->target.tmp + "/" + record_name(ctx_.coord()), record);
+      save->written = true;
+    } else {
+      save->pieces = snapshot(rank_pieces(state, ctx_));
+    }
   } catch (...) {
     save->write_error = std::current_exception();
     save->written = true;
   }
   save_ = std::move(save);
   Save* s = save_.get();
-  if (!s->write_error) {
+  if (!s->written) {
     const GridCoord c = ctx_.coord();
     s->writer = std::thread([s, c] {
       try {

@@ -110,41 +110,44 @@ bool checkpoint::weights_only(const CheckpointIndex& index) {
 
 namespace {
 
-/// `sharded`: the optimizer of a ZeRO stage 3 run, whose parameters are not whole between
-/// layers' uses (released, empty): the rank's range of each is read into its shard
-/// instead. Stage 3's persistent parameters are whole and read whole.
+/// The source of parameter `spec`'s values: a 16-bit run's fp32 master weights are the
+/// better source for a wider run.
+const std::string& weight_source(const CheckpointIndex& index, const ParamSpec& spec,
+                                 bool full_precision, std::string& master) {
+  master = master_name(spec.name);
+  return full_precision && index.tensors.count(master) ? master : spec.name;
+}
+
+/// Plans reading the parameters whole in memory. `sharded`: those of a ZeRO stage 3 run
+/// are not whole between layers' uses (released, empty) and are left to the optimizer's
+/// windows (plan_window); stage 3's persistent parameters are whole and read here.
 void plan_weights(SliceReader& reader, ModelStage& model, const ParallelContext& ctx,
-                  const CheckpointIndex& index, int64_t vocab, ZeroOptimizer* sharded = nullptr) {
+                  const CheckpointIndex& index, int64_t vocab, bool sharded = false) {
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
   const bool full_precision = !is_16_bit(model.params().dtype());
   for (Parameter& p : model.params().params()) {
     check_shape(index, p.spec, vocab);
-    // A 16-bit run's fp32 master weights are the better source for a wider run.
-    const std::string master = master_name(p.spec.name);
-    const std::string& source =
-        full_precision && index.tensors.count(master) ? master : p.spec.name;
+    if (sharded && p.tensor.numel() == 0) continue;
+    std::string master;
+    const std::string& source = weight_source(index, p.spec, full_precision, master);
     const bool padded = p.spec.valid_rows >= 0;  // padded vocabulary rows read as zeros
-    if (sharded != nullptr && p.tensor.numel() == 0) {
-      const ParamStateView v = sharded->param_state(&p - model.params().params().data());
-      for (auto& [view, box] : flat_range_pieces(p.spec, tp_rank, tp, v.param, v.start))
-        reader.add(source, box, view, padded);
-      continue;
-    }
     for (auto& [view, box] : shard_views(p.spec, tp_rank, tp, p.tensor.detach()))
       reader.add(source, box, view, /*zero_outside=*/padded);
   }
 }
 
-void plan_optimizer(SliceReader& reader, const TrainingState& state, const ParallelContext& ctx,
-                    const CheckpointIndex& index) {
+/// Plans reading one window of the optimizer's state: the states (unless the checkpoint
+/// holds weights only) and, for stage 3's sharded parameters, the rank's range of the
+/// weights.
+void plan_window(SliceReader& reader, const StateWindow& window, const TrainingState& state,
+                 const ParallelContext& ctx, const CheckpointIndex& index) {
   ZeroOptimizer& opt = state.optimizer;
   const auto& params = state.model.params().params();
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
+  const bool full_precision = !is_16_bit(state.model.params().dtype());
   const bool separate_master = opt.state_dtype() != state.model.params().dtype();
-  for (size_t i = 0; i < params.size(); ++i) {
+  for (const auto& [i, v] : window) {
     const ParamSpec& spec = params[i].spec;
-    const ParamStateView v = opt.param_state(i);
-    if (v.length == 0) continue;
     const bool vocab_rows = spec.valid_rows >= 0;  // padding rows read as zero
     auto add = [&](const std::string& source, const at::Tensor& flat) {
       if (index.tensors.count(source) == 0)
@@ -153,6 +156,11 @@ void plan_optimizer(SliceReader& reader, const TrainingState& state, const Paral
       for (auto& [view, box] : flat_range_pieces(spec, tp_rank, tp, flat, v.start))
         reader.add(source, box, view, vocab_rows);
     };
+    if (opt.options().stage == 3 && params[i].tensor.numel() == 0) {
+      std::string master;
+      add(weight_source(index, spec, full_precision, master), v.param);
+    }
+    if (weights_only(index)) continue;
     add(exp_avg_name(spec.name), v.exp_avg);
     add(exp_avg_sq_name(spec.name), v.exp_avg_sq);
     if (separate_master)
@@ -161,45 +169,52 @@ void plan_optimizer(SliceReader& reader, const TrainingState& state, const Paral
   }
 }
 
+/// Fine-tuning starts from the weights alone: fresh moments, master weights from the
+/// parameters just read.
+void reset_window(const StateWindow& window) {
+  for (const auto& [i, v] : window) {
+    v.exp_avg.zero_();
+    v.exp_avg_sq.zero_();
+    if (!v.master.is_same(v.param)) v.master.copy_(v.param);
+  }
+}
+
 }  // namespace
 
 int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const std::string& path,
                         const std::string& checkpoint_dir) {
   Communicator& comm = ctx.world();
+  ZeroOptimizer& opt = state.optimizer;
   CheckpointIndex index;
   std::unique_ptr<SliceReader> reader;
-  // The nvme tier's states come into memory to be overwritten, and go back once loaded.
-  ResidentStates resident(state.optimizer);
   run_agreed(comm, [&] {
     index = open_checkpoint(path, checkpoint_dir);
     check_model(index, state.config);
     check_files_exist(index);
     reader = std::make_unique<SliceReader>(index);
-    ZeroOptimizer& opt = state.optimizer;
     opt.release_params();  // stage 3: the shards are what gets loaded
+    // Every box the windows will read, checked now with placeholders for their memory
+    // (the nvme tier's states are read window by window once every rank agrees).
+    opt.visit_states([&](const StateWindow& w) { plan_window(*reader, w, state, ctx, index); },
+                     StateAccess::kLayout);
+    reader->verify();
+    reader->clear();
     plan_weights(*reader, state.model, ctx, index, state.config.model.vocab,
-                 opt.options().stage == 3 ? &opt : nullptr);
-    if (!weights_only(index)) plan_optimizer(*reader, state, ctx, index);
+                 opt.options().stage == 3);
     reader->verify();
   });
   run_agreed(comm, [&] {
     reader->execute();
-    ZeroOptimizer& opt = state.optimizer;
-    if (weights_only(index)) {
-      // Fine-tuning starts from the weights alone: fresh moments, step 0.
-      for (size_t i = 0; i < opt.num_params(); ++i) {
-        const ParamStateView v = opt.param_state(i);
-        v.exp_avg.zero_();
-        v.exp_avg_sq.zero_();
-      }
-      opt.reload_master_from_params();
-      opt.set_step_count(0);
-    } else {
-      opt.set_step_count(index.optimizer.at("step_count").get<int64_t>());
-    }
+    opt.visit_states(
+        [&](const StateWindow& w) {
+          plan_window(*reader, w, state, ctx, index);
+          reader->execute();
+          if (weights_only(index)) reset_window(w);
+        },
+        StateAccess::kReadWrite);
+    opt.set_step_count(weights_only(index) ? 0 : index.optimizer.at("step_count").get<int64_t>());
     if (state.progress)
       *state.progress = weights_only(index) ? TrainerProgress{} : read_progress(index.trainer);
-    resident.write_back();
   });
   return weights_only(index) ? 0 : index.step;
 }

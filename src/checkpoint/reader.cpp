@@ -61,30 +61,41 @@ void SliceReader::verify() {
         std::make_unique<SafetensorsFile>(path, SafetensorsFile::Expected{info.bytes, info.xxh64});
     files_[file] = std::move(opened);
   }
-  for (const Copy& c : copies_) {
-    const SafetensorsFile& f = *files_.at(c.slice->file);
-    const SafetensorsFile::Entry* e = f.find(c.slice->key);
-    if (e == nullptr)
-      throw CheckpointError("checkpoint file " + f.path() + " has no tensor " + c.slice->key +
-                            ", which the index lists");
-    std::vector<int64_t> shape = c.slice->box.shape;
-    if (c.slice->transposed) std::reverse(shape.begin(), shape.end());
-    if (e->shape != shape)
-      throw CheckpointError("checkpoint file " + f.path() + ": tensor " + c.slice->key +
-                            " has shape " + shape_text(e->shape) + " but the index says " +
-                            shape_text(shape));
-  }
+  for (const Copy& c : copies_) check_entry(c);
   verified_ = true;
+}
+
+void SliceReader::check_entry(const Copy& c) const {
+  const auto it = files_.find(c.slice->file);
+  TORCH_CHECK(it != files_.end(), "SliceReader: ", c.slice->file, " was never verified");
+  const SafetensorsFile& f = *it->second;
+  const SafetensorsFile::Entry* e = f.find(c.slice->key);
+  if (e == nullptr)
+    throw CheckpointError("checkpoint file " + f.path() + " has no tensor " + c.slice->key +
+                          ", which the index lists");
+  std::vector<int64_t> shape = c.slice->box.shape;
+  if (c.slice->transposed) std::reverse(shape.begin(), shape.end());
+  if (e->shape != shape)
+    throw CheckpointError("checkpoint file " + f.path() + ": tensor " + c.slice->key +
+                          " has shape " + shape_text(e->shape) + " but the index says " +
+                          shape_text(shape));
 }
 
 void SliceReader::execute() {
   TORCH_CHECK(verified_, "SliceReader::execute before verify");
+  for (const Copy& c : copies_) check_entry(c);  // cheap: a header lookup
   for (at::Tensor& t : zero_first_) t.zero_();
   for (const Copy& c : copies_) {
     at::Tensor src = files_.at(c.slice->file)->view(c.slice->key);
     if (c.slice->transposed) src = src.t();
     narrow_to(c.dst, c.dst_box, c.part).copy_(narrow_to(src, c.slice->box, c.part));
   }
+  clear();
+}
+
+void SliceReader::clear() {
+  copies_.clear();
+  zero_first_.clear();
 }
 
 at::Tensor read_global_tensor(const CheckpointIndex& index, const std::string& name) {

@@ -25,8 +25,12 @@ class SliceReader {
   void add(const std::string& name, const Box& global, at::Tensor dst, bool zero_outside = false);
   /// Maps every file the plan reads and checks its size, checksum and entries.
   void verify();
-  /// Copies (verify() first).
+  /// Copies, and empties the plan: a later plan may read the files verify() checked (a
+  /// load streamed window by window plans each window's copies once it is in memory).
   void execute();
+  /// Empties the plan without copying: a plan made to check every file and box of a load
+  /// before its windows are copied, whose destinations were placeholders.
+  void clear();
   /// Bytes the plan copies out of the files.
   int64_t planned_bytes() const { return planned_bytes_; }
 
@@ -37,6 +41,9 @@ class SliceReader {
     at::Tensor dst;
     Box dst_box;
   };
+  /// Throws when the copy's file lacks its entry or holds it in another shape.
+  void check_entry(const Copy& c) const;
+
   const CheckpointIndex& index_;
   std::vector<Copy> copies_;
   std::vector<at::Tensor> zero_first_;

@@ -70,6 +70,62 @@ at::ScalarType dtype_from_name(const std::string& name) {
   throw CheckpointError("unknown safetensors dtype '" + name + "'");
 }
 
+SafetensorsWriter::SafetensorsWriter(std::string path, const std::vector<Entry>& entries,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(std::move(path)), entries_(entries) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  int64_t offset = 0;
+  for (const Entry& e : entries_) {
+    const int64_t size = static_cast<int64_t>(c10::elementSize(e.dtype));
+    TORCH_CHECK(offset % size == 0, "safetensors: ", e.key, " would not be aligned in ", path_,
+                "; order the tensors by decreasing element size");
+    TORCH_CHECK(!header.contains(e.key), "duplicate tensor name ", e.key, " in ", path_);
+    int64_t numel = 1;
+    for (int64_t d : e.shape) numel *= d;
+    header[e.key] = {{"dtype", dtype_name(e.dtype)},
+                     {"shape", e.shape},
+                     {"data_offsets", {offset, offset + numel * size}}};
+    offset += numel * size;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-aligned
+  const uint64_t header_length = text.size();
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw CheckpointError(os_error("cannot create checkpoint file", path_));
+  write_all(fd_, &header_length, 8, hash_, path_);
+  write_all(fd_, text.data(), text.size(), hash_, path_);
+  bytes_ = static_cast<int64_t>(8 + header_length);
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SafetensorsWriter::append(const at::Tensor& t) {
+  TORCH_CHECK(next_ < entries_.size(), "safetensors: more tensors than entries in ", path_);
+  const Entry& e = entries_[next_++];
+  TORCH_CHECK(t.scalar_type() == e.dtype && t.sizes().vec() == e.shape, "safetensors: ", e.key,
+              " in ", path_, " is not the tensor its header describes");
+  const at::Tensor bytes = t.cpu().contiguous();
+  const size_t length = bytes.numel() * bytes.element_size();
+  write_all(fd_, bytes.data_ptr(), length, hash_, path_);
+  bytes_ += static_cast<int64_t>(length);
+}
+
+WrittenFile SafetensorsWriter::finish() {
+  TORCH_CHECK(next_ == entries_.size(), "safetensors: ", entries_.size() - next_, " tensors of ",
+              path_, " were never written");
+  const int fd = fd_;
+  fd_ = -1;
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    throw CheckpointError(os_error("cannot fsync checkpoint file", path_));
+  }
+  if (::close(fd) != 0) throw CheckpointError(os_error("cannot close checkpoint file", path_));
+  return {bytes_, hash_.digest()};
+}
+
 WrittenFile write_safetensors(const std::string& path,
                               const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                               const std::map<std::string, std::string>& metadata,
@@ -80,41 +136,16 @@ WrittenFile write_safetensors(const std::string& path,
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return tensors[a].second.element_size() > tensors[b].second.element_size();
   });
-  nlohmann::json header = nlohmann::json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  int64_t offset = 0;
-  for (size_t i : order) {
-    const at::Tensor& t = tensors[i].second;
-    const int64_t bytes = t.numel() * static_cast<int64_t>(t.element_size());
-    TORCH_CHECK(!header.contains(tensors[i].first), "duplicate tensor name ", tensors[i].first,
-                " in ", path);
-    header[tensors[i].first] = {{"dtype", dtype_name(t.scalar_type())},
-                                {"shape", t.sizes().vec()},
-                                {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+  std::vector<SafetensorsWriter::Entry> entries;
+  for (size_t i : order)
+    entries.push_back(
+        {tensors[i].first, tensors[i].second.scalar_type(), tensors[i].second.sizes().vec()});
+  SafetensorsWriter writer(path, entries, metadata);
+  for (size_t k = 0; k < order.size(); ++k) {
+    writer.append(tensors[order[k]].second);
+    if (after_tensor) after_tensor(k);
   }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // the data section starts 8-aligned
-  const uint64_t header_length = text.size();
-
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw CheckpointError(os_error("cannot create checkpoint file", path));
-  Xxh64 hash;
-  try {
-    write_all(fd, &header_length, 8, hash, path);
-    write_all(fd, text.data(), text.size(), hash, path);
-    for (size_t k = 0; k < order.size(); ++k) {
-      const at::Tensor t = tensors[order[k]].second.cpu().contiguous();
-      write_all(fd, t.data_ptr(), t.numel() * t.element_size(), hash, path);
-      if (after_tensor) after_tensor(k);
-    }
-    if (::fsync(fd) != 0) throw CheckpointError(os_error("cannot fsync checkpoint file", path));
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  if (::close(fd) != 0) throw CheckpointError(os_error("cannot close checkpoint file", path));
-  return {static_cast<int64_t>(8 + header_length + offset), hash.digest()};
+  return writer.finish();
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path, const Expected& expected)

@@ -13,6 +13,7 @@
 #include <vector>      // std::vector
 
 #include "checkpoint/checkpoint.h"  // CheckpointError
+#include "checkpoint/checksum.h"    // Xxh64
 #include "data/mapped_file.h"       // data::MappedFile
 
 namespace trident::checkpoint {
@@ -26,6 +27,37 @@ at::ScalarType dtype_from_name(const std::string& name);
 struct WrittenFile {
   int64_t bytes = 0;
   uint64_t checksum = 0;
+};
+
+/// A safetensors file written as a stream: the header first, from each tensor's dtype and
+/// shape, then the tensors' bytes one append at a time, so that their data need never all
+/// be in memory (a checkpoint of states that come from a tier piece by piece).
+class SafetensorsWriter {
+ public:
+  struct Entry {
+    std::string key;
+    at::ScalarType dtype;
+    std::vector<int64_t> shape;
+  };
+  /// Creates `path` and writes the header. The bytes follow in the order of `entries`,
+  /// which must keep each tensor aligned to its element size (larger elements first).
+  SafetensorsWriter(std::string path, const std::vector<Entry>& entries,
+                    const std::map<std::string, std::string>& metadata);
+  ~SafetensorsWriter();  // closes a file left unfinished (an error on the way)
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+  /// Writes the next entry's bytes: `t` has its dtype and shape (any device and strides).
+  void append(const at::Tensor& t);
+  /// Every entry appended: fsyncs and closes the file.
+  WrittenFile finish();
+
+ private:
+  std::string path_;
+  std::vector<Entry> entries_;
+  size_t next_ = 0;
+  int fd_ = -1;
+  int64_t bytes_ = 0;
+  Xxh64 hash_;
 };
 
 /// Writes `tensors` (any device, any strides) to `path` and fsyncs it. Tensors are laid out

@@ -4,7 +4,7 @@
 // (see docs/checkpoints.md).
 #include <ATen/ATen.h>  // Tensor::reshape, narrow
 
-#include <algorithm>   // std::sort
+#include <algorithm>   // std::sort, std::remove_if
 #include <csignal>     // std::raise, SIGKILL
 #include <cstdio>      // std::fprintf
 #include <cstdlib>     // std::getenv
@@ -50,20 +50,18 @@ void maybe_crash(const char* point, int64_t step) {
   std::raise(SIGKILL);
 }
 
-/// The tensors this rank stores: its owned range of each parameter and optimizer state,
-/// cut into boxes of the global tensors.
-std::vector<StoredPiece> pieces_of(const TrainingState& state, const ParallelContext& ctx) {
-  ModelStage& model = state.model;
-  ZeroOptimizer& opt = state.optimizer;
+/// The tensors this rank stores of one window of its optimizer state: its owned range of
+/// each parameter and optimizer state, cut into boxes of the global tensors.
+std::vector<StoredPiece> window_pieces(const StateWindow& window, const TrainingState& state,
+                                       const ParallelContext& ctx) {
+  const ZeroOptimizer& opt = state.optimizer;
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp(), dp_rank = ctx.coord().dp;
-  const bool separate_master = opt.state_dtype() != model.params().dtype();
+  const bool separate_master = opt.state_dtype() != state.model.params().dtype();
+  const auto& params = state.model.params().params();
   std::vector<StoredPiece> out;
-  const auto& params = model.params().params();
-  for (size_t i = 0; i < params.size(); ++i) {
+  for (const auto& [i, v] : window) {
     const Parameter& p = params[i];
     if (!stores_param(p.spec, tp_rank, dp_rank, opt.options().stage)) continue;
-    const ParamStateView v = opt.param_state(i);
-    if (v.length == 0) continue;
     auto add = [&](const std::string& tensor, const at::Tensor& flat) {
       for (auto& [view, box] : flat_range_pieces(p.spec, tp_rank, tp, flat, v.start))
         out.push_back({tensor, view, box, p.spec.global_shape});
@@ -74,6 +72,13 @@ std::vector<StoredPiece> pieces_of(const TrainingState& state, const ParallelCon
     if (separate_master) add(master_name(p.spec.name), v.master);
   }
   return out;
+}
+
+/// TRIDENT_CHECKPOINT_FAULT=mid_file: the crash after a file's first tensor.
+std::function<void(size_t)> mid_file_fault(int64_t step) {
+  return [step](size_t k) {
+    if (k == 0) maybe_crash("mid_file", step);
+  };
 }
 
 std::string random_suffix() {
@@ -144,7 +149,13 @@ CheckpointIndex describe_state(const TrainingState& state) {
 }
 
 std::vector<StoredPiece> rank_pieces(const TrainingState& state, const ParallelContext& ctx) {
-  return pieces_of(state, ctx);
+  std::vector<StoredPiece> out;
+  state.optimizer.visit_states(
+      [&](const StateWindow& w) {
+        for (StoredPiece& p : window_pieces(w, state, ctx)) out.push_back(std::move(p));
+      },
+      StateAccess::kRead);
+  return out;
 }
 
 void check_finite(const std::vector<StoredPiece>& pieces, int64_t step) {
@@ -177,11 +188,36 @@ SaveTarget begin_save(Communicator& world, const std::string& dir, int64_t step)
 
 std::string write_rank_file(const SaveTarget& target, int dp, int pp, int tp,
                             const std::vector<StoredPiece>& pieces) {
-  const int64_t step = target.step;
-  return write_pieces(target.tmp, slice_file_name(dp, pp, tp), pieces,
-                      [step](size_t k) {
-                        if (k == 0) maybe_crash("mid_file", step);
-                      })
+  return write_pieces(target.tmp, slice_file_name(dp, pp, tp), pieces, mid_file_fault(target.step))
+      .dump();
+}
+
+std::string stream_rank_file(const SaveTarget& target, const TrainingState& state,
+                             const ParallelContext& ctx) {
+  ZeroOptimizer& opt = state.optimizer;
+  std::vector<StoredPiece> layout;
+  opt.visit_states(
+      [&](const StateWindow& w) {
+        for (StoredPiece& p : window_pieces(w, state, ctx)) layout.push_back(std::move(p));
+      },
+      StateAccess::kLayout);
+  const PieceSource source = [&](size_t size, const std::function<void(const at::Tensor&)>& emit) {
+    opt.visit_states(
+        [&](const StateWindow& w) {
+          std::vector<StoredPiece> pieces = window_pieces(w, state, ctx);
+          pieces.erase(std::remove_if(pieces.begin(), pieces.end(),
+                                      [&](const StoredPiece& p) {
+                                        return static_cast<size_t>(p.data.element_size()) != size;
+                                      }),
+                       pieces.end());
+          check_finite(pieces, target.step);
+          for (const StoredPiece& p : pieces) emit(p.data);
+        },
+        StateAccess::kRead);
+  };
+  const GridCoord& c = ctx.coord();
+  return write_streamed_pieces(target.tmp, slice_file_name(c.dp, c.pp, c.tp), layout, source,
+                               mid_file_fault(target.step))
       .dump();
 }
 
@@ -241,13 +277,7 @@ std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
   Communicator& comm = ctx.world();
   const SaveTarget target = begin_save(comm, dir, state.step);
   std::string record;
-  run_agreed(comm, [&] {
-    const GridCoord& c = ctx.coord();
-    const ResidentStates resident(state.optimizer);  // the nvme tier's states, read-only
-    const std::vector<StoredPiece> pieces = rank_pieces(state, ctx);
-    check_finite(pieces, state.step);
-    record = write_rank_file(target, c.dp, c.pp, c.tp, pieces);
-  });
+  run_agreed(comm, [&] { record = stream_rank_file(target, state, ctx); });
   const std::vector<std::string> records = comm.gather_bytes(record, 0);
   run_agreed(comm, [&] {
     if (comm.rank() == 0) commit_save(target, describe_state(state), records, keep_last);

@@ -29,7 +29,7 @@ struct SaveTarget {
 /// Rank 0 creates the temporary directory; every rank learns its name. Collective.
 SaveTarget begin_save(Communicator& world, const std::string& dir, int64_t step);
 
-/// The boxes this rank stores (views of its live tensors).
+/// The boxes this rank stores (views of its live tensors; the optimizer's states in memory).
 std::vector<StoredPiece> rank_pieces(const TrainingState& state, const ParallelContext& ctx);
 
 /// Throws when a piece holds a non-finite value: a checkpoint never does (it would replace
@@ -43,6 +43,13 @@ std::vector<StoredPiece> snapshot(const std::vector<StoredPiece>& pieces);
 /// Honours TRIDENT_CHECKPOINT_FAULT=mid_file.
 std::string write_rank_file(const SaveTarget& target, int dp, int pp, int tp,
                             const std::vector<StoredPiece>& pieces);
+
+/// Writes this rank's file into target.tmp straight from its optimizer's states, window by
+/// window (visit_states: the nvme tier's states stream through its ring, never whole in
+/// memory), checking each window for non-finite values; returns its record for the index.
+/// Honours TRIDENT_CHECKPOINT_FAULT=mid_file.
+std::string stream_rank_file(const SaveTarget& target, const TrainingState& state,
+                             const ParallelContext& ctx);
 
 /// Everything of the index but the tensors and files.
 CheckpointIndex describe_state(const TrainingState& state);

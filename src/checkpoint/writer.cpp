@@ -3,7 +3,9 @@
 
 #include <ATen/ATen.h>  // Tensor
 
-#include <map>  // std::map
+#include <algorithm>   // std::sort, std::unique
+#include <functional>  // std::greater
+#include <map>         // std::map
 
 #include "checkpoint/checkpoint.h"   // CheckpointError
 #include "checkpoint/checksum.h"     // to_hex
@@ -12,29 +14,55 @@
 
 namespace trident::checkpoint {
 
-nlohmann::json write_pieces(const std::string& dir, const std::string& file,
-                            const std::vector<StoredPiece>& pieces,
-                            const std::function<void(size_t)>& after_tensor) {
-  if (pieces.empty()) return {{"file", nullptr}};
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
+nlohmann::json write_streamed_pieces(const std::string& dir, const std::string& file,
+                                     const std::vector<StoredPiece>& layout,
+                                     const PieceSource& source,
+                                     const std::function<void(size_t)>& after_tensor) {
+  if (layout.empty()) return {{"file", nullptr}};
+  std::vector<std::string> keys;
   nlohmann::json slices = nlohmann::json::array();
   std::map<std::string, int> count;
-  for (const StoredPiece& p : pieces) {
-    const std::string key = p.tensor + "#" + std::to_string(count[p.tensor]++);
-    tensors.emplace_back(key, p.data);
+  for (const StoredPiece& p : layout) {
+    keys.push_back(p.tensor + "#" + std::to_string(count[p.tensor]++));
     slices.push_back({{"tensor", p.tensor},
-                      {"key", key},
+                      {"key", keys.back()},
                       {"dtype", dtype_name(p.data.scalar_type())},
                       {"global_shape", p.global_shape},
                       {"offsets", p.box.offsets},
                       {"shape", p.box.shape}});
   }
-  const WrittenFile written =
-      write_safetensors(dir + "/" + file, tensors, {{"format", "trident"}}, after_tensor);
-  return {{"file", file},
-          {"bytes", written.bytes},
-          {"xxh64", to_hex(written.checksum)},
-          {"slices", slices}};
+  // Larger elements first, each size in the pieces' order: every offset stays aligned.
+  std::vector<size_t> sizes;
+  for (const StoredPiece& p : layout) sizes.push_back(p.data.element_size());
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<SafetensorsWriter::Entry> entries;
+  for (size_t size : sizes)
+    for (size_t i = 0; i < layout.size(); ++i)
+      if (static_cast<size_t>(layout[i].data.element_size()) == size)
+        entries.push_back({keys[i], layout[i].data.scalar_type(), layout[i].box.shape});
+  SafetensorsWriter writer(dir + "/" + file, entries, {{"format", "trident"}});
+  size_t written = 0;
+  for (size_t size : sizes)
+    source(size, [&](const at::Tensor& data) {
+      writer.append(data);
+      if (after_tensor) after_tensor(written);
+      ++written;
+    });
+  const WrittenFile w = writer.finish();
+  return {{"file", file}, {"bytes", w.bytes}, {"xxh64", to_hex(w.checksum)}, {"slices", slices}};
+}
+
+nlohmann::json write_pieces(const std::string& dir, const std::string& file,
+                            const std::vector<StoredPiece>& pieces,
+                            const std::function<void(size_t)>& after_tensor) {
+  return write_streamed_pieces(
+      dir, file, pieces,
+      [&](size_t size, const std::function<void(const at::Tensor&)>& emit) {
+        for (const StoredPiece& p : pieces)
+          if (static_cast<size_t>(p.data.element_size()) == size) emit(p.data);
+      },
+      after_tensor);
 }
 
 void add_records(CheckpointIndex& index, const std::vector<std::string>& records) {

@@ -26,6 +26,19 @@ struct StoredPiece {
   std::vector<int64_t> global_shape;
 };
 
+/// Hands the data of a file's pieces whose element size is `element_size` to `emit`, in
+/// the pieces' order (a streamed save: they come window by window from a tier).
+using PieceSource =
+    std::function<void(size_t element_size, const std::function<void(const at::Tensor&)>& emit)>;
+
+/// Writes the pieces described by `layout` (their data may be meta tensors: only dtype and
+/// shape are read) to `dir`/`file`, their data taken from `source` once per element size,
+/// larger first, and returns the record as write_pieces does.
+nlohmann::json write_streamed_pieces(const std::string& dir, const std::string& file,
+                                     const std::vector<StoredPiece>& layout,
+                                     const PieceSource& source,
+                                     const std::function<void(size_t)>& after_tensor = {});
+
 /// Writes `pieces` to `dir`/`file` (nothing when there are none) and returns the record
 /// {"file", "bytes", "xxh64", "slices": [{tensor, key, dtype, global_shape, offsets,
 /// shape}]} ({"file": null} when nothing was written).

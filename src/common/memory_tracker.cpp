@@ -105,5 +105,6 @@ void install_memory_tracker() {
 
 int64_t live_tensor_bytes() { return g_live.load(); }
 int64_t peak_tensor_bytes() { return g_peak.load(); }
+void reset_peak_tensor_bytes() { g_peak.store(g_live.load()); }
 
 }  // namespace trident

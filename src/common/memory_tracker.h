@@ -12,7 +12,9 @@ namespace trident {
 void install_memory_tracker();
 /// Bytes currently allocated by tensors made after installation.
 int64_t live_tensor_bytes();
-/// The highest live_tensor_bytes() since installation.
+/// The highest live_tensor_bytes() since installation or the last reset.
 int64_t peak_tensor_bytes();
+/// Starts a new peak at the bytes live now (to measure one phase, such as a save).
+void reset_peak_tensor_bytes();
 
 }  // namespace trident

@@ -79,6 +79,17 @@ struct ParamStateView {
   at::Tensor param;       // the parameter's values in this range, in its own dtype
 };
 
+/// A part of a rank's optimizer state: each parameter with elements in it, and the view
+/// of those elements (a sub-range of its param_state()).
+using StateWindow = std::vector<std::pair<size_t, ParamStateView>>;
+
+/// What ZeroOptimizer::visit_states hands out.
+enum class StateAccess {
+  kLayout,     // where the windows lie; tensors of states in the tier are meta tensors
+  kRead,       // the values, read-only
+  kReadWrite,  // the values, stored again after each window's visit (a load)
+};
+
 class ZeroOptimizer {
  public:
   /// AdamW runs over chunks of this many elements of a bucket's domain; the nvme tier's
@@ -122,9 +133,13 @@ class ZeroOptimizer {
   ParamStateView param_state(size_t i) const;
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t step) { step_count_ = step; }
-  /// Re-reads the master weights from the parameters (bf16 training, after loading model
-  /// weights without optimizer state); a no-op when the parameters are the master.
-  void reload_master_from_params();
+
+  /// Every element of param_state() of every parameter, window after window, without ever
+  /// holding the nvme tier's states whole: in memory, one window of all parameters in
+  /// construction order; in the tier, one window per piece of the tier, streamed through
+  /// its ring (the next pieces read while one is visited). Checkpoints save and load
+  /// through it. Only between steps.
+  void visit_states(const std::function<void(const StateWindow&)>& visit, StateAccess access);
 
   /// Offload: whether the states live in the nvme tier now (outside a ResidentStates).
   bool states_in_tier() const { return states_in_tier_; }
@@ -244,6 +259,9 @@ class ZeroOptimizer {
   void update_range(Group& g, size_t b, int64_t begin, int64_t n, at::Tensor master,
                     at::Tensor exp_avg, at::Tensor exp_avg_sq, at::Tensor param, at::Tensor grad,
                     double lr, double grad_scale);
+  /// The window of group g's tier piece k: views into `planes` (the piece's planes in a
+  /// ring buffer), or meta tensors when `planes` is null.
+  StateWindow tier_window(Group& g, size_t k, const std::vector<at::Tensor>* planes);
   /// The nvme tier (zero_offload.cpp): files and pieces, the streamed update, stage 3's
   /// reads of a bucket's parameter shard.
   void init_tier();
@@ -299,9 +317,10 @@ class ZeroOptimizer {
   bool states_in_tier_ = false;
 };
 
-/// Holds an offloaded optimizer's states in memory while a checkpoint reads or writes
-/// them through param_state(); write_back() stores what was loaded, and without it the
-/// copies are dropped (a save changes nothing). A no-op for an optimizer without a tier.
+/// Holds an offloaded optimizer's states in memory, whole, while param_state() reads or
+/// writes them (tests comparing two optimizers; checkpoints stream through visit_states
+/// instead); write_back() stores what was changed, and without it the copies are dropped.
+/// A no-op for an optimizer without a tier.
 class ResidentStates {
  public:
   explicit ResidentStates(ZeroOptimizer& opt) : opt_(opt) { opt_.bring_states_in(); }

@@ -193,7 +193,7 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
   const Group& g = groups_[gi];
   TORCH_CHECK(!states_in_tier_,
               "param_state: the optimizer states are in the nvme tier; "
-              "hold a ResidentStates while reading or writing them");
+              "visit_states() reads and writes them window by window");
   const ParamPlace& place = g.layout.places()[k];
   const Range dom = domain(g, place.bucket);
   const Range part = g.layout.param_part(k, dom);
@@ -215,16 +215,6 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
   view.exp_avg = g.exp_avg.narrow(0, so, view.length);
   view.exp_avg_sq = g.exp_avg_sq.narrow(0, so, view.length);
   return view;
-}
-
-void ZeroOptimizer::reload_master_from_params() {
-  if (states_in_tier_) {  // through memory: this is rare (fine-tuning from weights alone)
-    ResidentStates resident(*this);
-    for (Group& g : groups_) reload_master_from_params_of(g);
-    resident.write_back();
-    return;
-  }
-  for (Group& g : groups_) reload_master_from_params_of(g);
 }
 
 void ZeroOptimizer::reload_master_from_params_of(Group& g) {

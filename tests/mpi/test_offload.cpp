@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/index.h"      // open_checkpoint
-#include "checkpoint_test_util.h"  // same_state, expect_resume_matches
-#include "mpi_cases.h"             // register_mpi_cases
+#include "checkpoint/index.h"       // open_checkpoint
+#include "checkpoint/reader.h"      // read_global_tensor
+#include "checkpoint_test_util.h"   // same_state, expect_resume_matches
+#include "common/memory_tracker.h"  // install_memory_tracker, peak_tensor_bytes
+#include "mpi_cases.h"              // register_mpi_cases
 #include "parity_harness.h"
 #include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
 #include "train/run_report.h"     // count_parameters
@@ -163,10 +165,36 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
 INSTANTIATE_TEST_SUITE_P(Layouts, Offload, ::testing::ValuesIn(kOffloadLayouts),
                          [](const auto& info) { return info.param.layout.name; });
 
-// Checkpoints of an offloaded run: saving reads the tier, loading writes it. A run stopped
-// at step 5 and resumed (offloaded again) continues bit for bit, and the checkpoint loads
-// into other layouts, offloaded or not, that continue within 1e-10.
+/// Bytes of the rank's optimizer state: parameters, master weights and both moments of the
+/// elements it owns, wherever they live.
+int64_t state_bytes(ZeroOptimizer& opt) {
+  int64_t bytes = 0;
+  opt.visit_states(
+      [&](const StateWindow& window) {
+        for (const auto& [i, v] : window) {
+          bytes += v.param.nbytes() + v.exp_avg.nbytes() + v.exp_avg_sq.nbytes();
+          if (!v.master.is_same(v.param)) bytes += v.master.nbytes();
+        }
+      },
+      StateAccess::kLayout);
+  return bytes;
+}
+
+/// Tensor bytes a phase allocated beyond what was live when it began, at its peak.
+template <typename Phase>
+int64_t peak_growth(const Phase& phase) {
+  reset_peak_tensor_bytes();
+  const int64_t before = live_tensor_bytes();
+  phase();
+  return peak_tensor_bytes() - before;
+}
+
+// Checkpoints of an offloaded run: saving reads the tier, loading writes it, both window
+// by window, never holding the tier's states whole in memory. A run stopped at step 5 and
+// resumed (offloaded again) continues bit for bit, and the checkpoint loads into other
+// layouts, offloaded or not, that continue within 1e-10.
 TEST(OffloadCheckpoint, dp2_pp2_zero3_nvme_resumes_exactly_and_in_other_layouts) {
+  install_memory_tracker();
   constexpr int kTotal = 8, kSaveAt = 4;
   const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_offload_ckpt_");
   Layout source{"dp2_pp2_1f1b_ckpt_zero3_nvme", 2, 2, 1, 3, "1f1b", true, 1};
@@ -182,10 +210,19 @@ TEST(OffloadCheckpoint, dp2_pp2_zero3_nvme_resumes_exactly_and_in_other_layouts)
   {
     Trainer first(config, ctx);
     train_steps(first, kSaveAt);
-    stopped = save_checkpoint(first, ctx, dir + "/stopped", 0);
+    const int64_t states = state_bytes(first.optimizer());
+    const int64_t saving =
+        peak_growth([&] { stopped = save_checkpoint(first, ctx, dir + "/stopped", 0); });
+    // Bringing the shard in, as a save did before it streamed, allocates all of `states`.
+    EXPECT_LT(saving * 10, states) << "rank " << ctx.rank() << ": the save allocated " << saving
+                                   << " bytes for " << states << " bytes of state";
   }
   Trainer resumed(config, ctx);
-  load_checkpoint(resumed, ctx, "latest", dir + "/stopped");
+  const int64_t states = state_bytes(resumed.optimizer());
+  const int64_t loading =
+      peak_growth([&] { load_checkpoint(resumed, ctx, "latest", dir + "/stopped"); });
+  EXPECT_LT(loading * 10, states) << "rank " << ctx.rank() << ": the load allocated " << loading
+                                  << " bytes for " << states << " bytes of state";
   EXPECT_TRUE(resumed.optimizer().states_in_tier());  // loading wrote the tier
   const RunTrace got = train_steps(resumed, kTotal - kSaveAt);
   for (int s = 0; s < kTotal - kSaveAt; ++s) {
@@ -202,6 +239,46 @@ TEST(OffloadCheckpoint, dp2_pp2_zero3_nvme_resumes_exactly_and_in_other_layouts)
   remove_shared(MPI_COMM_WORLD, dir);
 }
 
+// A bf16 run whose layers span several pieces of the tier: the streamed save cuts
+// parameters at the pieces' edges, and writes the fp32 states in one pass over the tier
+// and the bf16 parameters in a second. Every stored tensor equals what the same layout in
+// memory saves, and the checkpoint resumes the offloaded run bit for bit.
+TEST(OffloadCheckpoint, bf16_pieces_save_what_memory_saves_and_resume_bitwise) {
+  constexpr int kTotal = 5, kSaveAt = 3;
+  const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_offload_bf16_");
+  // Layers of 12 x 128^2 elements: about 98k per rank, two pieces of 64 Ki.
+  const Layout memory{"dp2_zero3_bf16",    2, 1, 1, 3, "1f1b", false, 2, "bf16", 1 << 20,
+                      {"model.hidden=128"}};
+  Layout tiered = memory;
+  for (const std::string& set : nvme_sets(dir + "/tier", true)) tiered.sets.push_back(set);
+  ParallelContext ctx(MPI_COMM_WORLD, memory.dp, memory.pp, memory.tp, 120.0);
+  Trainer in_memory(layout_config(memory, kTotal), ctx);
+  Trainer offloaded(layout_config(tiered, kTotal), ctx);
+  train_steps(in_memory, kSaveAt);
+  train_steps(offloaded, kSaveAt);
+  const checkpoint::CheckpointIndex a =
+      checkpoint::open_checkpoint(save_checkpoint(in_memory, ctx, dir + "/memory", 0), "");
+  const checkpoint::CheckpointIndex b =
+      checkpoint::open_checkpoint(save_checkpoint(offloaded, ctx, dir + "/offloaded", 0), "");
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  int cut = 0;  // tensors the tier's pieces stored in more slices than memory did
+  for (const auto& [name, info] : a.tensors) {
+    ASSERT_EQ(b.tensors.count(name), 1u) << name;
+    cut += b.tensors.at(name).slices.size() > info.slices.size();
+    EXPECT_TRUE(
+        at::equal(checkpoint::read_global_tensor(a, name), checkpoint::read_global_tensor(b, name)))
+        << name;
+  }
+  EXPECT_GT(cut, 0);
+  const RunTrace want = train_steps(in_memory, kTotal - kSaveAt);
+  Trainer resumed(layout_config(tiered, kTotal), ctx);
+  load_checkpoint(resumed, ctx, "latest", dir + "/offloaded");
+  const RunTrace got = train_steps(resumed, kTotal - kSaveAt);
+  EXPECT_EQ(got.losses, want.losses);
+  EXPECT_EQ(got.grad_norms, want.grad_norms);
+  remove_shared(MPI_COMM_WORLD, dir);
+}
+
 /// The ctest entries: one mpirun per rank count (offload_nvme_np2, ...), the checkpoint test
 /// with the 4-rank layouts; the job's output ends with each test's outcome.
 std::vector<MpiCase> offload_cases() {
@@ -209,7 +286,8 @@ std::vector<MpiCase> offload_cases() {
   for (const OffloadLayout& l : kOffloadLayouts)
     by_ranks[l.layout.world()].push_back(
         "Layouts/Offload.is_bitwise_the_run_in_memory_and_matches_one_process/" + l.layout.name);
-  by_ranks[4].push_back("OffloadCheckpoint.*");
+  by_ranks[2].push_back("OffloadCheckpoint.bf16*");
+  by_ranks[4].push_back("OffloadCheckpoint.dp2_pp2*");
   std::vector<MpiCase> cases;
   for (const auto& [ranks, tests] : by_ranks)
     cases.push_back(grouped_case("offload_nvme_np" + std::to_string(ranks), ranks, tests));
