@@ -90,6 +90,9 @@ void SliceReader::execute() {
     if (c.slice->transposed) src = src.t();
     narrow_to(c.dst, c.dst_box, c.part).copy_(narrow_to(src, c.slice->box, c.part));
   }
+  // What was copied stays in the page cache, not in this process: a load streamed window
+  // by window does not hold the checkpoint's pages it has read.
+  for (const auto& [name, file] : files_) file->drop_pages();
   clear();
 }
 

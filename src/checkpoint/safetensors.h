@@ -99,8 +99,11 @@ class SafetensorsFile {
   /// A CPU tensor over the mapped bytes of `key` (a copy only when the bytes are not
   /// aligned for the dtype). Valid while this object lives; never write to it.
   at::Tensor view(const std::string& key) const;
-  /// XXH64 of the whole file (reads every byte).
+  /// XXH64 of the whole file (reads every byte, leaving none of them resident).
   uint64_t checksum() const;
+  /// Drops the file's pages from the process's resident set (they stay in the page cache;
+  /// views stay valid and read them again).
+  void drop_pages() const;
 
  private:
   data::MappedFile file_;

@@ -2,13 +2,14 @@
 #include "data/mapped_file.h"
 
 #include <fcntl.h>     // open, O_RDONLY
-#include <sys/mman.h>  // mmap, munmap
+#include <sys/mman.h>  // mmap, munmap, madvise
 #include <sys/stat.h>  // fstat
-#include <unistd.h>    // close
+#include <unistd.h>    // close, sysconf
 
-#include <cerrno>   // errno
-#include <cstring>  // std::strerror
-#include <utility>  // std::exchange
+#include <algorithm>  // std::min
+#include <cerrno>     // errno
+#include <cstring>    // std::strerror
+#include <utility>    // std::exchange
 
 #include "data/data_error.h"  // DataError
 
@@ -60,6 +61,17 @@ void MappedFile::release() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
+}
+
+void MappedFile::drop_pages(size_t begin, size_t length) const {
+  if (data_ == nullptr || begin >= size_) return;
+  // madvise takes page-aligned starts: round the range inward at the front.
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t first = (begin + page - 1) / page * page;
+  const size_t end = std::min(size_, begin + length);
+  if (first >= end) return;
+  // Advice only: a failure leaves the pages resident, which is what not calling it does.
+  ::madvise(const_cast<std::byte*>(data_) + first, end - first, MADV_DONTNEED);
 }
 
 }  // namespace trident::data

@@ -22,6 +22,11 @@ class MappedFile {
   /// The file's size in bytes.
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  /// Drops bytes [begin, begin + length) of the mapping from the process's resident set:
+  /// the pages stay in the page cache and come back on the next read. A reader of a file
+  /// larger than memory (a checkpoint of a model streamed from a tier) calls it behind
+  /// itself, so that its RSS does not grow by the file.
+  void drop_pages(size_t begin, size_t length) const;
 
  private:
   void release();

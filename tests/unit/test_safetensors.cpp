@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>  // at::arange, at::equal
 #include <gtest/gtest.h>
 
+#include <cctype>      // std::isxdigit
 #include <cstdint>     // uint64_t
 #include <cstring>     // std::strlen
 #include <filesystem>  // std::filesystem::temp_directory_path
@@ -14,7 +15,8 @@
 #include "checkpoint/checkpoint.h"   // CheckpointError
 #include "checkpoint/checksum.h"     // xxh64, Xxh64, to_hex
 #include "checkpoint/hf.h"           // to_hf_name, from_hf_name, read_hf_index
-#include "checkpoint/index.h"        // read_index
+#include "checkpoint/index.h"        // read_index, CheckpointIndex
+#include "checkpoint/reader.h"       // SliceReader
 #include "checkpoint/safetensors.h"  // write_safetensors, SafetensorsFile
 #include "checkpoint/slices.h"       // flat_range_boxes, flat_range_pieces
 
@@ -64,6 +66,51 @@ TEST(Safetensors, round_trip_keeps_every_dtype_shape_and_value) {
   EXPECT_EQ(file.find("f32")->shape, (std::vector<int64_t>{2, 4}));
   for (const auto& [name, e] : file.entries())  // larger elements first keeps all aligned
     EXPECT_EQ(e.begin % static_cast<int64_t>(c10::elementSize(e.dtype)), 0) << name;
+  std::filesystem::remove(path);
+}
+
+/// Kilobytes of `path`'s mapping resident in this process (/proc/self/smaps), or -1.
+int64_t resident_kib_of_mapping(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    if (line.find('-') != std::string::npos && line.find(' ') != std::string::npos &&
+        std::isxdigit(static_cast<unsigned char>(line[0])) && line.find(':') > line.find(' '))
+      inside = line.size() >= path.size() &&
+               line.compare(line.size() - path.size(), path.size(), path) == 0;
+    else if (inside && line.rfind("Rss:", 0) == 0)
+      return std::stoll(line.substr(4));
+  }
+  return -1;
+}
+
+// A checkpoint larger than memory is verified and read without its pages piling up in the
+// reader: the checksum and each batch of copies leave the file's pages in the page cache.
+TEST(Safetensors, verifying_and_reading_leave_the_file_out_of_the_resident_set) {
+  const std::string path = temp_path("resident.safetensors");
+  const at::Tensor big = at::arange(4 << 20, at::kFloat);  // 16 MiB
+  const WrittenFile w = write_safetensors(path, {{"big", big}}, {});
+  CheckpointIndex index;
+  index.dir = std::filesystem::path(path).parent_path().string();
+  index.files[std::filesystem::path(path).filename().string()] = {w.bytes, to_hex(w.checksum)};
+  TensorInfo& info = index.tensors["big"];
+  info.dtype = "F32";
+  info.shape = {4 << 20};
+  info.slices.push_back({std::filesystem::path(path).filename().string(), "big", {{0}, {4 << 20}}});
+  at::Tensor out = at::empty({4 << 20}, at::kFloat);
+  SliceReader reader(index);
+  reader.add("big", {{0}, {4 << 20}}, out);
+  reader.verify();  // reads every byte for the checksum
+  EXPECT_LT(resident_kib_of_mapping(path), 1024) << "after the checksum";
+  reader.execute();
+  EXPECT_LT(resident_kib_of_mapping(path), 1024) << "after the copies";
+  EXPECT_TRUE(at::equal(out, big));
+  {
+    const SafetensorsFile file(path);
+    EXPECT_EQ(file.view("big").sum().item<double>(), big.sum().item<double>());
+    EXPECT_GT(resident_kib_of_mapping(path), 8 << 10);  // the measurement sees a read
+  }
   std::filesystem::remove(path);
 }
 
