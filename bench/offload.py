@@ -21,6 +21,7 @@ calibrate --disk-dir` measures, with the fraction of the step blocked on the tie
 import math
 import os
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -268,8 +269,17 @@ def capacity(bench):
     sets = working_set_sets(tier, True) + lr
     tier.mkdir(exist_ok=True)
     cluster, _ = calibrate(bench, tier, "calibrate_capacity")
-    code_nvme, rows_nvme, seconds = capped_run(bench, "capacity_nvme", CAPACITY_CAP, sets, steps,
-                                               model=m)
+    # The last step is saved (streamed from the tier, window by window) and a second capped
+    # run resumes from it for one more step.
+    ckpt = bench.tmp / "capacity_checkpoints"
+    saving = ["checkpoint.dir=%s" % ckpt]
+    code_nvme, rows_nvme, seconds = capped_run(bench, "capacity_nvme", CAPACITY_CAP,
+                                               sets + saving, steps, model=m)
+    saved = sum(f.stat().st_size for f in ckpt.rglob("*") if f.is_file()) if ckpt.exists() else 0
+    code_resume, rows_resume, seconds_resume = capped_run(
+        bench, "capacity_resume", CAPACITY_CAP, sets + saving + ["checkpoint.load=auto"],
+        steps + 1, model=m)
+    shutil.rmtree(ckpt, ignore_errors=True)
     code_none, rows_none, _ = capped_run(
         bench, "capacity_none", CAPACITY_CAP,
         one_rank_sets(m) + ["parallel.zero_stage=0", "parallel.activation_checkpointing=full"] + lr,
@@ -289,6 +299,16 @@ def capacity(bench):
               % ([round(x, 3) for x in losses], [round(r["step_time_s"], 1) for r in rows_nvme],
                  seconds, [round(r["peak_rss_bytes"] / (1 << 20)) for r in rows_nvme][-1:],
                  disk / 1e9))
+    resumed = code_resume == 0 and [r["step"] for r in rows_resume] == [steps + 1] and \
+        math.isfinite(rows_resume[0]["loss"])
+    bench.add("capacity: the same run saves step %d under the cap and a capped run resumes "
+              "from it" % steps,
+              "save: exit %d, %.1f GB; resume: exit %d, steps %s"
+              % (code_nvme, saved / 1e9, code_resume, [r["step"] for r in rows_resume]),
+              "both exit 0; step %d trains with a finite loss" % (steps + 1), resumed,
+              "resumed run %.0f s in all (the load, then one step); loss %s; peak RSS %s MiB"
+              % (seconds_resume, [round(r["loss"], 3) for r in rows_resume],
+                 [round(r["peak_rss_bytes"] / (1 << 20)) for r in rows_resume]))
     if rows_nvme:
         # A shape the planner was not calibrated on: width 2048, twice the others'.
         prediction_row(bench, "%.2fB parameters, everything in the tier (width 2048, held out)"
@@ -345,45 +365,57 @@ def prediction_row(bench, what, predicted, measured):
 
 def tier_speed(bench):
     """Speed of ZeRO 3 with everything in the tier against the same model in memory and
-    against the disk: per round, the calibrated disk bandwidth, the in-memory step (ZeRO 1,
-    no recomputation: the fastest layout in memory) and the offloaded steps with and
-    without full recomputation; the ratio of each offloaded step to max(in-memory step,
-    tier bytes per step / disk bandwidth), the median over rounds."""
+    against the disk: per round, the calibrated disk bandwidth, the in-memory steps (ZeRO 1,
+    the fastest layout in memory) with and without full recomputation, and the offloaded
+    steps with and without it; the ratio of each offloaded step to max(in-memory step with
+    the same recomputation, tier bytes per step / disk bandwidth), the median over rounds.
+    A fully recomputed step runs forward twice wherever its states live: against the
+    in-memory step without recomputation it would measure the recomputation, not the tier
+    (that ratio is printed too)."""
     m = SPEED_GPT
     tier = bench.tmp / "tier_speed"
     tier.mkdir(exist_ok=True)
     steps = 5  # two warm-up steps dropped
-    in_memory = one_rank_sets(m)
+    in_memory = {rc: one_rank_sets(m) + ["parallel.activation_checkpointing=%s"
+                                         % ("full" if rc else "none")] for rc in (True, False)}
     offloaded = {rc: working_set_sets(tier, rc) for rc in (True, False)}
     ratios = {True: [], False: []}
+    against_fastest = []
     detail = {True: [], False: []}
     predicted, measured = [], []
     for k in range(2):
         cluster, disk = calibrate(bench, tier)
         disk *= 1e9
-        rows, _ = bench.trident(f"speed_memory.{k}", 1, in_memory, model=m, steps=steps)
-        memory_step = median_of([r["step_time_s"] for r in rows])
+        memory_step = {}
+        for rc in (False, True):
+            rows, _ = bench.trident(f"speed_memory_{'full' if rc else 'none'}.{k}", 1,
+                                    in_memory[rc], model=m, steps=steps)
+            memory_step[rc] = median_of([r["step_time_s"] for r in rows])
         for rc in (True, False):
             rows, _ = bench.trident(f"speed_tier_{'full' if rc else 'none'}.{k}", 1,
                                     offloaded[rc], model=m, steps=steps)
             step = median_of([r["step_time_s"] for r in rows])
             tier_bytes = median_of([r["tier"]["bytes"] for r in rows])
             blocked = median_of([r["tier"]["wait_s"] / r["step_time_s"] for r in rows])
-            bound = max(memory_step, tier_bytes / disk)
-            ratios[rc].append(step / bound)
+            ratios[rc].append(step / max(memory_step[rc], tier_bytes / disk))
+            if rc:
+                against_fastest.append(step / max(memory_step[False], tier_bytes / disk))
             predicted.append(planned(bench, m, offloaded[rc], cluster))
             measured.append((step, max(r["peak_rss_bytes"] for r in rows)))
             detail[rc].append("step %.2f s, in memory %.2f s, %.2f GB / %.2f GB/s = %.2f s, "
-                              "blocked %.2f" % (step, memory_step, tier_bytes / 1e9, disk / 1e9,
-                                                tier_bytes / disk, blocked))
+                              "blocked %.2f" % (step, memory_step[rc], tier_bytes / 1e9,
+                                                disk / 1e9, tier_bytes / disk, blocked))
     params = gpt_parameters(m)
     for rc in (True, False):
         r = median_of(ratios[rc])
+        extra = ("; against the in-memory step without recomputation: %s"
+                 % [round(x, 2) for x in against_fastest]) if rc else ""
         bench.add("offloaded step / max(in-memory step, tier bytes / calibrated disk bandwidth), "
-                  "%.0fM params, ZeRO 3 with everything in the tier, %s recomputation"
-                  % (params / 1e6, "full" if rc else "no"),
+                  "%.0fM params, ZeRO 3 with everything in the tier, %s recomputation (in "
+                  "memory: the same recomputation)" % (params / 1e6, "full" if rc else "no"),
                   "%.2f" % r, "<= 1.5", r <= 1.5,
-                  "rounds %s: %s" % ([round(x, 2) for x in ratios[rc]], "; ".join(detail[rc])))
+                  "rounds %s: %s%s" % ([round(x, 2) for x in ratios[rc]], "; ".join(detail[rc]),
+                                       extra))
     prediction_row(bench, "%.0fM params, everything in the tier (with and without "
                    "recomputation, 2 rounds)" % (params / 1e6), predicted, measured)
 
