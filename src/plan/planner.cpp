@@ -94,9 +94,7 @@ Plan make_plan(const PlanModel& m, const Cluster& c, int devices, const SearchSp
   return plan;
 }
 
-namespace {
-
-std::string gb(double bytes) {
+std::string bytes_text(double bytes) {
   char buf[32];
   if (bytes >= 1e9)
     std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
@@ -107,18 +105,22 @@ std::string gb(double bytes) {
   return buf;
 }
 
+namespace {
+
 std::string percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
   return buf;
 }
 
-/// The part of the step where `b` loses most time to `a`.
+}  // namespace
+
 std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b) {
   const std::pair<const char*, double> parts[] = {
       {"compute", b.compute - a.compute},  {"tp communication", b.tp - a.tp},
       {"pp communication", b.pp - a.pp},   {"dp communication", b.dp - a.dp},
-      {"the bubble", b.bubble - a.bubble}, {"the optimizer", b.optimizer - a.optimizer}};
+      {"the bubble", b.bubble - a.bubble}, {"the optimizer", b.optimizer - a.optimizer},
+      {"the nvme tier", b.tier - a.tier}};
   const auto* worst = std::max_element(std::begin(parts), std::end(parts),
                                        [](auto& x, auto& y) { return x.second < y.second; });
   char buf[96];
@@ -126,14 +128,13 @@ std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b) {
   return buf;
 }
 
-}  // namespace
-
 std::string explain_best(const Plan& plan, const Cluster& c) {
   std::ostringstream out;
   if (plan.ranked.empty()) {
     if (plan.considered == 0) return "no layout divides the model over these devices";
     out << "nothing fits: the smallest, " << plan.smallest.layout.name() << ", needs "
-        << gb(plan.smallest.memory.total()) << " per device of " << gb(c.usable_memory_bytes())
+        << bytes_text(plan.smallest.memory.total()) << " per device of "
+        << bytes_text(c.usable_memory_bytes())
         << "; add devices, or a higher ZeRO stage or more memory per device";
     return out.str();
   }
@@ -153,7 +154,8 @@ std::string explain_best(const Plan& plan, const Cluster& c) {
         << percent(best_plain->time.total() / e.time.total() - 1) << " slower";
   } else
     out << "needs checkpointing to fit";
-  out << " (" << gb(e.memory.total()) << " of " << gb(c.usable_memory_bytes()) << ")";
+  out << " (" << bytes_text(e.memory.total()) << " of " << bytes_text(c.usable_memory_bytes())
+      << ")";
   if (l.tp > 1)
     out << "; tp " << l.tp << (e.tp_inter_node ? " across nodes" : " within a node");
   else
@@ -177,10 +179,10 @@ std::string explain_best(const Plan& plan, const Cluster& c) {
     const double gain = next.time.total() / e.time.total() - 1;
     if (gain < 0.005 && e.memory.total() <= next.memory.total())
       out << "; as fast as " << next.layout.name() << " (within 0.5%) with less memory ("
-          << gb(e.memory.total()) << " against " << gb(next.memory.total()) << ")";
+          << bytes_text(e.memory.total()) << " against " << bytes_text(next.memory.total()) << ")";
     else if (gain < 0.005)
       out << "; within 0.5% of " << next.layout.name() << ", which needs less memory ("
-          << gb(next.memory.total()) << " against " << gb(e.memory.total()) << ")";
+          << bytes_text(next.memory.total()) << " against " << bytes_text(e.memory.total()) << ")";
     else
       out << "; " << percent(gain) << " faster than " << next.layout.name() << ", which loses on "
           << biggest_difference(e.time, next.time);

@@ -53,6 +53,12 @@ struct Plan {
 Plan make_plan(const PlanModel& m, const Cluster& cluster, int devices,
                const SearchSpace& space = {});
 
+/// "1.2 GB", "340.5 MB", "12.0 kB".
+std::string bytes_text(double bytes);
+
+/// The part of the step where `b` loses most time to `a`: "dp communication (+0.12 s)".
+std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b);
+
 /// A sentence on why `plan.ranked[0]` wins, e.g. "fits without checkpointing (31.2 of 72 GB);
 /// tp 2 within a node; no pipeline bubble; ...".
 std::string explain_best(const Plan& plan, const Cluster& cluster);

@@ -1,0 +1,191 @@
+// choose_configuration: every candidate evaluated by the planner's models, ranked by
+// predicted step time among those under the budget.
+#include "plan/auto_config.h"
+
+#include <algorithm>  // std::stable_sort, std::min
+#include <cstdio>     // std::snprintf
+#include <sstream>    // std::ostringstream
+
+#include "plan/memory_model.h"  // device_memory
+
+namespace trident::plan {
+
+namespace {
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+PlanModel placed(PlanModel m, const Placement& p) {
+  m.offload_optimizer = p.optimizer ? "nvme" : "none";
+  m.offload_params = p.params ? "nvme" : "none";
+  return m;
+}
+
+/// The placements a layout can take: in memory always; with a tier directory, the
+/// optimizer's states there (and from ZeRO 2 its gradient shard), and with ZeRO 3 the
+/// parameters too.
+std::vector<Placement> placements_for(const Layout& l, bool tier) {
+  std::vector<Placement> out = {{"in memory", l.zero, false, false}};
+  if (!tier) return out;
+  out.push_back({l.zero >= 2 ? "optimizer states and gradients in the nvme tier"
+                             : "optimizer states in the nvme tier",
+                 l.zero, true, false});
+  if (l.zero == 3) out.push_back({"everything in the nvme tier", 3, true, true});
+  return out;
+}
+
+/// Every layout of the planner's enumeration, and on one dp rank ZeRO 3 too: the only
+/// stage whose parameters can go to the tier.
+std::vector<Layout> layouts_for(const PlanModel& m, const AutoBudget& b, bool tier) {
+  SearchSpace space;
+  std::vector<Layout> out = enumerate_layouts(m, b.ranks, b.ranks_per_node, space);
+  if (!tier) return out;
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; ++i)
+    if (out[i].dp == 1) {
+      Layout l = out[i];
+      l.zero = 3;
+      out.push_back(l);
+    }
+  return out;
+}
+
+AutoChoice search(const PlanModel& m, const Cluster& c, const AutoBudget& b) {
+  AutoChoice choice;
+  const bool tier = b.disk_per_rank >= 0;
+  const double limit = (1 - b.margin) * b.memory_per_rank;
+  bool have_smallest = false;
+  for (const Layout& l : layouts_for(m, b, tier)) {
+    for (const Placement& p : placements_for(l, tier)) {
+      AutoCandidate cand;
+      cand.layout = l;
+      cand.placement = p;
+      cand.evaluation = evaluate(placed(m, p), l, c);
+      cand.peak = cand.evaluation.memory.total() + c.process_base_gb * 1e9;
+      cand.tier_bytes = cand.evaluation.memory.offloaded;
+      ++choice.considered;
+      if (!have_smallest || cand.peak < choice.smallest.peak) {
+        choice.smallest = cand;
+        have_smallest = true;
+      }
+      if (cand.peak <= limit && (!tier || cand.tier_bytes <= b.disk_per_rank))
+        choice.ranked.push_back(cand);
+    }
+  }
+  std::stable_sort(choice.ranked.begin(), choice.ranked.end(),
+                   [](const AutoCandidate& a, const AutoCandidate& z) {
+                     const double ta = a.evaluation.time.total(), tz = z.evaluation.time.total();
+                     if (ta != tz) return ta < tz;
+                     return a.peak < z.peak;
+                   });
+  return choice;
+}
+
+std::string explain(const AutoChoice& choice, const AutoBudget& b) {
+  const AutoCandidate& best = choice.ranked.front();
+  std::ostringstream out;
+  out << "fastest of " << choice.ranked.size() << " configurations that fit "
+      << bytes_text((1 - b.margin) * b.memory_per_rank) << " per rank (" << choice.considered
+      << " considered)";
+  if (choice.ranked.size() > 1) {
+    const AutoCandidate& next = choice.ranked[1];
+    const double t0 = best.evaluation.time.total(), t1 = next.evaluation.time.total();
+    if (t1 == t0)
+      out << "; as fast as the runner-up, with less memory (" << bytes_text(best.peak)
+          << " against " << bytes_text(next.peak) << ")";
+    else
+      out << "; the runner-up is " << static_cast<int>((t1 / t0 - 1) * 1000 + 0.5) / 10.0
+          << "% slower, losing on "
+          << biggest_difference(best.evaluation.time, next.evaluation.time);
+  }
+  return out.str();
+}
+
+/// When nothing fits: the smallest change that would, tried in order of cost to the user.
+std::string suggest(const PlanModel& m, const Cluster& c, const AutoBudget& b,
+                    const AutoChoice& none) {
+  const double limit = (1 - b.margin) * b.memory_per_rank;
+  if (b.disk_per_rank < 0) {
+    AutoBudget with_tier = b;
+    with_tier.disk_per_rank = 1e300;
+    const AutoChoice t = search(m, c, with_tier);
+    if (!t.ranked.empty())
+      return "set parallel.nvme_path to a directory on a local disk: " + t.ranked.front().name() +
+             " fits (" + bytes_text(t.ranked.front().peak) + " per rank, " +
+             bytes_text(t.ranked.front().tier_bytes) + " of tier files per rank)";
+  }
+  for (int more = 2; more <= 64; more *= 2) {
+    AutoBudget bigger = b;
+    bigger.ranks = b.ranks * more;
+    const AutoChoice t = search(m, c, bigger);
+    if (!t.ranked.empty())
+      return "run on " + std::to_string(bigger.ranks) +
+             " ranks with as much memory each: " + t.ranked.front().name() + " fits (" +
+             bytes_text(t.ranked.front().peak) + " per rank)";
+  }
+  return "give each rank " + bytes_text(none.smallest.peak / (1 - b.margin)) +
+         " of memory: " + none.smallest.name() + " needs " + bytes_text(none.smallest.peak) +
+         " (the budget is " + bytes_text(limit) + " after the " +
+         std::to_string(static_cast<int>(b.margin * 100)) + "% margin)";
+}
+
+}  // namespace
+
+std::string AutoCandidate::name() const { return layout.name() + ", " + placement.name; }
+
+AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
+                                const AutoBudget& budget) {
+  AutoChoice choice = search(m, cluster, budget);
+  if (choice.ranked.empty())
+    choice.suggestion = choice.considered == 0
+                            ? "no layout divides the model over " + std::to_string(budget.ranks) +
+                                  " ranks: use a rank count that divides the heads or the layers"
+                            : suggest(m, cluster, budget, choice);
+  else
+    choice.why = explain(choice, budget);
+  return choice;
+}
+
+std::vector<std::string> overrides_of(const AutoCandidate& c) {
+  const Layout& l = c.layout;
+  return {"parallel.dp=" + std::to_string(l.dp),
+          "parallel.pp=" + std::to_string(l.pp),
+          "parallel.tp=" + std::to_string(l.tp),
+          "parallel.zero_stage=" + std::to_string(l.zero),
+          "train.micro_batch_size=" + std::to_string(l.micro_batch),
+          std::string("parallel.activation_checkpointing=") + (l.checkpointing ? "full" : "none"),
+          std::string("parallel.offload_optimizer=") + (c.placement.optimizer ? "nvme" : "none"),
+          std::string("parallel.offload_params=") + (c.placement.params ? "nvme" : "none")};
+}
+
+std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {
+  std::ostringstream out;
+  out << "auto: " << b.ranks << " ranks, " << bytes_text(b.memory_per_rank)
+      << " of memory per rank";
+  if (b.disk_per_rank >= 0) out << ", " << bytes_text(b.disk_per_rank) << " of disk per rank";
+  out << "\n";
+  if (choice.ranked.empty()) {
+    out << "auto: nothing fits";
+    if (choice.considered > 0)
+      out << " (the smallest of " << choice.considered << " configurations, "
+          << choice.smallest.name() << ", needs " << bytes_text(choice.smallest.peak)
+          << " per rank)";
+    out << "; " << choice.suggestion << "\n";
+    return out.str();
+  }
+  auto line = [&](const char* what, const AutoCandidate& c) {
+    out << "auto: " << what << " " << c.name() << ": predicted step "
+        << seconds(c.evaluation.time.total()) << ", peak " << bytes_text(c.peak) << " per rank";
+    if (c.tier_bytes > 0) out << ", " << bytes_text(c.tier_bytes) << " in the tier";
+    out << "\n";
+  };
+  line("chose", choice.ranked.front());
+  if (choice.ranked.size() > 1) line("runner-up", choice.ranked[1]);
+  out << "auto: " << choice.why << "\n";
+  return out.str();
+}
+
+}  // namespace trident::plan

@@ -1,0 +1,65 @@
+// Automatic configuration: of every layout, ZeRO stage, placement of the model state
+// (memory or the nvme tier), micro-batch size and recomputation that runs a model on N
+// ranks, the fastest predicted to fit a memory budget with a margin; the runner-up and
+// what it loses on; and, when nothing fits, the smallest change that would.
+#pragma once
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "plan/capacity.h"    // Placement
+#include "plan/cluster.h"     // Cluster
+#include "plan/plan_model.h"  // PlanModel, Layout
+#include "plan/planner.h"     // Evaluation
+
+namespace trident::plan {
+
+/// What the choice must respect.
+struct AutoBudget {
+  int ranks = 1;
+  int ranks_per_node = 1;
+  double memory_per_rank = 0;  ///< bytes of peak memory a rank may use (process base included)
+  double margin = 0.10;        ///< the predicted peak stays under (1 - margin) x the budget
+  /// Bytes of tier files a rank may write; < 0: no tier directory (no offload considered).
+  double disk_per_rank = -1;
+};
+
+/// One configuration: a layout and where its model state lives.
+struct AutoCandidate {
+  Layout layout;
+  Placement placement;
+  Evaluation evaluation;
+  double peak = 0;        ///< predicted peak per rank: the evaluation's total + process base
+  double tier_bytes = 0;  ///< its tier files per rank
+  /// "dp2 pp1 tp1 zero3 mb4 ckpt, everything in the nvme tier".
+  std::string name() const;
+};
+
+struct AutoChoice {
+  std::vector<AutoCandidate> ranked;  ///< those that fit, fastest first (then least memory)
+  int considered = 0;
+  /// When nothing fits: the candidate needing least memory, and the smallest change that
+  /// would make the job fit (more ranks, a tier directory, more memory per rank).
+  AutoCandidate smallest;
+  std::string suggestion;
+  /// A sentence on why ranked[0] wins and what ranked[1] loses on.
+  std::string why;
+};
+
+/// Searches dp x pp x tp = budget.ranks (tp within a node), ZeRO stages 0-3, full
+/// recomputation or none, every micro-batch size that divides the global batch, and the
+/// placements of the model state (in memory; the optimizer's states, and from ZeRO 2 its
+/// gradients, in the nvme tier; with ZeRO 3 the parameters too) when a tier directory is
+/// given. The model's schedule, precision and the rest stay as `m` has them. Deterministic:
+/// the same inputs give the same choice on every rank.
+AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
+                                const AutoBudget& budget);
+
+/// The choice as config overrides ("parallel.dp=2", ...): what `trident train --auto`
+/// applies and writes into the run directory.
+std::vector<std::string> overrides_of(const AutoCandidate& c);
+
+/// The report `--auto` prints: the choice, its predicted memory and step time, the
+/// runner-up and why it lost (or, when nothing fits, the suggestion).
+std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& budget);
+
+}  // namespace trident::plan

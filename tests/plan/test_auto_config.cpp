@@ -1,0 +1,116 @@
+// trident train --auto's choice: the fastest configuration under the budget and its margin,
+// the same on every call, the nvme tier only when memory forces it, and a job that fits
+// nowhere told the smallest change that would make it fit.
+#include <gtest/gtest.h>  // TEST, EXPECT_*
+
+#include <string>
+
+#include "plan/auto_config.h"  // choose_configuration, overrides_of
+
+namespace trident::plan {
+namespace {
+
+/// The offload benchmark's 160M GPT: 12 layers of width 1024, vocabulary 8192, fp32.
+PlanModel gpt160m() {
+  PlanModel m;
+  m.layers = 12, m.hidden = 1024, m.heads = 16, m.vocab = 8192, m.seq_len = 64;
+  m.global_batch = 8;
+  m.releases_host_memory = true;
+  return m;
+}
+
+Cluster machine() {
+  Cluster c;
+  c.devices_per_node = 8;
+  c.peak_tflops["fp32"] = 0.15;
+  c.memory_gbps = 20;
+  c.disk_gbps = 1;
+  c.process_base_gb = 0.2;
+  return c;
+}
+
+AutoBudget budget(int ranks, double memory_gb, double disk_gb = -1) {
+  AutoBudget b;
+  b.ranks = ranks;
+  b.ranks_per_node = ranks;
+  b.memory_per_rank = memory_gb * 1e9;
+  b.disk_per_rank = disk_gb < 0 ? -1 : disk_gb * 1e9;
+  return b;
+}
+
+TEST(AutoConfig, chooses_the_fastest_under_the_budget_less_its_margin_and_always_the_same) {
+  const PlanModel m = gpt160m();
+  const Cluster c = machine();
+  const AutoBudget roomy = budget(4, 16);
+  const AutoChoice a = choose_configuration(m, c, roomy);
+  ASSERT_FALSE(a.ranked.empty()) << a.suggestion;
+  EXPECT_EQ(choose_configuration(m, c, roomy).ranked.front().name(), a.ranked.front().name());
+  for (size_t i = 0; i < a.ranked.size(); ++i) {
+    EXPECT_LE(a.ranked[i].peak, 0.9 * roomy.memory_per_rank) << a.ranked[i].name();
+    if (i > 0)
+      EXPECT_LE(a.ranked[i - 1].evaluation.time.total(), a.ranked[i].evaluation.time.total());
+  }
+  EXPECT_NE(a.why.find("runner-up"), std::string::npos) << a.why;
+  // A budget the choice no longer fits (its peak is just over 90% of it) gets another
+  // configuration, with less memory and no faster.
+  const AutoBudget tight = budget(4, a.ranked.front().peak / 0.9 / 1e9 * 0.99);
+  const AutoChoice b = choose_configuration(m, c, tight);
+  ASSERT_FALSE(b.ranked.empty()) << b.suggestion;
+  EXPECT_NE(b.ranked.front().name(), a.ranked.front().name());
+  EXPECT_LT(b.ranked.front().peak, a.ranked.front().peak);
+  EXPECT_GE(b.ranked.front().evaluation.time.total(), a.ranked.front().evaluation.time.total());
+}
+
+TEST(AutoConfig, uses_the_nvme_tier_only_when_memory_forces_it) {
+  const PlanModel m = gpt160m();  // 2.55 GB of training state in fp32
+  const Cluster c = machine();
+  const AutoChoice roomy = choose_configuration(m, c, budget(1, 16, 100));
+  ASSERT_FALSE(roomy.ranked.empty());
+  EXPECT_FALSE(roomy.ranked.front().placement.optimizer) << roomy.ranked.front().name();
+
+  const AutoChoice capped = choose_configuration(m, c, budget(1, 1.5, 100));
+  ASSERT_FALSE(capped.ranked.empty()) << capped.suggestion;
+  EXPECT_TRUE(capped.ranked.front().placement.optimizer) << capped.ranked.front().name();
+  EXPECT_GT(capped.ranked.front().tier_bytes, 1e9);
+
+  // Without a tier directory the same cap fits nothing, and the message says what would.
+  const AutoChoice no_tier = choose_configuration(m, c, budget(1, 1.5));
+  EXPECT_TRUE(no_tier.ranked.empty());
+  EXPECT_NE(no_tier.suggestion.find("parallel.nvme_path"), std::string::npos) << no_tier.suggestion;
+  // Nor with too little disk for the tier's files.
+  EXPECT_TRUE(choose_configuration(m, c, budget(1, 1.5, 0.5)).ranked.empty());
+}
+
+TEST(AutoConfig, a_job_that_fits_nowhere_is_told_the_smallest_change) {
+  const PlanModel m = gpt160m();
+  const Cluster c = machine();
+  // 2 ranks of 1.6 GB cannot hold 2.55 GB of state with their activations, nor write it
+  // to a tier of 10 MB each; more ranks can.
+  const AutoChoice few = choose_configuration(m, c, budget(2, 1.6, 0.01));
+  ASSERT_TRUE(few.ranked.empty());
+  EXPECT_NE(few.suggestion.find("run on "), std::string::npos) << few.suggestion;
+  // Under the process's own base nothing fits on any number of ranks.
+  const AutoChoice none = choose_configuration(m, c, budget(2, 0.15));
+  ASSERT_TRUE(none.ranked.empty());
+  EXPECT_NE(none.suggestion.find("give each rank"), std::string::npos) << none.suggestion;
+  EXPECT_GT(none.considered, 0);
+}
+
+TEST(AutoConfig, the_choice_becomes_the_config_keys_of_its_layout_and_placement) {
+  AutoCandidate c;
+  c.layout = {2, 1, 1, 3, 4, true};
+  c.placement = {"everything in the nvme tier", 3, true, true};
+  const std::vector<std::string> keys = overrides_of(c);
+  const std::vector<std::string> want = {"parallel.dp=2",
+                                         "parallel.pp=1",
+                                         "parallel.tp=1",
+                                         "parallel.zero_stage=3",
+                                         "train.micro_batch_size=4",
+                                         "parallel.activation_checkpointing=full",
+                                         "parallel.offload_optimizer=nvme",
+                                         "parallel.offload_params=nvme"};
+  EXPECT_EQ(keys, want);
+}
+
+}  // namespace
+}  // namespace trident::plan
