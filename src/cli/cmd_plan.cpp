@@ -1,16 +1,16 @@
 // `trident plan CONFIG --devices N`: predicts memory per device and step time of every
 // layout of CONFIG's model on N devices of a cluster, and ranks those that fit; with
 // --layout it evaluates exactly one layout.
-#include <unistd.h>  // readlink: where the program lives, to find the cluster presets
-
-#include <climits>   // INT_MAX
-#include <cstdlib>   // std::getenv
-#include <iostream>  // std::cout
-#include <sstream>   // std::istringstream
+#include <algorithm>  // std::min
+#include <climits>    // INT_MAX
+#include <iostream>   // std::cout
+#include <sstream>    // std::istringstream
 
 #include "cli/args.h"          // Args, UsageError
 #include "cli/commands.h"      // cmd_plan
+#include "cli/plan_inputs.h"   // plan_model, load_plan_cluster, auto_budget
 #include "config/config.h"     // load_config, TrainConfig
+#include "plan/auto_config.h"  // choose_configuration, auto_choice_text, overrides_of
 #include "plan/capacity.h"     // largest_models
 #include "plan/cluster.h"      // load_cluster, ClusterError
 #include "plan/plan_report.h"  // plan_text, plan_json, evaluation_text, evaluation_json
@@ -36,51 +36,6 @@ std::vector<int64_t> parse_int_list(const std::string& option, const std::string
     }
   }
   return out;
-}
-
-/// Where presets live: $TRIDENT_CLUSTERS, ./configs/clusters, and beside the program.
-std::vector<std::string> preset_dirs() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("TRIDENT_CLUSTERS")) dirs.push_back(env);
-  dirs.push_back("configs/clusters");
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string dir(exe, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    dirs.push_back(dir + "/../configs/clusters");
-    dirs.push_back(dir + "/configs/clusters");
-  }
-  return dirs;
-}
-
-plan::PlanModel plan_model(const TrainConfig& c) {
-  plan::PlanModel m;
-  m.layers = c.model.layers;
-  m.hidden = c.model.hidden;
-  m.heads = c.model.heads;
-  m.vocab = c.model.vocab;
-  m.vocab_multiple = c.model.vocab_multiple;
-  m.seq_len = c.model.seq_len;
-  m.global_batch = c.train.global_batch_size;
-  m.precision = name_of(c.train.precision);
-  m.schedule = name_of(c.parallel.schedule);
-  m.virtual_stages = c.parallel.virtual_stages;
-  m.grad_reduce_dtype = name_of(c.parallel.grad_reduce_dtype);
-  m.bucket_size = c.parallel.bucket_size;
-  m.llama = c.model.arch == ModelArch::kLlama;
-  m.kv_heads = c.model.kv_head_count();
-  m.ffn_hidden = m.llama ? c.model.ffn_hidden : 4 * c.model.hidden;
-  m.tied = !m.llama || c.model.tie_embeddings;
-  m.zero3_max_live_layers = c.parallel.zero3_max_live_layers;
-  m.zero3_persist_below = c.parallel.zero3_persist_below;
-  m.zero3_reshard_after_forward = c.parallel.zero3_reshard_after_forward == Toggle::kOn;
-  m.offload_optimizer = name_of(c.parallel.offload_optimizer);
-  m.offload_params = name_of(c.parallel.offload_params);
-  m.releases_host_memory = c.releases_host_memory();
-  m.offload_buffer_count = c.parallel.offload_buffer_count;
-  m.offload_block_size = c.parallel.offload_block_size;
-  return m;
 }
 
 plan::Layout parse_layout(const std::string& text, const TrainConfig& c) {
@@ -164,27 +119,32 @@ int run_capacity(const Args& args, const TrainConfig& config, const plan::PlanMo
   return rows.back().layers > 0 ? 0 : 1;
 }
 
+/// `--auto`: the configuration `trident train --auto` would choose on --devices ranks.
+int run_auto(const Args& args, const TrainConfig& config, const plan::PlanModel& m,
+             const plan::Cluster& cluster) {
+  if (!args.has("devices")) throw UsageError("--auto needs --devices N");
+  const int devices = static_cast<int>(args.get_int("devices", 0));
+  if (devices < 1) throw UsageError("--devices must be at least 1");
+  const plan::AutoBudget budget =
+      auto_budget(args, config, devices, std::min(devices, cluster.devices_per_node),
+                  cluster.usable_memory_bytes());
+  const plan::AutoChoice choice = plan::choose_configuration(m, cluster, budget);
+  std::cout << plan::auto_choice_text(choice, budget);
+  if (choice.ranked.empty()) return 1;
+  std::cout << "auto: the choice as config keys:";
+  for (const std::string& key : plan::overrides_of(choice.ranked.front()))
+    std::cout << " --set " << key;
+  std::cout << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_plan(const Args& args) {
   const TrainConfig config = load_config(args.positional[0], args.sets, 0);
   const plan::PlanModel m = plan_model(config);
-  plan::Cluster cluster;
-  try {
-    cluster = plan::load_cluster(args.get("cluster", "h100"), preset_dirs());
-    cluster.matmul_flops(m.precision, 1024);  // fails now, naming the key, if missing
-    if (args.has("devices-per-node")) {
-      cluster.devices_per_node = static_cast<int>(args.get_int("devices-per-node", 0));
-      if (cluster.devices_per_node < 1) throw UsageError("--devices-per-node must be at least 1");
-    }
-    if (args.has("placement")) {
-      cluster.placement = args.get("placement");
-      if (cluster.placement != "block" && cluster.placement != "cyclic")
-        throw UsageError("--placement must be block or cyclic, got '" + cluster.placement + "'");
-    }
-  } catch (const plan::ClusterError& e) {
-    throw UsageError(std::string("--cluster: ") + e.what());
-  }
+  const plan::Cluster cluster = load_plan_cluster(args, m);
+  if (args.has("auto")) return run_auto(args, config, m, cluster);
   if (args.has("memory")) return run_capacity(args, config, m, cluster);
   if (args.has("disk")) throw UsageError("--disk GB goes with --memory GB");
   if (args.has("layout")) return run_one_layout(args, config, m, cluster);

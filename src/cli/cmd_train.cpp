@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "cli/args.h"
+#include "cli/auto_train.h"  // auto_overrides
 #include "cli/commands.h"
 #include "cli/threads.h"         // apply_threads
 #include "common/host_memory.h"  // set_release_large_blocks
@@ -78,9 +80,13 @@ std::string resume(Trainer& trainer, ParallelContext& ctx, const TrainConfig& co
 int cmd_train(const Args& args) {
   const std::unique_ptr<Communicator> job = world_communicator();
   const int world = job->size(), rank = job->rank();
+  const bool automatic = args.has("auto");
+  const std::vector<std::string> sets = automatic ? auto_overrides(args, *job) : args.sets;
   TrainConfig config;
+  std::string chosen_toml;  // --auto: the config as chosen, before its paths are resolved
   run_agreed(*job, [&] {
-    config = load_single_or_mpi_config(args.positional[0], args.sets, world);
+    config = load_single_or_mpi_config(args.positional[0], sets, world);
+    if (automatic) chosen_toml = to_toml(config);
     resolve_run_paths(config);
     check_device(config.train.device);
     if (rank == 0) check_run_dir_is_free(config);
@@ -120,6 +126,13 @@ int cmd_train(const Args& args) {
                    "slowest link; place consecutive ranks on one node (mpirun --map-by slot, "
                    "srun --distribution=block)\n";
     write_run_info(config, params, floor);
+    if (automatic && !config.logging.run_dir.empty()) {
+      const std::string path = config.logging.run_dir + "/resolved_config.toml";
+      std::ofstream(path) << "# The configuration trident train --auto chose; `trident train "
+                             "THIS_FILE` trains it again\n# (with a fresh logging.run_dir).\n"
+                          << chosen_toml;
+      std::cout << "auto: the resolved config is in " << path << "\n";
+    }
     if (!resumed.empty())
       std::cout << "resumed from " << resumed << " after step " << trainer->completed_steps()
                 << "\n";

@@ -18,14 +18,28 @@ constexpr bool kPreemptible = true;  // Command::preemptible
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {{"train",
-        "mpirun -np N trident train CONFIG.toml [--set section.key=value ...]",
+        "mpirun -np N trident train CONFIG.toml [--set section.key=value ...]\n"
+        "       mpirun -np N trident train CONFIG.toml --auto --cluster FILE "
+        "[--memory-per-rank GB]\n"
+        "                                       [--disk-per-rank GB] [--set ...]",
         "Trains the model of CONFIG with the layout parallel.dp x parallel.pp x parallel.tp,\n"
         "which must multiply to the number of ranks N (parallel.dp may be left out and is then\n"
         "derived). Rank 0 prints progress every train.log_every steps and writes one JSON line\n"
         "per logged step to logging.metrics; logging.trace receives a Chrome trace of the\n"
         "pipeline instructions; checkpoints go to checkpoint.dir every checkpoint.save_every\n"
-        "steps and at the end (logging.run_dir gathers all three). checkpoint.load resumes.",
-        {},
+        "steps and at the end (logging.run_dir gathers all three). checkpoint.load resumes.\n"
+        "--auto chooses dp, pp, tp, the ZeRO stage, the nvme tier's use (when\n"
+        "parallel.nvme_path is set), the micro-batch size and full recomputation or none: the\n"
+        "fastest the planner predicts on the N ranks of the calibrated machine (--cluster,\n"
+        "from trident calibrate) under the memory each rank has (the cgroup limit or\n"
+        "MemAvailable, shared by a node's ranks; --memory-per-rank overrides) less a 10%\n"
+        "margin. It prints the choice, the runner-up and why it lost, and writes the resolved\n"
+        "config to logging.run_dir/resolved_config.toml. See docs/planner.md.",
+        {{"auto", "", "choose the layout, ZeRO stage, offload, micro-batch and recomputation"},
+         {"cluster", "FILE|NAME", "with --auto: the machine's calibration (trident calibrate)"},
+         {"memory-per-rank", "GB", "with --auto: memory per rank (default: measured)"},
+         {"disk-per-rank", "GB",
+          "with --auto: disk per rank for the nvme tier (default: free space of nvme_path)"}},
         1,
         1,
         "CONFIG.toml"},
@@ -144,6 +158,8 @@ const std::vector<Command>& commands() {
         "trident plan CONFIG.toml --devices N [--cluster FILE|NAME] [--top K] [--json]\n"
         "       trident plan CONFIG.toml --layout dp,pp,tp[,zero[,micro[,ckpt]]] [--cluster ...] "
         "[--json]\n"
+        "       trident plan CONFIG.toml --auto --devices N [--memory-per-rank GB] "
+        "[--disk-per-rank GB] [--cluster ...]\n"
         "       trident plan CONFIG.toml --memory GB [--disk GB] [--layout "
         "dp,pp,tp[,zero[,micro]]] "
         "[--cluster ...] [--json]",
@@ -171,6 +187,12 @@ const std::vector<Command>& commands() {
          {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2,3)"},
          {"memory", "GB", "the largest model for a machine with this much memory (1e9 bytes)"},
          {"disk", "GB", "with --memory: the machine's disk for the nvme tier (default unbounded)"},
+         {"auto", "",
+          "with --devices: the one configuration trident train --auto would choose, its "
+          "runner-up and why it lost"},
+         {"memory-per-rank", "GB", "with --auto: memory per rank (default: the cluster's)"},
+         {"disk-per-rank", "GB",
+          "with --auto: disk per rank for the nvme tier (default: free space of nvme_path)"},
          {"devices-per-node", "N", "override the cluster's devices per node"},
          {"placement", "block|cyclic",
           "how ranks fill nodes: block (consecutive ranks on a node, mpirun --map-by slot) "

@@ -6,7 +6,8 @@
 #                                   failed under CI (netns_common.sh).
 # Each cluster file must load in `trident plan`, hold positive measured rates, a
 # [contention] entry per rank count measured and, across nodes, the inter-node tables (one
-# way and exchange) and the machine's shared cores.
+# way and exchange) and the machine's shared cores. On one node the file then drives
+# `trident train --auto`.
 set -u
 trident=$1 root=$2 half=${3:-}
 case "$half" in
@@ -44,6 +45,33 @@ one_node() {
   [ "$(key machine_cores "$tmp/one.toml")" = 0 ] || fail "one node: machine_cores set"
   grep -q '^\[inter_sendrecv_us\]' "$tmp/one.toml" && fail "one node: an inter-node table"
   echo "one node: ok"
+  train_auto "$tmp/one.toml"
+}
+
+# What a calibration is for: `train --auto` chooses on it, prints the choice and writes the
+# resolved config, which trains the same run again bit for bit; a budget nothing fits in
+# ends the job with the change that would fit.
+train_auto() {
+  local cluster=$1 run=(mpirun -np 2 --oversubscribe --bind-to none "$trident" train
+    "$root/configs/tiny.toml" --set train.steps=3 --set train.log_every=1 --set train.threads=1)
+  "${run[@]}" --auto --cluster "$cluster" --set logging.run_dir="$tmp/auto" > "$tmp/auto.log" 2>&1 ||
+    fail "train --auto: $(tail -5 "$tmp/auto.log")"
+  grep -q '^auto: chose dp' "$tmp/auto.log" || fail "train --auto printed no choice: $(head -5 "$tmp/auto.log")"
+  [ -s "$tmp/auto/resolved_config.toml" ] || fail "train --auto wrote no resolved_config.toml"
+  mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$tmp/auto/resolved_config.toml" \
+    --set logging.run_dir="$tmp/again" > "$tmp/again.log" 2>&1 || fail "the resolved config: $(tail -5 "$tmp/again.log")"
+  python3 - "$tmp/auto/metrics.jsonl" "$tmp/again/metrics.jsonl" <<'PY' || fail "the resolved config trains another run"
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert len(a) == 3 and [(r["loss"], r["grad_norm"]) for r in a] == [(r["loss"], r["grad_norm"]) for r in b], (a, b)
+PY
+  "${run[@]}" --auto --cluster "$cluster" --memory-per-rank 0.001 --set logging.run_dir="$tmp/none" \
+    > "$tmp/none.log" 2>&1 && fail "train --auto with 1 MB per rank exited 0"
+  # Below the calibrated process base no number of ranks helps: the message says how much.
+  grep -q "nothing fits on 2 ranks; give each rank [0-9.]* MB of memory" "$tmp/none.log" ||
+    fail "no suggestion when nothing fits: $(grep -m2 error "$tmp/none.log")"
+  [ ! -e "$tmp/none" ] || fail "a job that does not fit made its run directory"
+  echo "train --auto: $(grep -m1 '^auto: chose' "$tmp/auto.log"); the resolved config trains the same losses"
 }
 
 two_nodes() {

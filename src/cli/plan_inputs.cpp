@@ -1,0 +1,164 @@
+// plan_inputs: the config, the cluster and the machine, as the planner sees them.
+#include "cli/plan_inputs.h"
+
+#include <sys/statvfs.h>  // statvfs
+#include <unistd.h>       // readlink: where the program lives, to find the cluster presets
+
+#include <algorithm>   // std::min
+#include <cstdlib>     // std::getenv
+#include <filesystem>  // std::filesystem::path
+#include <fstream>     // std::ifstream
+#include <limits>      // std::numeric_limits
+#include <sstream>     // std::istringstream
+
+namespace trident::cli {
+
+namespace {
+
+/// Where presets live: $TRIDENT_CLUSTERS, ./configs/clusters, and beside the program.
+std::vector<std::string> preset_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("TRIDENT_CLUSTERS")) dirs.push_back(env);
+  dirs.push_back("configs/clusters");
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    dirs.push_back(dir + "/../configs/clusters");
+    dirs.push_back(dir + "/configs/clusters");
+  }
+  return dirs;
+}
+
+}  // namespace
+
+plan::PlanModel plan_model(const TrainConfig& c) {
+  plan::PlanModel m;
+  m.layers = c.model.layers;
+  m.hidden = c.model.hidden;
+  m.heads = c.model.heads;
+  m.vocab = c.model.vocab;
+  m.vocab_multiple = c.model.vocab_multiple;
+  m.seq_len = c.model.seq_len;
+  m.global_batch = c.train.global_batch_size;
+  m.precision = name_of(c.train.precision);
+  m.schedule = name_of(c.parallel.schedule);
+  m.virtual_stages = c.parallel.virtual_stages;
+  m.grad_reduce_dtype = name_of(c.parallel.grad_reduce_dtype);
+  m.bucket_size = c.parallel.bucket_size;
+  m.llama = c.model.arch == ModelArch::kLlama;
+  m.kv_heads = c.model.kv_head_count();
+  m.ffn_hidden = m.llama ? c.model.ffn_hidden : 4 * c.model.hidden;
+  m.tied = !m.llama || c.model.tie_embeddings;
+  m.zero3_max_live_layers = c.parallel.zero3_max_live_layers;
+  m.zero3_persist_below = c.parallel.zero3_persist_below;
+  m.zero3_reshard_after_forward = c.parallel.zero3_reshard_after_forward == Toggle::kOn;
+  m.offload_optimizer = name_of(c.parallel.offload_optimizer);
+  m.offload_params = name_of(c.parallel.offload_params);
+  m.releases_host_memory = c.releases_host_memory();
+  m.offload_buffer_count = c.parallel.offload_buffer_count;
+  m.offload_block_size = c.parallel.offload_block_size;
+  return m;
+}
+
+plan::Cluster load_plan_cluster(const Args& args, const plan::PlanModel& m,
+                                const std::string& fallback) {
+  plan::Cluster cluster;
+  try {
+    cluster = plan::load_cluster(args.get("cluster", fallback), preset_dirs());
+    cluster.matmul_flops(m.precision, 1024);  // fails now, naming the key, if missing
+    if (args.has("devices-per-node")) {
+      cluster.devices_per_node = static_cast<int>(args.get_int("devices-per-node", 0));
+      if (cluster.devices_per_node < 1) throw UsageError("--devices-per-node must be at least 1");
+    }
+    if (args.has("placement")) {
+      cluster.placement = args.get("placement");
+      if (cluster.placement != "block" && cluster.placement != "cyclic")
+        throw UsageError("--placement must be block or cyclic, got '" + cluster.placement + "'");
+    }
+  } catch (const plan::ClusterError& e) {
+    throw UsageError(std::string("--cluster: ") + e.what());
+  }
+  return cluster;
+}
+
+namespace {
+
+/// The first number in `path`, or +inf when it is missing or says "max".
+double read_limit(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word == "max") return std::numeric_limits<double>::infinity();
+  try {
+    return std::stod(word);
+  } catch (const std::exception&) {
+    return std::numeric_limits<double>::infinity();
+  }
+}
+
+/// This process's memory cgroup limit, v1 or v2; +inf when it has none.
+double cgroup_limit() {
+  std::ifstream groups("/proc/self/cgroup");
+  double limit = std::numeric_limits<double>::infinity();
+  for (std::string line; std::getline(groups, line);) {
+    // "4:memory:/path" (v1) or "0::/path" (v2).
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers == "memory")
+      limit =
+          std::min(limit, read_limit("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"));
+    else if (controllers.empty())
+      limit = std::min(limit, read_limit("/sys/fs/cgroup" + path + "/memory.max"));
+  }
+  return limit;
+}
+
+double mem_available() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string key; in >> key;) {
+    double kib = 0;
+    in >> kib;
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+double machine_memory_per_rank(int ranks_on_node) {
+  return std::min(cgroup_limit(), mem_available()) / std::max(1, ranks_on_node);
+}
+
+double disk_per_rank(const std::string& dir, int ranks_on_node) {
+  std::filesystem::path p = std::filesystem::absolute(dir);
+  while (!p.empty() && !std::filesystem::exists(p) && p != p.parent_path()) p = p.parent_path();
+  struct statvfs fs {};
+  if (::statvfs(p.c_str(), &fs) != 0) return 0;
+  return static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) /
+         std::max(1, ranks_on_node);
+}
+
+plan::AutoBudget auto_budget(const Args& args, const TrainConfig& config, int ranks,
+                             int ranks_on_node, double memory) {
+  plan::AutoBudget b;
+  b.ranks = ranks;
+  b.ranks_per_node = ranks_on_node;
+  b.memory_per_rank =
+      args.has("memory-per-rank") ? args.get_positive_double("memory-per-rank", 1.0) * 1e9 : memory;
+  // The nvme tier streams host tensors: a GPU run keeps its state on the device.
+  if (config.train.device != Device::kCpu) {
+    if (args.has("disk-per-rank"))
+      throw UsageError("--disk-per-rank: the nvme tier runs with train.device = \"cpu\" only");
+    return b;
+  }
+  if (args.has("disk-per-rank"))
+    b.disk_per_rank = args.get_positive_double("disk-per-rank", 1.0) * 1e9;
+  else if (!config.parallel.nvme_path.empty())
+    b.disk_per_rank = disk_per_rank(config.parallel.nvme_path, ranks_on_node);
+  return b;
+}
+
+}  // namespace trident::cli
