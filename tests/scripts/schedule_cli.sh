@@ -45,13 +45,15 @@ out=$("$trident" schedule --help) || fail "--help exited $?"
 printf '%s\n' "$out" | grep -q "^usage: trident schedule --pp P --micro-batches M" \
   || fail "--help prints no usage: $out"
 
-check_bad() {
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+check_bad() {  # one run each: starting trident (libtorch's libraries) takes most of a second
   local message=$1
   shift
   local out err code
-  err=$("$trident" schedule "$@" 2>&1 >/dev/null)
+  "$trident" schedule "$@" >"$tmp/out" 2>"$tmp/err"
   code=$?
-  out=$("$trident" schedule "$@" 2>/dev/null)
+  out=$(cat "$tmp/out") err=$(cat "$tmp/err")
   [ "$code" -eq 2 ] || fail "schedule $* exited $code, not 2"
   [ -z "$out" ] || fail "schedule $* printed: $out"
   [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "schedule $*: not one line: $err"
