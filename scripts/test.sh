@@ -11,4 +11,6 @@ scripts/build.sh
 scripts/build.sh --single-process
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 cd build
-ctest --output-on-failure -j"${CTEST_JOBS:-1}" "$@"
+# Two at a time: the multi-rank and script tests claim both cores (PROCESSORS 2, so they run
+# alone), the unit tests and single-process scripts pair up. CTEST_JOBS=1 runs one by one.
+ctest --output-on-failure -j"${CTEST_JOBS:-2}" "$@"
