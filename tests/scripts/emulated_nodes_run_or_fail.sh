@@ -17,7 +17,9 @@ printf '#!/bin/sh\necho "ip: Operation not permitted" >&2\nexit 2\n' >"$tmp/bin/
 printf '#!/bin/sh\necho "mpirun: not here" >&2\nexit 3\n' >"$tmp/bin/mpirun"
 chmod +x "$tmp/bin/ip" "$tmp/bin/mpirun"
 
-(cd "$(dirname "$trident")" && ctest --show-only=json-v1) >"$tmp/tests.json" ||
+# shellcheck source=tests/scripts/ctest_listing.sh
+source "$root/tests/scripts/ctest_listing.sh"
+ctest_listing "$(dirname "$trident")" >"$tmp/tests.json" ||
   fail "ctest --show-only failed in $(dirname "$trident")"
 /usr/bin/python3 - "$tmp/tests.json" "$root/tests/scripts" >"$tmp/entries" <<'PY' || fail "$(cat "$tmp/entries")"
 import glob, json, os, sys

@@ -11,15 +11,10 @@ build=$(cd "$(dirname "$trident")" && pwd)
 grep -q 'test_executables.txt' "$root/scripts/sanitize.sh" ||
   fail "scripts/sanitize.sh does not build from test_executables.txt"
 tmp=$(mktemp)
-shadow=$(mktemp -d)
-trap 'rm -rf "$tmp" "$shadow"' EXIT
-# ctest --show-only rewrites Testing/Temporary/LastTest.log where it runs, which would
-# erase the log of the ctest run this test is part of (scripts/slowest-tests.sh reads
-# it): list the tests from a copy of the build tree's test files instead.
-(cd "$build" && find . -name CTestTestfile.cmake -not -path './single-process/*' |
-  while read -r f; do mkdir -p "$shadow/$(dirname "$f")" && cp "$f" "$shadow/$f"; done) ||
-  fail "cannot copy the test files of $build"
-(cd "$shadow" && ctest --show-only=json-v1) >"$tmp" || fail "ctest --show-only failed in $build"
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/scripts/ctest_listing.sh
+source "$root/tests/scripts/ctest_listing.sh"
+ctest_listing "$build" >"$tmp" || fail "ctest --show-only failed in $build"
 /usr/bin/python3 - "$build" "$build/test_executables.txt" "$tmp" <<'PY'
 import json, os, sys
 build, listed, tests = sys.argv[1:4]
