@@ -131,6 +131,14 @@ int run_auto(const Args& args, const TrainConfig& config, const plan::PlanModel&
   const plan::AutoChoice choice = plan::choose_configuration(m, cluster, budget);
   std::cout << plan::auto_choice_text(choice, budget);
   if (choice.ranked.empty()) return 1;
+  if (args.has("top")) {  // the candidates a measurement of the choice compares
+    const size_t top = static_cast<size_t>(std::max<int64_t>(1, args.get_int("top", 3)));
+    for (size_t i = 0; i < std::min(top, choice.ranked.size()); ++i) {
+      const plan::AutoCandidate& c = choice.ranked[i];
+      std::cout << "auto: #" << i + 1 << " " << c.name() << ": predicted step "
+                << c.evaluation.time.total() << " s, peak " << c.peak / 1e9 << " GB\n";
+    }
+  }
   std::cout << "auto: the choice as config keys:";
   for (const std::string& key : plan::overrides_of(choice.ranked.front()))
     std::cout << " --set " << key;

@@ -181,7 +181,7 @@ const std::vector<Command>& commands() {
         "Exit code 1 when not even one layer fits.",
         {{"devices", "N", "number of devices (ranks) to plan for"},
          {"cluster", "FILE|NAME", "cluster file or preset name (default h100)"},
-         {"top", "K", "show the K fastest layouts (default 10)"},
+         {"top", "K", "show the K fastest layouts (default 10; with --auto, the K best)"},
          {"json", "", "print JSON (bytes, seconds) instead of tables"},
          {"layout", "dp,pp,tp[,zero[,micro[,ckpt]]]", "evaluate exactly this layout"},
          {"zero-stages", "LIST", "ZeRO stages to consider (default 0,1,2,3)"},
