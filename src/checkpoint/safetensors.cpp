@@ -93,8 +93,13 @@ SafetensorsWriter::SafetensorsWriter(std::string path, const std::vector<Entry>&
   const uint64_t header_length = text.size();
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw CheckpointError(os_error("cannot create checkpoint file", path_));
-  write_all(fd_, &header_length, 8, hash_, path_);
-  write_all(fd_, text.data(), text.size(), hash_, path_);
+  try {  // a constructor that throws runs no destructor: close the file here
+    write_all(fd_, &header_length, 8, hash_, path_);
+    write_all(fd_, text.data(), text.size(), hash_, path_);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
   bytes_ = static_cast<int64_t>(8 + header_length);
 }
 

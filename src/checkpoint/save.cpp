@@ -149,6 +149,9 @@ CheckpointIndex describe_state(const TrainingState& state) {
 }
 
 std::vector<StoredPiece> rank_pieces(const TrainingState& state, const ParallelContext& ctx) {
+  // The views of a tier's window point into its ring, which the next window reuses.
+  TORCH_CHECK(!state.optimizer.states_in_tier(),
+              "rank_pieces: the states are in the nvme tier; stream them (stream_rank_file)");
   std::vector<StoredPiece> out;
   state.optimizer.visit_states(
       [&](const StateWindow& w) {

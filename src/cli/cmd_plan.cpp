@@ -128,11 +128,13 @@ int run_auto(const Args& args, const TrainConfig& config, const plan::PlanModel&
   const plan::AutoBudget budget =
       auto_budget(args, config, devices, std::min(devices, cluster.devices_per_node),
                   cluster.usable_memory_bytes());
-  const plan::AutoChoice choice = plan::choose_configuration(m, cluster, budget);
+  // --top K: the K best the config accepts, which a measurement of the choice compares.
+  const size_t top = static_cast<size_t>(std::max<int64_t>(2, args.get_int("top", 2)));
+  const plan::AutoChoice choice = plan::choose_configuration(
+      m, cluster, budget, config_accepts(args.positional[0], args.sets, devices), top);
   std::cout << plan::auto_choice_text(choice, budget);
   if (choice.ranked.empty()) return 1;
-  if (args.has("top")) {  // the candidates a measurement of the choice compares
-    const size_t top = static_cast<size_t>(std::max<int64_t>(1, args.get_int("top", 3)));
+  if (args.has("top")) {
     for (size_t i = 0; i < std::min(top, choice.ranked.size()); ++i) {
       const plan::AutoCandidate& c = choice.ranked[i];
       std::cout << "auto: #" << i + 1 << " " << c.name() << ": predicted step "

@@ -97,6 +97,18 @@ double read_limit(const std::string& path) {
   }
 }
 
+/// The smallest limit in `file` of the cgroup at `path` under `mount` and of each of its
+/// ancestors (a job's limit often sits above the process's own group, as under Slurm);
+/// the mount's root file too, for a container that sees its own group as the root.
+double limit_up_from(const std::string& mount, std::string path, const std::string& file) {
+  double limit = read_limit(mount + "/" + file);
+  while (!path.empty() && path != "/") {
+    limit = std::min(limit, read_limit(mount + path + "/" + file));
+    path = path.substr(0, path.rfind('/'));
+  }
+  return limit;
+}
+
 /// This process's memory cgroup limit, v1 or v2; +inf when it has none.
 double cgroup_limit() {
   std::ifstream groups("/proc/self/cgroup");
@@ -108,9 +120,9 @@ double cgroup_limit() {
     const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     if (controllers == "memory")
       limit =
-          std::min(limit, read_limit("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"));
+          std::min(limit, limit_up_from("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes"));
     else if (controllers.empty())
-      limit = std::min(limit, read_limit("/sys/fs/cgroup" + path + "/memory.max"));
+      limit = std::min(limit, limit_up_from("/sys/fs/cgroup", path, "memory.max"));
   }
   return limit;
 }
@@ -149,16 +161,34 @@ plan::AutoBudget auto_budget(const Args& args, const TrainConfig& config, int ra
   b.memory_per_rank =
       args.has("memory-per-rank") ? args.get_positive_double("memory-per-rank", 1.0) * 1e9 : memory;
   // The nvme tier streams host tensors: a GPU run keeps its state on the device.
-  if (config.train.device != Device::kCpu) {
+  b.tier_possible = config.train.device == Device::kCpu;
+  if (!b.tier_possible) {
     if (args.has("disk-per-rank"))
       throw UsageError("--disk-per-rank: the nvme tier runs with train.device = \"cpu\" only");
     return b;
   }
+  if (args.has("disk-per-rank") && config.parallel.nvme_path.empty())
+    throw UsageError(
+        "--disk-per-rank: set parallel.nvme_path too, the directory of the tier's files");
   if (args.has("disk-per-rank"))
     b.disk_per_rank = args.get_positive_double("disk-per-rank", 1.0) * 1e9;
   else if (!config.parallel.nvme_path.empty())
     b.disk_per_rank = disk_per_rank(config.parallel.nvme_path, ranks_on_node);
   return b;
+}
+
+plan::CandidateCheck config_accepts(const std::string& path, const std::vector<std::string>& sets,
+                                    int world) {
+  return [path, sets, world](const plan::AutoCandidate& c) -> std::string {
+    std::vector<std::string> all = sets;
+    for (const std::string& key : plan::overrides_of(c)) all.push_back(key);
+    try {
+      load_config(path, all, world);
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  };
 }
 
 }  // namespace trident::cli

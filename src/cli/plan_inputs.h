@@ -35,4 +35,9 @@ double disk_per_rank(const std::string& dir, int ranks_on_node);
 plan::AutoBudget auto_budget(const Args& args, const TrainConfig& config, int ranks,
                              int ranks_on_node, double memory);
 
+/// The check `--auto` gives the search: the config at `path` with `sets` and a candidate's
+/// keys must pass the config's own validation for `world` ranks.
+plan::CandidateCheck config_accepts(const std::string& path, const std::vector<std::string>& sets,
+                                    int world);
+
 }  // namespace trident::cli

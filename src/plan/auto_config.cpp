@@ -87,7 +87,7 @@ AutoChoice search(const PlanModel& m, const Cluster& c, const AutoBudget& b) {
 std::string explain(const AutoChoice& choice, const AutoBudget& b) {
   const AutoCandidate& best = choice.ranked.front();
   std::ostringstream out;
-  out << "fastest of " << choice.ranked.size() << " configurations that fit "
+  out << "fastest of " << choice.fitting << " configurations that fit "
       << bytes_text((1 - b.margin) * b.memory_per_rank) << " per rank (" << choice.considered
       << " considered)";
   if (choice.ranked.size() > 1) {
@@ -108,7 +108,7 @@ std::string explain(const AutoChoice& choice, const AutoBudget& b) {
 std::string suggest(const PlanModel& m, const Cluster& c, const AutoBudget& b,
                     const AutoChoice& none) {
   const double limit = (1 - b.margin) * b.memory_per_rank;
-  if (b.disk_per_rank < 0) {
+  if (b.disk_per_rank < 0 && b.tier_possible) {
     AutoBudget with_tier = b;
     with_tier.disk_per_rank = 1e300;
     const AutoChoice t = search(m, c, with_tier);
@@ -137,8 +137,22 @@ std::string suggest(const PlanModel& m, const Cluster& c, const AutoBudget& b,
 std::string AutoCandidate::name() const { return layout.name() + ", " + placement.name; }
 
 AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
-                                const AutoBudget& budget) {
+                                const AutoBudget& budget, const CandidateCheck& check,
+                                size_t keep) {
   AutoChoice choice = search(m, cluster, budget);
+  choice.fitting = static_cast<int>(choice.ranked.size());
+  if (check) {
+    std::vector<AutoCandidate> kept;
+    for (AutoCandidate& c : choice.ranked) {
+      if (kept.size() == keep) break;
+      const std::string why = check(c);
+      if (why.empty())
+        kept.push_back(std::move(c));
+      else
+        choice.refused.push_back(c.name() + ": " + why);
+    }
+    choice.ranked = std::move(kept);
+  }
   if (choice.ranked.empty())
     choice.suggestion = choice.considered == 0
                             ? "no layout divides the model over " + std::to_string(budget.ranks) +
@@ -167,6 +181,10 @@ std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {
       << " of memory per rank";
   if (b.disk_per_rank >= 0) out << ", " << bytes_text(b.disk_per_rank) << " of disk per rank";
   out << "\n";
+  for (size_t i = 0; i < std::min<size_t>(3, choice.refused.size()); ++i)
+    out << "auto: the config refuses " << choice.refused[i] << "\n";
+  if (choice.refused.size() > 3)
+    out << "auto: ... and " << choice.refused.size() - 3 << " more configurations it refuses\n";
   if (choice.ranked.empty()) {
     out << "auto: nothing fits";
     if (choice.considered > 0)

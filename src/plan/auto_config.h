@@ -3,8 +3,9 @@
 // ranks, the fastest predicted to fit a memory budget with a margin; the runner-up and
 // what it loses on; and, when nothing fits, the smallest change that would.
 #pragma once
-#include <string>  // std::string
-#include <vector>  // std::vector
+#include <functional>  // std::function
+#include <string>      // std::string
+#include <vector>      // std::vector
 
 #include "plan/capacity.h"    // Placement
 #include "plan/cluster.h"     // Cluster
@@ -21,6 +22,9 @@ struct AutoBudget {
   double margin = 0.10;        ///< the predicted peak stays under (1 - margin) x the budget
   /// Bytes of tier files a rank may write; < 0: no tier directory (no offload considered).
   double disk_per_rank = -1;
+  /// The run could use the nvme tier if given a directory (a CPU run): what a suggestion
+  /// may propose when nothing fits.
+  bool tier_possible = true;
 };
 
 /// One configuration: a layout and where its model state lives.
@@ -37,22 +41,33 @@ struct AutoCandidate {
 struct AutoChoice {
   std::vector<AutoCandidate> ranked;  ///< those that fit, fastest first (then least memory)
   int considered = 0;
+  int fitting = 0;  ///< candidates under the budget, before the config's check
   /// When nothing fits: the candidate needing least memory, and the smallest change that
   /// would make the job fit (more ranks, a tier directory, more memory per rank).
   AutoCandidate smallest;
   std::string suggestion;
   /// A sentence on why ranked[0] wins and what ranked[1] loses on.
   std::string why;
+  /// Candidates that fit but that the config refused (name: reason), dropped from `ranked`.
+  std::vector<std::string> refused;
 };
+
+/// Why a candidate cannot run as the user's config stands ("" when it can): the config's
+/// own validation of the candidate's keys (a schedule that refuses ZeRO 3, a key that
+/// applies to ZeRO 3 only, ...).
+using CandidateCheck = std::function<std::string(const AutoCandidate&)>;
 
 /// Searches dp x pp x tp = budget.ranks (tp within a node), ZeRO stages 0-3, full
 /// recomputation or none, every micro-batch size that divides the global batch, and the
 /// placements of the model state (in memory; the optimizer's states, and from ZeRO 2 its
 /// gradients, in the nvme tier; with ZeRO 3 the parameters too) when a tier directory is
-/// given. The model's schedule, precision and the rest stay as `m` has them. Deterministic:
-/// the same inputs give the same choice on every rank.
+/// given. The model's schedule, precision and the rest stay as `m` has them. `check`
+/// drops candidates, fastest first, until `keep` of them (the choice and its runner-up)
+/// pass it; the rest are not checked and not kept. Deterministic: the same inputs give the
+/// same choice on every rank.
 AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
-                                const AutoBudget& budget);
+                                const AutoBudget& budget, const CandidateCheck& check = {},
+                                size_t keep = 2);
 
 /// The choice as config overrides ("parallel.dp=2", ...): what `trident train --auto`
 /// applies and writes into the run directory.

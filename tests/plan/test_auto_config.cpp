@@ -96,6 +96,24 @@ TEST(AutoConfig, a_job_that_fits_nowhere_is_told_the_smallest_change) {
   EXPECT_GT(none.considered, 0);
 }
 
+TEST(AutoConfig, candidates_the_config_refuses_are_dropped_and_named) {
+  const PlanModel m = gpt160m();
+  const Cluster c = machine();
+  // As a config with a key of ZeRO 3 only would: every other stage is refused.
+  const CandidateCheck zero3_only = [](const AutoCandidate& x) {
+    return x.layout.zero == 3 ? std::string() : std::string("applies only to ZeRO 3");
+  };
+  const AutoChoice free = choose_configuration(m, c, budget(4, 16));
+  const AutoChoice checked = choose_configuration(m, c, budget(4, 16), zero3_only);
+  ASSERT_NE(free.ranked.front().layout.zero, 3) << free.ranked.front().name();
+  ASSERT_EQ(checked.ranked.size(), 2u);
+  EXPECT_EQ(checked.ranked[0].layout.zero, 3);
+  EXPECT_EQ(checked.ranked[1].layout.zero, 3);
+  ASSERT_FALSE(checked.refused.empty());
+  EXPECT_NE(checked.refused.front().find(free.ranked.front().name()), std::string::npos);
+  EXPECT_NE(auto_choice_text(checked, budget(4, 16)).find("the config refuses"), std::string::npos);
+}
+
 TEST(AutoConfig, the_choice_becomes_the_config_keys_of_its_layout_and_placement) {
   AutoCandidate c;
   c.layout = {2, 1, 1, 3, 4, true};
