@@ -36,6 +36,16 @@ CASES = {
                  (2, 1, 1, 1, 8, "full"), (1, 1, 2, 0, 8, "none"), (1, 1, 2, 0, 16, "none"),
                  (1, 2, 1, 0, 2, "none"), (1, 2, 1, 0, 4, "none")],
     },
+    "llama-8x256-gqa-4ranks": {
+        "ranks": 4,
+        "model": ["model.arch=llama", "model.layers=8", "model.hidden=256", "model.heads=8",
+                  "model.kv_heads=2", "model.ffn_hidden=704", "model.seq_len=128",
+                  "model.vocab=2048", "train.global_batch_size=16", "train.precision=fp32"],
+        "grid": [(4, 1, 1, 1, 1, "none"), (4, 1, 1, 1, 2, "none"), (4, 1, 1, 1, 4, "none"),
+                 (4, 1, 1, 2, 4, "none"), (4, 1, 1, 3, 4, "none"), (4, 1, 1, 1, 4, "full"),
+                 (2, 1, 2, 1, 4, "none"), (2, 1, 2, 1, 8, "none"), (2, 2, 1, 1, 2, "none"),
+                 (2, 2, 1, 1, 4, "none"), (1, 4, 1, 0, 2, "none")],
+    },
 }
 
 
