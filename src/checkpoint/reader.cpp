@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>  // Tensor::copy_, at::empty
 
 #include <algorithm>  // std::reverse
+#include <set>        // std::set
 
 namespace trident::checkpoint {
 
@@ -91,8 +92,11 @@ void SliceReader::execute() {
     narrow_to(c.dst, c.dst_box, c.part).copy_(narrow_to(src, c.slice->box, c.part));
   }
   // What was copied stays in the page cache, not in this process: a load streamed window
-  // by window does not hold the checkpoint's pages it has read.
-  for (const auto& [name, file] : files_) file->drop_pages();
+  // by window does not hold the checkpoint's pages it has read. Only the files this plan
+  // read: a window's copies come from a few of them.
+  std::set<const SafetensorsFile*> read;
+  for (const Copy& c : copies_) read.insert(files_.at(c.slice->file).get());
+  for (const SafetensorsFile* f : read) f->drop_pages();
   clear();
 }
 
