@@ -292,8 +292,59 @@ namespace {
 
 /// One micro-batch on one stage: compute (forward, backward, recompute) and tp traffic.
 struct MicroBatchTime {
-  double compute = 0, backward = 0, tp = 0, flops = 0;
+  double compute = 0;     ///< forward, backward and any recomputation
+  double forward = 0;     ///< the forward's share of compute
+  double backward = 0;    ///< the backward's share, without recomputation
+  double tp = 0;          ///< tp collectives of the whole micro-batch
+  double tp_forward = 0;  ///< of which the forward's
+  double flops = 0;
 };
+
+/// The tp collectives of one pass, by kind, each over a whole (tokens x hidden) activation.
+struct TpCounts {
+  double all_reduce = 0, all_gather = 0, reduce_scatter = 0;
+  TpCounts& operator+=(const TpCounts& o) {
+    all_reduce += o.all_reduce;
+    all_gather += o.all_gather;
+    reduce_scatter += o.reduce_scatter;
+    return *this;
+  }
+};
+
+/// What trident's tp layers issue for one micro-batch on one stage (tensor_parallel/):
+/// a column-parallel linear (GPT-2: qkv and fc; Llama: q, k, v, gate and up, each its
+/// own) all-reduces its input's gradient in backward; a row-parallel one (the attention
+/// and MLP projections) all-reduces its output in forward. With sequence parallelism a
+/// column-parallel linear all-gathers its input in forward and again in backward and
+/// reduce-scatters its input's gradient; a row-parallel one reduce-scatters its output
+/// and all-gathers the gradient. The vocabulary-parallel embedding reduces its output
+/// (reduce-scatters it, with sequence parallelism), the head takes its input like a
+/// column-parallel layer. Full recomputation runs each forward again in backward.
+void tp_counts(const PlanModel& m, const Layout& l, bool first, bool last, double layers,
+               TpCounts& forward, TpCounts& backward) {
+  const double column = m.llama ? 5.0 : 2.0, row = 2.0;
+  const double head = last ? 1.0 : 0.0, embed = first ? 1.0 : 0.0;
+  if (l.sequence_parallel) {
+    forward.all_gather = layers * column + head;
+    forward.reduce_scatter = layers * row + embed;
+    backward.all_gather = layers * (column + row) + embed;
+    backward.reduce_scatter = layers * column + head;
+  } else {
+    forward.all_reduce = layers * row + embed;
+    backward.all_reduce = layers * column + head;
+  }
+  if (l.checkpointing) {
+    TpCounts again = forward;
+    again.all_gather -= head;  // the head's input is not recomputed
+    backward += again;
+  }
+}
+
+double tp_seconds(const TpCounts& n, double bytes, int tp, const Link& link) {
+  return n.all_reduce * all_reduce_s(bytes, tp, link) +
+         n.all_gather * all_gather_s(bytes, tp, link) +
+         n.reduce_scatter * reduce_scatter_s(bytes, tp, link);
+}
 
 MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Cluster& c, int stage) {
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
@@ -302,45 +353,72 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   const double layers = static_cast<double>(m.layers / l.pp);
   double forward = tokens * layers * layer_forward_flops_per_token(m) / l.tp;
   if (last) forward += tokens * head_forward_flops_per_token(m, l.tp) / l.tp;
-  const double passes = 3.0 + (l.checkpointing ? 1.0 : 0.0);  // F + 2F backward (+ F again)
   // The rate of the stage's largest matmul, (tokens x h) times (h x 4h/tp).
   const double h = static_cast<double>(m.hidden);
   const double size = std::cbrt(tokens * h * 4.0 * h / l.tp);
   const double rate = c.matmul_flops(m.precision, size);
-  MicroBatchTime t;
-  t.flops = forward * passes;
-  t.compute = t.flops / rate;
+  // Forward and backward (twice the forward); recomputation comes on top.
+  double base = 3.0 * forward / rate;
+  double recompute_flops = l.checkpointing ? forward : 0.0;
+  double recompute = recompute_flops / rate;
   const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads};
-  const double layer_act = layer_activation_bytes(shape, l.tp, false, b.activation);
+  ActivationOptions options;
+  options.tp = l.tp;
+  options.sequence_parallel = l.sequence_parallel;
+  const double layer_act = layer_activation_bytes(shape, options, b.activation);
   const double stream = c.elementwise_bytes_per_s(layer_act);
+  if (l.selective && !l.checkpointing) {
+    // Attention's core runs again in backward: its two (s x s) products, 2 * 2 * s * h
+    // FLOPs a token, and the softmax over the scores it rebuilds.
+    const double core_flops =
+        tokens * layers * 4.0 * static_cast<double>(m.seq_len) * h / l.tp;
+    recompute_flops += core_flops;
+    recompute += core_flops / rate;
+    if (stream > 0) {
+      options.recompute = Recompute::kSelective;
+      const double core_act = layer_act - layer_activation_bytes(shape, options, b.activation);
+      recompute += 2.0 * layers * core_act / stream;
+    }
+  }
   if (stream > 0) {
     // Elementwise work (norms, softmax, GELU, residual adds) streams the saved
     // activations: written and read in forward, read and their gradients written and
-    // read in backward, about six times their size (eight with the recompute).
+    // read in backward, about six times their size (two more with the recompute).
     double act = layers * layer_act;
     if (last) act += head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
-    t.compute += (l.checkpointing ? 8.0 : 6.0) * act / stream;
+    base += 6.0 * act / stream;
+    if (l.checkpointing) recompute += 2.0 * act / stream;
   }
   // The fixed cost of each layer's operator calls, and of the model's ends (embedding on
   // the first stage; final norm, head and loss on the last), half of it at each end.
   const double overhead_us =
       l.tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us : c.layer_overhead_us;
   const double ends_us = c.ends_overhead_us > 0 ? c.ends_overhead_us : 2.0 * overhead_us;
-  const double fixed_us =
-      layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us;
-  t.compute += fixed_us * 1e-6 * passes / 3.0;
+  const double fixed_s =
+      (layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us) * 1e-6;
+  base += fixed_s;
+  if (l.checkpointing) recompute += fixed_s / 3.0;
   // Ranks computing at once on shared cores and memory slow each other down.
-  t.compute *= c.contention_at(ranks_sharing(l, c));
-  t.backward = t.compute * 2.0 / passes;
+  const double contention = c.contention_at(ranks_sharing(l, c));
+  MicroBatchTime t;
+  t.flops = 3.0 * forward + recompute_flops;
+  t.forward = contention * base / 3.0;
+  t.backward = contention * base * 2.0 / 3.0;
+  t.compute = contention * (base + recompute);
   if (l.tp > 1) {
-    // Two all-reduces per layer forward (attention, MLP) and two backward, two more when
-    // the forward is recomputed; the embedding's forward and the head's backward add one.
-    const double per_layer = l.checkpointing ? 6.0 : 4.0;
-    double count = layers * per_layer;
-    if (first) count += l.checkpointing ? 2.0 : 1.0;
-    if (last) count += 1.0;
+    TpCounts fwd, bwd;
+    tp_counts(m, l, first, last, layers, fwd, bwd);
+    const Link link = link_for(c, l, Dim::kTp);
     const double bytes = tokens * h * b.activation;
-    t.tp = count * all_reduce_s(bytes, l.tp, link_for(c, l, Dim::kTp));
+    t.tp_forward = tp_seconds(fwd, bytes, l.tp, link);
+    t.tp = t.tp_forward + tp_seconds(bwd, bytes, l.tp, link);
+    if (last) {
+      // The vocabulary-parallel cross-entropy: the logits' maximum, the sum of their
+      // exponentials and the target's logit, a value a token each.
+      const double loss = 3.0 * all_reduce_s(tokens * b.activation, l.tp, link);
+      t.tp += loss;
+      t.tp_forward += loss;
+    }
   }
   return t;
 }
@@ -362,14 +440,10 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   MicroBatchTime slow = micro_batch_time(m, l, c, 0);
   int64_t psi = stage_parameters(m, l.pp, l.tp, 0);
   double mean_compute = slow.compute / l.pp;  // a micro-batch's compute, averaged over stages
-  const double passes = 3.0 + (l.checkpointing ? 1.0 : 0.0);
   std::vector<StageWork> stages;  // each stage's forward and backward per micro-batch
   auto add_stage = [&](const MicroBatchTime& t) {
-    // Of a layer's tp all-reduces two are in the forward, two (four with the recompute)
-    // in the backward; waiting on them takes no core.
-    const double forward = t.compute / passes,
-                 tp_forward = t.tp * (l.checkpointing ? 1.0 / 3 : 0.5);
-    stages.push_back({forward, t.compute - forward, tp_forward, t.tp - tp_forward});
+    // Waiting on the tp collectives takes no core.
+    stages.push_back({t.forward, t.compute - t.forward, t.tp_forward, t.tp - t.tp_forward});
   };
   add_stage(slow);
   for (int s = 1; s < l.pp; ++s) {
@@ -403,7 +477,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     out.pp += (v - 1.0) * mbs * pp_per_mb;
     idle_per_mb = (slow.compute + slow.tp) / v + pp_per_mb;
   } else if (m.schedule == "zb-h1") {
-    idle_per_mb = (slow.compute - slow.backward) + slow.tp / 2 + pp_per_mb;
+    idle_per_mb = (slow.compute - slow.backward) + slow.tp_forward + pp_per_mb;
   }
   out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
   const double share = core_share(l, c);

@@ -239,14 +239,61 @@ TEST(StepTime, fixed_cost_per_layer) {
 }
 
 TEST(StepTime, tp_traffic_per_layer) {
-  // tp 2, one micro-batch of 1: 4 all-reduces per layer, +1 embedding, +1 head.
+  // tp 2, one micro-batch of 1: 4 all-reduces per layer, +1 embedding, +1 head, and the
+  // cross-entropy's three all-reduces of a value per token.
   PlanModel m = small_model();
   m.global_batch = 1;
   Cluster c = compute_only();
   c.intra_node_gbps = 1;  // 1e9 B/s
   const TimeBreakdown t = step_time(m, Layout{1, 1, 2, 0, 1, false}, c);
-  const double bytes = 128.0 * 256 * 4;                   // s b h fp32
-  EXPECT_NEAR(t.tp, (8 * 4 + 2) * (bytes / 1e9), 1e-12);  // 2(n-1)/n = 1 for n = 2
+  const double bytes = 128.0 * 256 * 4;  // s b h fp32
+  const double loss = 3 * 128.0 * 4 / 1e9;
+  EXPECT_NEAR(t.tp, (8 * 4 + 2) * (bytes / 1e9) + loss, 1e-12);  // 2(n-1)/n = 1 for n = 2
+  // Llama's q, k, v, gate and up each reduce their input's gradient in backward: 2 + 5.
+  m.llama = true;
+  m.kv_heads = 2;
+  m.ffn_hidden = 512;
+  const TimeBreakdown llama = step_time(m, Layout{1, 1, 2, 0, 1, false}, c);
+  EXPECT_NEAR(llama.tp, (8 * 7 + 2) * (bytes / 1e9) + loss, 1e-12);
+}
+
+TEST(StepTime, sequence_parallel_gathers_and_scatters) {
+  // tp 2 with sequence parallelism: per GPT-2 layer, forward 2 all-gathers and 2
+  // reduce-scatters; backward 4 all-gathers (2 again for the weight gradients) and 2
+  // reduce-scatters. Embedding: a reduce-scatter, its all-gather back. Head: the same.
+  PlanModel m = small_model();
+  m.global_batch = 1;
+  Cluster c = compute_only();
+  c.intra_node_gbps = 1;
+  Layout l{1, 1, 2, 0, 1, false};
+  l.sequence_parallel = true;
+  const TimeBreakdown t = step_time(m, l, c);
+  const double bytes = 128.0 * 256 * 4;
+  const double half = (bytes / 2) / 1e9;  // a ring of 2 moves half the buffer
+  const double loss = 3 * 128.0 * 4 / 1e9;
+  EXPECT_NEAR(t.tp, (8 * 10 + 4) * half + loss, 1e-12);
+  // On a ring, a reduce-scatter and an all-gather cost an all-reduce: only the backward's
+  // second gathers are extra.
+  const TimeBreakdown plain = step_time(m, Layout{1, 1, 2, 0, 1, false}, c);
+  EXPECT_NEAR(t.tp - plain.tp, 8 * 2 * half, 1e-12);
+  // The elementwise work shrinks: the norms and the residual stream are split.
+  c.memory_gbps = 1;
+  EXPECT_LT(step_time(m, l, c).compute, step_time(m, Layout{1, 1, 2, 0, 1, false}, c).compute);
+}
+
+TEST(StepTime, selective_recomputation_reruns_attention_core) {
+  // Selective recomputation adds one forward of attention's two (s x s) products:
+  // 4 s h FLOPs a token and layer, and nothing to the tp traffic.
+  PlanModel m = small_model();
+  const Cluster c = compute_only();  // 1 TFLOP/s
+  Layout none{1, 1, 1, 0, 4, false};
+  Layout selective = none;
+  selective.selective = true;
+  const double tokens = 64.0 * 128;
+  const double extra = tokens * 8 * 4 * 128 * 256 / 1e12;
+  EXPECT_NEAR(step_time(m, selective, c).compute - step_time(m, none, c).compute, extra, 1e-12);
+  const Layout full{1, 1, 1, 0, 4, true};
+  EXPECT_LT(step_time(m, selective, c).total(), step_time(m, full, c).total());
 }
 
 TEST(StepTime, dp_reduction_hides_behind_backward_except_the_last_bucket) {
