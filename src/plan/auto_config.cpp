@@ -18,10 +18,34 @@ std::string seconds(double s) {
   return buf;
 }
 
-PlanModel placed(PlanModel m, const Placement& p) {
+std::string percent_text(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fraction < 0.01 ? "%.2f%%" : "%.1f%%", fraction * 100);
+  return buf;
+}
+
+PlanModel placed(PlanModel m, const ScheduleChoice& s, const Placement& p) {
+  m.schedule = s.schedule;
+  m.virtual_stages = s.virtual_stages;
   m.offload_optimizer = p.optimizer ? "nvme" : "none";
   m.offload_params = p.params ? "nvme" : "none";
   return m;
+}
+
+/// The schedules trident runs `l` with: any one on a single stage (1F1B is named); with
+/// pp > 1 1F1B, interleaved 1F1B with the fewest chunks that divide a stage's layers when
+/// the micro-batches come in rounds of pp, and ZB-H1; the last two not with ZeRO 3.
+std::vector<ScheduleChoice> schedules_for(const PlanModel& m, const Layout& l) {
+  std::vector<ScheduleChoice> out = {{"1f1b", 1}};
+  if (l.pp == 1 || l.zero == 3) return out;
+  const int64_t per_stage = m.layers / l.pp;
+  for (int64_t v = 2; v <= per_stage; ++v)
+    if (per_stage % v == 0) {
+      if (l.micro_batches(m) % l.pp == 0) out.push_back({"interleaved-1f1b", v});
+      break;
+    }
+  out.push_back({"zb-h1", 1});
+  return out;
 }
 
 /// The placements a layout can take: in memory always; with a tier directory, the
@@ -37,17 +61,30 @@ std::vector<Placement> placements_for(const Layout& l, bool tier) {
   return out;
 }
 
-/// Every layout of the planner's enumeration, and on one dp rank ZeRO 3 too: the only
-/// stage whose parameters can go to the tier.
+/// Every layout of the planner's enumeration, and on one dp rank ZeRO 3 too (the only
+/// stage whose parameters can go to the tier); each without recomputation also with
+/// selective recomputation, and each with tp > 1 also with sequence parallelism.
 std::vector<Layout> layouts_for(const PlanModel& m, const AutoBudget& b, bool tier) {
   SearchSpace space;
   std::vector<Layout> out = enumerate_layouts(m, b.ranks, b.ranks_per_node, space);
-  if (!tier) return out;
   const size_t n = out.size();
-  for (size_t i = 0; i < n; ++i)
-    if (out[i].dp == 1) {
+  if (tier)
+    for (size_t i = 0; i < n; ++i)
+      if (out[i].dp == 1) {
+        Layout l = out[i];
+        l.zero = 3;
+        out.push_back(l);
+      }
+  for (size_t i = 0, end = out.size(); i < end; ++i)
+    if (!out[i].checkpointing) {
       Layout l = out[i];
-      l.zero = 3;
+      l.selective = true;
+      out.push_back(l);
+    }
+  for (size_t i = 0, end = out.size(); i < end; ++i)
+    if (out[i].tp > 1 && m.seq_len % out[i].tp == 0) {
+      Layout l = out[i];
+      l.sequence_parallel = true;
       out.push_back(l);
     }
   return out;
@@ -59,20 +96,23 @@ AutoChoice search(const PlanModel& m, const Cluster& c, const AutoBudget& b) {
   const double limit = (1 - b.margin) * b.memory_per_rank;
   bool have_smallest = false;
   for (const Layout& l : layouts_for(m, b, tier)) {
-    for (const Placement& p : placements_for(l, tier)) {
-      AutoCandidate cand;
-      cand.layout = l;
-      cand.placement = p;
-      cand.evaluation = evaluate(placed(m, p), l, c);
-      cand.peak = cand.evaluation.memory.total() + c.process_base_gb * 1e9;
-      cand.tier_bytes = cand.evaluation.memory.offloaded;
-      ++choice.considered;
-      if (!have_smallest || cand.peak < choice.smallest.peak) {
-        choice.smallest = cand;
-        have_smallest = true;
+    for (const ScheduleChoice& s : schedules_for(m, l)) {
+      for (const Placement& p : placements_for(l, tier)) {
+        AutoCandidate cand;
+        cand.layout = l;
+        cand.schedule = s;
+        cand.placement = p;
+        cand.evaluation = evaluate(placed(m, s, p), l, c);
+        cand.peak = cand.evaluation.memory.total() + c.process_base_gb * 1e9;
+        cand.tier_bytes = cand.evaluation.memory.offloaded;
+        ++choice.considered;
+        if (!have_smallest || cand.peak < choice.smallest.peak) {
+          choice.smallest = cand;
+          have_smallest = true;
+        }
+        if (cand.peak <= limit && (!tier || cand.tier_bytes <= b.disk_per_rank))
+          choice.ranked.push_back(cand);
       }
-      if (cand.peak <= limit && (!tier || cand.tier_bytes <= b.disk_per_rank))
-        choice.ranked.push_back(cand);
     }
   }
   std::stable_sort(choice.ranked.begin(), choice.ranked.end(),
@@ -96,10 +136,14 @@ std::string explain(const AutoChoice& choice, const AutoBudget& b) {
     if (t1 == t0)
       out << "; as fast as the runner-up, with less memory (" << bytes_text(best.peak)
           << " against " << bytes_text(next.peak) << ")";
-    else
-      out << "; the runner-up is " << static_cast<int>((t1 / t0 - 1) * 1000 + 0.5) / 10.0
-          << "% slower, losing on "
+    else {
+      out << "; the runner-up is " << percent_text(t1 / t0 - 1) << " slower, losing on "
           << biggest_difference(best.evaluation.time, next.evaluation.time);
+      // What it wins back elsewhere, when that is most of what it loses.
+      const auto [part, gain] = largest_part_difference(next.evaluation.time, best.evaluation.time);
+      if (gain > 0.5 * (t1 - t0))
+        out << " and gaining on " << part << " (-" << seconds(gain) << ")";
+    }
   }
   return out.str();
 }
@@ -134,7 +178,14 @@ std::string suggest(const PlanModel& m, const Cluster& c, const AutoBudget& b,
 
 }  // namespace
 
-std::string AutoCandidate::name() const { return layout.name() + ", " + placement.name; }
+std::string AutoCandidate::name() const {
+  std::string text = layout.name();
+  if (layout.pp > 1) {
+    text += " " + schedule.schedule;
+    if (schedule.virtual_stages > 1) text += " v" + std::to_string(schedule.virtual_stages);
+  }
+  return text + ", " + placement.name;
+}
 
 AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
                                 const AutoBudget& budget, const CandidateCheck& check,
@@ -170,7 +221,12 @@ std::vector<std::string> overrides_of(const AutoCandidate& c) {
           "parallel.tp=" + std::to_string(l.tp),
           "parallel.zero_stage=" + std::to_string(l.zero),
           "train.micro_batch_size=" + std::to_string(l.micro_batch),
-          std::string("parallel.activation_checkpointing=") + (l.checkpointing ? "full" : "none"),
+          std::string("parallel.activation_checkpointing=") + (l.checkpointing ? "full"
+                                                               : l.selective   ? "selective"
+                                                                               : "none"),
+          std::string("parallel.sequence_parallel=") + (l.sequence_parallel ? "true" : "false"),
+          "parallel.schedule=" + c.schedule.schedule,
+          "parallel.virtual_stages=" + std::to_string(c.schedule.virtual_stages),
           std::string("parallel.offload_optimizer=") + (c.placement.optimizer ? "nvme" : "none"),
           std::string("parallel.offload_params=") + (c.placement.params ? "nvme" : "none")};
 }

@@ -27,14 +27,22 @@ struct AutoBudget {
   bool tier_possible = true;
 };
 
-/// One configuration: a layout and where its model state lives.
+/// A pipeline schedule as the config names it.
+struct ScheduleChoice {
+  std::string schedule = "1f1b";  ///< parallel.schedule
+  int64_t virtual_stages = 1;     ///< parallel.virtual_stages (interleaved-1f1b)
+};
+
+/// One configuration: a layout, its pipeline schedule and where its model state lives.
 struct AutoCandidate {
   Layout layout;
+  ScheduleChoice schedule;
   Placement placement;
   Evaluation evaluation;
   double peak = 0;        ///< predicted peak per rank: the evaluation's total + process base
   double tier_bytes = 0;  ///< its tier files per rank
-  /// "dp2 pp1 tp1 zero3 mb4 ckpt, everything in the nvme tier".
+  /// "dp2 pp2 tp1 zero3 mb4 ckpt zb-h1, everything in the nvme tier" (the schedule only
+  /// with pp > 1).
   std::string name() const;
 };
 
@@ -57,11 +65,14 @@ struct AutoChoice {
 /// applies to ZeRO 3 only, ...).
 using CandidateCheck = std::function<std::string(const AutoCandidate&)>;
 
-/// Searches dp x pp x tp = budget.ranks (tp within a node), ZeRO stages 0-3, full
-/// recomputation or none, every micro-batch size that divides the global batch, and the
+/// Searches dp x pp x tp = budget.ranks (tp within a node), ZeRO stages 0-3, no, selective
+/// or full recomputation, sequence parallelism with tp > 1 (when tp divides the sequence),
+/// every micro-batch size that divides the global batch, with pp > 1 the schedules 1F1B,
+/// interleaved 1F1B (the fewest chunks above one that divide a stage's layers, when the
+/// micro-batches come in rounds of pp) and ZB-H1 (neither with ZeRO 3), and the
 /// placements of the model state (in memory; the optimizer's states, and from ZeRO 2 its
 /// gradients, in the nvme tier; with ZeRO 3 the parameters too) when a tier directory is
-/// given. The model's schedule, precision and the rest stay as `m` has them. `check`
+/// given. The model's precision and the rest stay as `m` has them. `check`
 /// drops candidates, fastest first, until `keep` of them (the choice and its runner-up)
 /// pass it; the rest are not checked and not kept. Deterministic: the same inputs give the
 /// same choice on every rank.

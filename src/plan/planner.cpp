@@ -115,7 +115,8 @@ std::string percent(double fraction) {
 
 }  // namespace
 
-std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b) {
+std::pair<std::string, double> largest_part_difference(const TimeBreakdown& a,
+                                                       const TimeBreakdown& b) {
   const std::pair<const char*, double> parts[] = {
       {"compute", b.compute - a.compute},  {"tp communication", b.tp - a.tp},
       {"pp communication", b.pp - a.pp},   {"dp communication", b.dp - a.dp},
@@ -123,8 +124,13 @@ std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b) {
       {"the nvme tier", b.tier - a.tier}};
   const auto* worst = std::max_element(std::begin(parts), std::end(parts),
                                        [](auto& x, auto& y) { return x.second < y.second; });
+  return {worst->first, worst->second};
+}
+
+std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b) {
+  const auto [part, seconds] = largest_part_difference(a, b);
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%s (+%.3g s)", worst->first, worst->second);
+  std::snprintf(buf, sizeof buf, "%s (+%.3g s)", part.c_str(), seconds);
   return buf;
 }
 

@@ -1,8 +1,9 @@
 // The planner: enumerates the layouts of a job on N devices, predicts memory and step time
 // for each, keeps those that fit, ranks them by step time, and says why the best wins.
 #pragma once
-#include <string>  // std::string
-#include <vector>  // std::vector
+#include <string>   // std::string
+#include <utility>  // std::pair
+#include <vector>   // std::vector
 
 #include "plan/cluster.h"       // Cluster
 #include "plan/memory_model.h"  // MemoryBreakdown
@@ -55,6 +56,11 @@ Plan make_plan(const PlanModel& m, const Cluster& cluster, int devices,
 
 /// "1.2 GB", "340.5 MB", "12.0 kB".
 std::string bytes_text(double bytes);
+
+/// The part of the step where `b` loses most time to `a`, and the seconds it loses there
+/// (negative when `b` is faster in every part).
+std::pair<std::string, double> largest_part_difference(const TimeBreakdown& a,
+                                                       const TimeBreakdown& b);
 
 /// The part of the step where `b` loses most time to `a`: "dp communication (+0.12 s)".
 std::string biggest_difference(const TimeBreakdown& a, const TimeBreakdown& b);

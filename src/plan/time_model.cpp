@@ -370,8 +370,7 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   if (l.selective && !l.checkpointing) {
     // Attention's core runs again in backward: its two (s x s) products, 2 * 2 * s * h
     // FLOPs a token, and the softmax over the scores it rebuilds.
-    const double core_flops =
-        tokens * layers * 4.0 * static_cast<double>(m.seq_len) * h / l.tp;
+    const double core_flops = tokens * layers * 4.0 * static_cast<double>(m.seq_len) * h / l.tp;
     recompute_flops += core_flops;
     recompute += core_flops / rate;
     if (stream > 0) {
@@ -440,7 +439,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   MicroBatchTime slow = micro_batch_time(m, l, c, 0);
   int64_t psi = stage_parameters(m, l.pp, l.tp, 0);
   double mean_compute = slow.compute / l.pp;  // a micro-batch's compute, averaged over stages
-  std::vector<StageWork> stages;  // each stage's forward and backward per micro-batch
+  std::vector<StageWork> stages;              // each stage's forward and backward per micro-batch
   auto add_stage = [&](const MicroBatchTime& t) {
     // Waiting on the tp collectives takes no core.
     stages.push_back({t.forward, t.compute - t.forward, t.tp_forward, t.tp - t.tp_forward});

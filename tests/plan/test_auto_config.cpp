@@ -125,9 +125,57 @@ TEST(AutoConfig, the_choice_becomes_the_config_keys_of_its_layout_and_placement)
                                          "parallel.zero_stage=3",
                                          "train.micro_batch_size=4",
                                          "parallel.activation_checkpointing=full",
+                                         "parallel.sequence_parallel=false",
+                                         "parallel.schedule=1f1b",
+                                         "parallel.virtual_stages=1",
                                          "parallel.offload_optimizer=nvme",
                                          "parallel.offload_params=nvme"};
   EXPECT_EQ(keys, want);
+  c.layout = {1, 2, 2, 1, 2, false};
+  c.layout.selective = true;
+  c.layout.sequence_parallel = true;
+  c.schedule = {"interleaved-1f1b", 3};
+  const std::vector<std::string> more = overrides_of(c);
+  EXPECT_EQ(more[5], "parallel.activation_checkpointing=selective");
+  EXPECT_EQ(more[6], "parallel.sequence_parallel=true");
+  EXPECT_EQ(more[7], "parallel.schedule=interleaved-1f1b");
+  EXPECT_EQ(more[8], "parallel.virtual_stages=3");
+  EXPECT_EQ(c.name(),
+            "dp1 pp2 tp2 zero1 mb2 selective sp interleaved-1f1b v3, everything in the "
+            "nvme tier");
+}
+
+TEST(AutoConfig, searches_recomputation_sequence_parallelism_and_schedules) {
+  const PlanModel m = gpt160m();
+  const Cluster c = machine();
+  const AutoChoice all = choose_configuration(m, c, budget(4, 64, 100));
+  bool selective = false, sp = false, interleaved = false, zb = false;
+  for (const AutoCandidate& x : all.ranked) {
+    const Layout& l = x.layout;
+    selective |= l.selective;
+    sp |= l.sequence_parallel;
+    interleaved |= x.schedule.schedule == "interleaved-1f1b";
+    zb |= x.schedule.schedule == "zb-h1";
+    EXPECT_FALSE(l.selective && l.checkpointing) << x.name();
+    EXPECT_TRUE(!l.sequence_parallel || (l.tp > 1 && m.seq_len % l.tp == 0)) << x.name();
+    if (x.schedule.schedule != "1f1b") {
+      EXPECT_GT(l.pp, 1) << x.name();
+      EXPECT_NE(l.zero, 3) << x.name();  // trident runs ZeRO 3 with 1F1B only
+    }
+    if (x.schedule.schedule == "interleaved-1f1b") {
+      EXPECT_EQ(l.micro_batches(m) % l.pp, 0) << x.name();
+      EXPECT_EQ(m.layers % (l.pp * x.schedule.virtual_stages), 0) << x.name();
+    }
+  }
+  EXPECT_TRUE(selective && sp && interleaved && zb);
+  // Selective recomputation keeps more than full recomputation and takes less time: the
+  // search weighs the two against the budget.
+  Layout full{4, 1, 1, 1, 2, true}, sel{4, 1, 1, 1, 2, false};
+  sel.selective = true;
+  const double full_peak = evaluate(m, full, c).memory.total() + 0.2e9;
+  const double sel_peak = evaluate(m, sel, c).memory.total() + 0.2e9;
+  ASSERT_LT(full_peak, sel_peak);
+  EXPECT_LT(step_time(m, sel, c).total(), step_time(m, full, c).total());
 }
 
 }  // namespace
