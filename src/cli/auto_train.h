@@ -12,10 +12,15 @@ class Communicator;
 
 namespace trident::cli {
 
+/// Whether the run chooses its configuration: --auto, or parallel.auto = true in the config
+/// (read on every rank; a bad config ends every rank alike). Collective over `job`.
+bool auto_requested(const Args& args, Communicator& job);
+
 /// The config overrides of the configuration chosen for `job`'s ranks (the same on every
-/// rank), after the command line's own --set; rank 0 prints the choice. Throws an error
-/// every rank agrees on when nothing fits, naming the smallest change that would.
-/// Collective over `job`.
+/// rank): the command line's own --set, then the choice's keys and parallel.auto = false.
+/// Rank 0 prints the choice. With --measure K, the planner's K best are trained for a few
+/// steps each and the fastest measured is chosen. Throws an error every rank agrees on
+/// when nothing fits, naming the smallest change that would. Collective over `job`.
 std::vector<std::string> auto_overrides(const Args& args, Communicator& job);
 
 }  // namespace trident::cli

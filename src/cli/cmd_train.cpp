@@ -80,7 +80,7 @@ std::string resume(Trainer& trainer, ParallelContext& ctx, const TrainConfig& co
 int cmd_train(const Args& args) {
   const std::unique_ptr<Communicator> job = world_communicator();
   const int world = job->size(), rank = job->rank();
-  const bool automatic = args.has("auto");
+  const bool automatic = auto_requested(args, *job);
   const std::vector<std::string> sets = automatic ? auto_overrides(args, *job) : args.sets;
   TrainConfig config;
   std::string chosen_toml;  // --auto: the config as chosen, before its paths are resolved

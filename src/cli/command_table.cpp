@@ -21,21 +21,25 @@ const std::vector<Command>& commands() {
         "mpirun -np N trident train CONFIG.toml [--set section.key=value ...]\n"
         "       mpirun -np N trident train CONFIG.toml --auto --cluster FILE "
         "[--memory-per-rank GB]\n"
-        "                                       [--disk-per-rank GB] [--set ...]",
+        "                                       [--disk-per-rank GB] [--measure K] [--set ...]",
         "Trains the model of CONFIG with the layout parallel.dp x parallel.pp x parallel.tp,\n"
         "which must multiply to the number of ranks N (parallel.dp may be left out and is then\n"
         "derived). Rank 0 prints progress every train.log_every steps and writes one JSON line\n"
         "per logged step to logging.metrics; logging.trace receives a Chrome trace of the\n"
         "pipeline instructions; checkpoints go to checkpoint.dir every checkpoint.save_every\n"
         "steps and at the end (logging.run_dir gathers all three). checkpoint.load resumes.\n"
-        "--auto chooses dp, pp, tp, the ZeRO stage, the nvme tier's use (when\n"
-        "parallel.nvme_path is set), the micro-batch size and full recomputation or none: the\n"
-        "fastest the planner predicts on the N ranks of the calibrated machine (--cluster,\n"
-        "from trident calibrate) under the memory each rank has (the cgroup limit or\n"
-        "MemAvailable, shared by a node's ranks; --memory-per-rank overrides) less a 10%\n"
-        "margin. It prints the choice, the runner-up and why it lost, and writes the resolved\n"
-        "config to logging.run_dir/resolved_config.toml. See docs/planner.md.",
+        "--auto (or parallel.auto = true) chooses dp, pp, tp, the ZeRO stage, the nvme tier's\n"
+        "use (when parallel.nvme_path is set), the micro-batch size, the recomputation (none,\n"
+        "selective, full), sequence parallelism and the pipeline schedule: the fastest the\n"
+        "planner predicts on the N ranks of the calibrated machine (--cluster, from trident\n"
+        "calibrate) under the memory each rank has (the cgroup limit or MemAvailable, shared\n"
+        "by a node's ranks; --memory-per-rank overrides) less a 10% margin. --measure K\n"
+        "trains the K best predicted for 4 steps each and keeps the fastest measured. It\n"
+        "prints the choice, the runner-up and why it lost, and writes the resolved config to\n"
+        "logging.run_dir/resolved_config.toml. See docs/planner.md.",
         {{"auto", "", "choose the layout, ZeRO stage, offload, micro-batch and recomputation"},
+         {"measure", "K",
+          "with --auto: time the K best predicted configurations and keep the fastest"},
          {"cluster", "FILE|NAME", "with --auto: the machine's calibration (trident calibrate)"},
          {"memory-per-rank", "GB", "with --auto: memory per rank (default: measured)"},
          {"disk-per-rank", "GB",

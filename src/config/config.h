@@ -35,6 +35,9 @@ struct ModelConfig {
 
 /// [parallel]: the layout and how the parallel machinery behaves.
 struct ParallelConfig {
+  /// parallel.auto: trident chooses the layout, ZeRO stage, offload, micro-batch,
+  /// recomputation, sequence parallelism and schedule (as `trident train --auto`).
+  bool automatic = false;
   int64_t dp = 0;  ///< 0 in the file means: derive from world size
   int64_t pp = 1;
   int64_t tp = 1;

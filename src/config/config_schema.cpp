@@ -149,6 +149,11 @@ std::vector<KeySpec> build_schema() {
       {"model", "tie_embeddings", field(kModel, &M::tie_embeddings), any(),
        "llama: the output head shares the token embedding (gpt2 always ties it)", llama},
 
+      {"parallel", "auto", field(kParallel, &P::automatic), any(),
+       "true: trident train chooses dp, pp, tp, zero_stage, the offload, micro_batch_size, "
+       "activation_checkpointing, sequence_parallel and the schedule for the ranks and memory "
+       "at hand, as --auto does (it needs --cluster FILE, this machine's calibration); the "
+       "choice is written to logging.run_dir/resolved_config.toml"},
       {"parallel", "dp", field(kParallel, &P::dp), at_least(0),
        "data-parallel ranks; 0 derives it as world size / (pp * tp)"},
       {"parallel", "pp", field(kParallel, &P::pp), at_least(1),

@@ -48,15 +48,22 @@ one_node() {
   train_auto "$tmp/one.toml"
 }
 
-# What a calibration is for: `train --auto` chooses on it, prints the choice and writes the
-# resolved config, which trains the same run again bit for bit; a budget nothing fits in
-# ends the job with the change that would fit.
+# What a calibration is for: `train --auto` (here parallel.auto = true, timing the best two
+# with --measure 2) chooses on it, prints the choice and writes the resolved config, which
+# trains the same run again bit for bit; a budget nothing fits in ends the job with the
+# change that would fit.
 train_auto() {
   local cluster=$1 run=(mpirun -np 2 --oversubscribe --bind-to none "$trident" train
     "$root/configs/tiny.toml" --set train.steps=3 --set train.log_every=1 --set train.threads=1)
-  "${run[@]}" --auto --cluster "$cluster" --set logging.run_dir="$tmp/auto" > "$tmp/auto.log" 2>&1 ||
-    fail "train --auto: $(tail -5 "$tmp/auto.log")"
+  "${run[@]}" --set parallel.auto=true --measure 2 --cluster "$cluster" --set logging.run_dir="$tmp/auto" \
+    > "$tmp/auto.log" 2>&1 || fail "train --auto: $(tail -5 "$tmp/auto.log")"
   grep -q '^auto: chose dp' "$tmp/auto.log" || fail "train --auto printed no choice: $(head -5 "$tmp/auto.log")"
+  [ "$(grep -c '^auto: measured #[12] dp.*: [0-9.]* s a step (predicted [0-9.]* s' "$tmp/auto.log")" = 2 ] ||
+    fail "--measure 2 timed no two configurations: $(grep '^auto' "$tmp/auto.log")"
+  grep -q '^auto: chose #[12], the fastest measured of 2' "$tmp/auto.log" ||
+    fail "--measure 2 chose none: $(grep '^auto' "$tmp/auto.log")"
+  grep -q '^auto = false' "$tmp/auto/resolved_config.toml" ||
+    fail "the resolved config chooses again (parallel.auto is not false)"
   [ -s "$tmp/auto/resolved_config.toml" ] || fail "train --auto wrote no resolved_config.toml"
   mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$tmp/auto/resolved_config.toml" \
     --set logging.run_dir="$tmp/again" > "$tmp/again.log" 2>&1 || fail "the resolved config: $(tail -5 "$tmp/again.log")"
