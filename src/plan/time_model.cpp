@@ -397,6 +397,13 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
       (layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us) * 1e-6;
   base += fixed_s;
   if (l.checkpointing) recompute += fixed_s / 3.0;
+  if (m.schedule == "zb-h1" && l.pp > 1) {
+    // trident's weight half walks the stage's whole graph again (pipeline/, the input
+    // half's graph re-run for the weights: docs/performance.md measured B + W at 1.5-2.2
+    // times a whole backward): one more backward's work.
+    recompute_flops += 2.0 * forward;
+    recompute += base * 2.0 / 3.0;
+  }
   // Ranks computing at once on shared cores and memory slow each other down.
   const double contention = c.contention_at(ranks_sharing(l, c));
   MicroBatchTime t;
@@ -468,15 +475,15 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   }
   // The idle time of the first stage: p - 1 micro-batches' worth (GPipe, 1F1B); 1/v of it
   // with v interleaved chunks, whose sends are v times as many; ZB-H1 fills the
-  // cool-down with deferred weight gradients, leaving (p - 1)(F + B - W), which is the
-  // forward when B and W halve the backward (Qi et al.).
+  // cool-down with deferred weight gradients, leaving (p - 1)(F + B - W) (Qi et al.),
+  // the forward when B and W cost the same, as trident's each cost a backward.
   double idle_per_mb = slow.compute + slow.tp + pp_per_mb;
   if (m.schedule == "interleaved-1f1b" && m.virtual_stages > 1) {
     const double v = static_cast<double>(m.virtual_stages);
     out.pp += (v - 1.0) * mbs * pp_per_mb;
     idle_per_mb = (slow.compute + slow.tp) / v + pp_per_mb;
   } else if (m.schedule == "zb-h1") {
-    idle_per_mb = (slow.compute - slow.backward) + slow.tp_forward + pp_per_mb;
+    idle_per_mb = slow.forward + slow.tp_forward + pp_per_mb;
   }
   out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
   const double share = core_share(l, c);
