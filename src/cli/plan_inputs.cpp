@@ -57,6 +57,7 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.offload_optimizer = name_of(c.parallel.offload_optimizer);
   m.offload_params = name_of(c.parallel.offload_params);
   m.releases_host_memory = c.releases_host_memory();
+  m.allocator = name_of(c.train.allocator);
   m.offload_buffer_count = c.parallel.offload_buffer_count;
   m.offload_block_size = c.parallel.offload_block_size;
   return m;

@@ -29,6 +29,7 @@ PlanModel placed(PlanModel m, const ScheduleChoice& s, const Placement& p) {
   m.virtual_stages = s.virtual_stages;
   m.offload_optimizer = p.optimizer ? "nvme" : "none";
   m.offload_params = p.params ? "nvme" : "none";
+  m.releases_host_memory = m.allocator == "release" || (m.allocator == "auto" && p.params);
   return m;
 }
 
@@ -102,8 +103,14 @@ AutoChoice search(const PlanModel& m, const Cluster& c, const AutoBudget& b) {
         cand.layout = l;
         cand.schedule = s;
         cand.placement = p;
-        cand.evaluation = evaluate(placed(m, s, p), l, c);
-        cand.peak = cand.evaluation.memory.total() + c.process_base_gb * 1e9;
+        const PlanModel here = placed(m, s, p);
+        cand.evaluation = evaluate(here, l, c);
+        cand.releases_host_memory = here.releases_host_memory;
+        // The heap holds the state of a CPU rank, whose peak RSS the calibrated process
+        // base makes the prediction (a device's memory has its own allocator).
+        const bool kept_heap = c.process_base_gb > 0 && !here.releases_host_memory;
+        const double heap = kept_heap ? 1.0 + b.kept_heap_allowance : 1.0;
+        cand.peak = heap * cand.evaluation.memory.total() + c.process_base_gb * 1e9;
         cand.tier_bytes = cand.evaluation.memory.offloaded;
         ++choice.considered;
         if (!have_smallest || cand.peak < choice.smallest.peak) {

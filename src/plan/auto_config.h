@@ -20,6 +20,11 @@ struct AutoBudget {
   int ranks_per_node = 1;
   double memory_per_rank = 0;  ///< bytes of peak memory a rank may use (process base included)
   double margin = 0.10;        ///< the predicted peak stays under (1 - margin) x the budget
+  /// A CPU rank (a cluster with a process base) whose heap keeps freed memory
+  /// (train.allocator = "cache") holds its fragmentation beyond its live memory: this
+  /// fraction of it more (23% measured on the 160M GPT in memory, docs/offload.md). A
+  /// releasing rank holds its live memory.
+  double kept_heap_allowance = 0.25;
   /// Bytes of tier files a rank may write; < 0: no tier directory (no offload considered).
   double disk_per_rank = -1;
   /// The run could use the nvme tier if given a directory (a CPU run): what a suggestion
@@ -39,8 +44,11 @@ struct AutoCandidate {
   ScheduleChoice schedule;
   Placement placement;
   Evaluation evaluation;
-  double peak = 0;        ///< predicted peak per rank: the evaluation's total + process base
-  double tier_bytes = 0;  ///< its tier files per rank
+  /// Predicted peak RSS per rank: the evaluation's total (with the kept heap's allowance
+  /// when the rank keeps its heap) and the process base.
+  double peak = 0;
+  bool releases_host_memory = false;  ///< train.allocator resolved for this placement
+  double tier_bytes = 0;              ///< its tier files per rank
   /// "dp2 pp2 tp1 zero3 mb4 ckpt zb-h1, everything in the nvme tier" (the schedule only
   /// with pp > 1).
   std::string name() const;

@@ -81,6 +81,26 @@ TEST(AutoConfig, uses_the_nvme_tier_only_when_memory_forces_it) {
   EXPECT_TRUE(choose_configuration(m, c, budget(1, 1.5, 0.5)).ranked.empty());
 }
 
+TEST(AutoConfig, a_rank_that_keeps_its_heap_is_allowed_its_fragmentation) {
+  // train.allocator = "auto": a CPU rank keeps its heap in memory and releases it with the
+  // parameters in the tier; the kept heap's peak carries the allowance, on a GPU none.
+  const PlanModel m = gpt160m();
+  Cluster c = machine();
+  const AutoChoice all = choose_configuration(m, c, budget(1, 64, 100));
+  bool kept = false, released = false;
+  for (const AutoCandidate& x : all.ranked) {
+    const double total = x.evaluation.memory.total();
+    EXPECT_EQ(x.releases_host_memory, x.placement.params) << x.name();
+    EXPECT_NEAR(x.peak, (x.placement.params ? 1.0 : 1.25) * total + 0.2e9, 1.0) << x.name();
+    kept |= !x.releases_host_memory;
+    released |= x.releases_host_memory;
+  }
+  EXPECT_TRUE(kept && released);
+  c.process_base_gb = 0;  // a device: its memory is the memory model's total
+  for (const AutoCandidate& x : choose_configuration(m, c, budget(1, 64, 100)).ranked)
+    EXPECT_DOUBLE_EQ(x.peak, x.evaluation.memory.total()) << x.name();
+}
+
 TEST(AutoConfig, a_job_that_fits_nowhere_is_told_the_smallest_change) {
   const PlanModel m = gpt160m();
   const Cluster c = machine();
