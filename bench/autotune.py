@@ -1,122 +1,383 @@
 """How close `trident train --auto`'s choice comes to the best configuration measured.
 
-For each case (a model the calibration never timed, a rank count): calibrate the machine
-with that many ranks, ask `trident plan --auto --top K` for its choice and its predicted
-ranking, then train every configuration of the case's fixed grid (the grid is listed with
-the case, and the choice need not be in it: it is added), two rounds in alternating
-order, and report the choice's measured step against the best measured, whether the best
-is in the predicted top 3, and the prediction's error on the choice.
+For each case (a model the calibration never timed, a rank count, emulated nodes or one
+machine, a memory cap or none): calibrate the machine with that many ranks, ask
+`trident plan --auto --top 3` for the choice and its predicted ranking, then train every
+configuration of the case's fixed grid (listed with the case; the choice is added when it
+is not in it) for a few steps, rounds in alternating order, the choice through
+`trident train --auto` itself. Report the choice's measured step against the best
+measured, whether the best is in the predicted top 3, the predicted and measured peak RSS
+of the choice, and which configurations the memory cap killed.
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
+                                  [--markdown FILE]
 
-Run it on an idle machine: other work on the cores shows up in every step time.
+--markdown writes the results table (and the measured grids) into FILE between the
+markers <!-- autotune:begin --> and <!-- autotune:end -->. Run it on an idle machine:
+other work on the cores shows up in every step time. Needs root for the memory cgroup
+(v1, /sys/fs/cgroup/memory) of the capped cases and the namespaces of emulated nodes.
 """
 import argparse
+import datetime
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1")
+CGROUP = Path("/sys/fs/cgroup/memory")
 
-# Each case: the model (config keys over configs/gpt2-124m.toml), the ranks, and the grid
-# of (dp, pp, tp, zero, micro-batch, recomputation) measured.
+# Each case: the model (config keys over configs/gpt2-124m.toml), the ranks, emulated
+# nodes (0: one machine), a memory cap for the whole job in GB (0: none), and the grid
+# of configurations measured, named as trident names them.
 CASES = {
     "gpt-6x384-seq128-2ranks": {
         "ranks": 2,
         "model": ["model.layers=6", "model.hidden=384", "model.heads=6", "model.seq_len=128",
-                  "model.vocab=2048", "train.global_batch_size=16", "train.precision=fp32"],
-        "grid": [(2, 1, 1, 1, 8, "none"), (2, 1, 1, 1, 4, "none"), (2, 1, 1, 2, 8, "none"),
-                 (2, 1, 1, 1, 2, "none"), (2, 1, 1, 1, 1, "none"), (2, 1, 1, 3, 8, "none"),
-                 (2, 1, 1, 1, 8, "full"), (1, 1, 2, 0, 8, "none"), (1, 1, 2, 0, 16, "none"),
-                 (1, 2, 1, 0, 2, "none"), (1, 2, 1, 0, 4, "none")],
+                  "model.vocab=2048", "train.global_batch_size=16"],
+        "grid": ["dp2 pp1 tp1 zero1 mb8", "dp2 pp1 tp1 zero1 mb4", "dp2 pp1 tp1 zero2 mb8",
+                 "dp2 pp1 tp1 zero1 mb2", "dp2 pp1 tp1 zero3 mb8", "dp2 pp1 tp1 zero1 mb8 ckpt",
+                 "dp2 pp1 tp1 zero1 mb8 selective", "dp1 pp1 tp2 zero0 mb8",
+                 "dp1 pp1 tp2 zero0 mb8 sp", "dp1 pp2 tp1 zero0 mb4 1f1b",
+                 "dp1 pp2 tp1 zero0 mb2 zb-h1"],
     },
     "llama-8x256-gqa-4ranks": {
         "ranks": 4,
         "model": ["model.arch=llama", "model.layers=8", "model.hidden=256", "model.heads=8",
                   "model.kv_heads=2", "model.ffn_hidden=704", "model.seq_len=128",
-                  "model.vocab=2048", "train.global_batch_size=16", "train.precision=fp32"],
-        "grid": [(4, 1, 1, 1, 1, "none"), (4, 1, 1, 1, 2, "none"), (4, 1, 1, 1, 4, "none"),
-                 (4, 1, 1, 2, 4, "none"), (4, 1, 1, 3, 4, "none"), (4, 1, 1, 1, 4, "full"),
-                 (2, 1, 2, 1, 4, "none"), (2, 1, 2, 1, 8, "none"), (2, 2, 1, 1, 2, "none"),
-                 (2, 2, 1, 1, 4, "none"), (1, 4, 1, 0, 2, "none")],
+                  "model.vocab=2048", "train.global_batch_size=16"],
+        "grid": ["dp4 pp1 tp1 zero1 mb1", "dp4 pp1 tp1 zero1 mb2", "dp4 pp1 tp1 zero1 mb4",
+                 "dp4 pp1 tp1 zero2 mb4", "dp4 pp1 tp1 zero1 mb4 ckpt",
+                 "dp4 pp1 tp1 zero1 mb4 selective", "dp2 pp1 tp2 zero1 mb4",
+                 "dp2 pp1 tp2 zero1 mb8 sp", "dp2 pp2 tp1 zero1 mb4 1f1b",
+                 "dp2 pp2 tp1 zero1 mb2 interleaved-1f1b v2", "dp1 pp4 tp1 zero0 mb2 1f1b"],
+    },
+    "gpt-4x256-seq256-vocab4096-8ranks": {
+        "ranks": 8,
+        "model": ["model.layers=4", "model.hidden=256", "model.heads=8", "model.seq_len=256",
+                  "model.vocab=4096", "train.global_batch_size=16"],
+        "grid": ["dp8 pp1 tp1 zero1 mb2", "dp8 pp1 tp1 zero1 mb1", "dp8 pp1 tp1 zero2 mb2",
+                 "dp8 pp1 tp1 zero3 mb2", "dp8 pp1 tp1 zero1 mb2 selective",
+                 "dp4 pp1 tp2 zero1 mb4", "dp4 pp2 tp1 zero1 mb2 1f1b",
+                 "dp2 pp2 tp2 zero1 mb4 1f1b", "dp2 pp1 tp4 zero1 mb8",
+                 "dp1 pp4 tp2 zero0 mb4 1f1b"],
+    },
+    "llama-4x384-seq64-vocab8192-2ranks": {
+        "ranks": 2,
+        "model": ["model.arch=llama", "model.layers=4", "model.hidden=384", "model.heads=6",
+                  "model.kv_heads=3", "model.ffn_hidden=1024", "model.seq_len=64",
+                  "model.vocab=8192", "train.global_batch_size=32"],
+        "grid": ["dp2 pp1 tp1 zero1 mb16", "dp2 pp1 tp1 zero1 mb8", "dp2 pp1 tp1 zero1 mb4",
+                 "dp2 pp1 tp1 zero2 mb16", "dp2 pp1 tp1 zero3 mb16",
+                 "dp2 pp1 tp1 zero1 mb16 selective", "dp2 pp1 tp1 zero1 mb16 ckpt",
+                 "dp1 pp1 tp2 zero0 mb16", "dp1 pp2 tp1 zero0 mb8 1f1b",
+                 "dp1 pp2 tp1 zero0 mb4 zb-h1"],
+    },
+    "gpt-8x320-seq160-2x2nodes": {
+        "ranks": 4, "nodes": 2,
+        "model": ["model.layers=8", "model.hidden=320", "model.heads=5", "model.seq_len=160",
+                  "model.vocab=1024", "train.global_batch_size=16"],
+        "grid": ["dp4 pp1 tp1 zero1 mb4", "dp4 pp1 tp1 zero1 mb2", "dp4 pp1 tp1 zero2 mb4",
+                 "dp4 pp1 tp1 zero0 mb4", "dp2 pp2 tp1 zero1 mb4 1f1b",
+                 "dp2 pp2 tp1 zero1 mb2 zb-h1", "dp1 pp4 tp1 zero0 mb4 1f1b",
+                 "dp1 pp4 tp1 zero0 mb2 1f1b", "dp4 pp1 tp1 zero1 mb4 ckpt"],
+    },
+    "llama-8x192-gqa-8ranks-4x2nodes": {
+        "ranks": 8, "nodes": 4,
+        "model": ["model.arch=llama", "model.layers=8", "model.hidden=192", "model.heads=6",
+                  "model.kv_heads=2", "model.ffn_hidden=512", "model.seq_len=96",
+                  "model.vocab=3072", "train.global_batch_size=32"],
+        "grid": ["dp8 pp1 tp1 zero1 mb4", "dp8 pp1 tp1 zero1 mb2", "dp8 pp1 tp1 zero2 mb4",
+                 "dp8 pp1 tp1 zero0 mb4", "dp4 pp2 tp1 zero1 mb4 1f1b",
+                 "dp4 pp1 tp2 zero1 mb8", "dp2 pp4 tp1 zero1 mb4 1f1b",
+                 "dp2 pp2 tp2 zero1 mb8 1f1b", "dp8 pp1 tp1 zero1 mb4 selective"],
+    },
+    "gpt-8x768-capped-2ranks": {
+        "ranks": 2, "cap_gb": 1.5, "tier": True,
+        "model": ["model.layers=8", "model.hidden=768", "model.heads=12", "model.seq_len=64",
+                  "model.vocab=8192", "train.global_batch_size=8"],
+        "grid": ["dp1 pp1 tp2 zero0 mb8 sp, in memory",
+                 "dp1 pp1 tp2 zero0 mb8 sp, optimizer states in the nvme tier",
+                 "dp1 pp1 tp2 zero0 mb4, optimizer states in the nvme tier",
+                 "dp2 pp1 tp1 zero1 mb4, in memory",
+                 "dp2 pp1 tp1 zero3 mb4, in memory",
+                 "dp2 pp1 tp1 zero3 mb4, optimizer states and gradients in the nvme tier",
+                 "dp2 pp1 tp1 zero3 mb4, everything in the nvme tier",
+                 "dp2 pp1 tp1 zero2 mb4, optimizer states and gradients in the nvme tier",
+                 "dp1 pp2 tp1 zero0 mb4 1f1b, in memory"],
+    },
+    "llama-6x640-capped-2ranks": {
+        "ranks": 2, "cap_gb": 1.2, "tier": True,
+        "model": ["model.arch=llama", "model.layers=6", "model.hidden=640", "model.heads=10",
+                  "model.kv_heads=5", "model.ffn_hidden=1728", "model.seq_len=64",
+                  "model.vocab=8192", "train.global_batch_size=8"],
+        "grid": ["dp2 pp1 tp1 zero1 mb4, in memory",
+                 "dp2 pp1 tp1 zero1 mb4, optimizer states in the nvme tier",
+                 "dp2 pp1 tp1 zero3 mb4, in memory",
+                 "dp2 pp1 tp1 zero3 mb4, optimizer states and gradients in the nvme tier",
+                 "dp2 pp1 tp1 zero3 mb4, everything in the nvme tier",
+                 "dp2 pp1 tp1 zero2 mb4 selective, optimizer states and gradients in the nvme tier",
+                 "dp1 pp2 tp1 zero0 mb1 zb-h1, in memory",
+                 "dp1 pp2 tp1 zero0 mb2 1f1b, in memory"],
     },
 }
 
-
-def name_of(c):
-    dp, pp, tp, zero, mb, ckpt = c
-    return "dp%d pp%d tp%d zero%d mb%d%s" % (dp, pp, tp, zero, mb, " ckpt" if ckpt == "full" else "")
-
-
-def calibrate(build, ranks, out):
-    subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
-                    str(build / "trident"), "calibrate", "--threads", "1", "--rounds", "1",
-                    "--disk-dir", "none", "--out", str(out)],
-                   env=ENV, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+NAME = re.compile(r"^dp(\d+) pp(\d+) tp(\d+) zero(\d+) mb(\d+)( ckpt)?( selective)?( sp)?"
+                  r"(?: (1f1b|interleaved-1f1b|zb-h1|gpipe)(?: v(\d+))?)?(?:, (.+))?$")
+PLACEMENTS = {"in memory": ("none", "none"),
+              "optimizer states in the nvme tier": ("nvme", "none"),
+              "optimizer states and gradients in the nvme tier": ("nvme", "none"),
+              "everything in the nvme tier": ("nvme", "nvme")}
 
 
-def auto_ranking(build, case, cluster, top):
-    """The choice and the predicted top `top`, as grid tuples."""
-    cmd = [str(build / "trident"), "plan", str(ROOT / "configs/gpt2-124m.toml"), "--auto",
-           "--devices", str(case["ranks"]), "--cluster", str(cluster), "--top", str(top)]
-    for kv in case["model"]:
+def canonical(name):
+    """The name with its placement ("in memory" when none is given)."""
+    return name if ", " in name else name + ", in memory"
+
+
+def keys_of(name):
+    m = NAME.match(canonical(name))
+    if not m:
+        raise SystemExit("autotune: cannot read the configuration %r" % name)
+    dp, pp, tp, zero, mb = (int(m[i]) for i in range(1, 6))
+    recompute = "full" if m[6] else "selective" if m[7] else "none"
+    opt, params = PLACEMENTS[m[11]]
+    return ["parallel.dp=%d" % dp, "parallel.pp=%d" % pp, "parallel.tp=%d" % tp,
+            "parallel.zero_stage=%d" % zero, "train.micro_batch_size=%d" % mb,
+            "parallel.activation_checkpointing=%s" % recompute,
+            "parallel.sequence_parallel=%s" % ("true" if m[8] else "false"),
+            "parallel.schedule=%s" % (m[9] or "1f1b"), "parallel.virtual_stages=%s" % (m[10] or 1),
+            "parallel.offload_optimizer=%s" % opt, "parallel.offload_params=%s" % params]
+
+
+def short(name):
+    """The name as the table shows it: the schedule only when it is not 1F1B's."""
+    name = canonical(name)
+    return name.replace(" 1f1b,", ",").replace(", in memory", "")
+
+
+class Case:
+    """A case's launcher: emulated nodes or one machine, inside its memory cgroup if capped."""
+
+    def __init__(self, build, name, spec, tmp):
+        self.build, self.name, self.spec, self.tmp = build, name, spec, tmp
+        self.cluster_name = "tat%d" % os.getpid()
+        self.cgroup = None
+        self.tier = tmp / ("tier-" + name)
+
+    def __enter__(self):
+        if self.spec.get("nodes"):
+            subprocess.run([str(ROOT / "scripts/cluster.sh"), "up", "--name", self.cluster_name,
+                            "--nodes", str(self.spec["nodes"]), "--slots",
+                            str(self.spec["ranks"] // self.spec["nodes"]), "--link-rate", "1gbit"],
+                           env=ENV, check=True, stdout=subprocess.DEVNULL)
+        if self.spec.get("cap_gb"):
+            self.cgroup = CGROUP / ("trident-autotune-%d" % os.getpid())
+            self.cgroup.mkdir()
+            (self.cgroup / "memory.limit_in_bytes").write_text(
+                str(int(self.spec["cap_gb"] * 1e9)))
+        if self.spec.get("tier"):
+            self.tier.mkdir(exist_ok=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self.spec.get("nodes"):
+            subprocess.run([str(ROOT / "scripts/cluster.sh"), "down", "--name", self.cluster_name],
+                           env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.cgroup is not None:
+            for _ in range(50):
+                try:
+                    self.cgroup.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        shutil.rmtree(self.tier, ignore_errors=True)
+
+    def sets(self):
+        out = list(self.spec["model"]) + ["train.precision=fp32", "train.threads=1"]
+        if self.spec.get("tier"):
+            out.append("parallel.nvme_path=%s" % self.tier)
+        return out
+
+    def mpirun(self, args, log):
+        ranks = str(self.spec["ranks"])
+        if self.spec.get("nodes"):
+            cmd = [str(ROOT / "scripts/cluster.sh"), "run", "--name", self.cluster_name,
+                   "-np", ranks] + args
+        else:
+            cmd = ["mpirun", "-np", ranks, "--oversubscribe", "--bind-to", "none"] + args
+        if self.cgroup is not None:
+            cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.cgroup)] + cmd
+        with open(log, "w") as out:
+            return subprocess.run(cmd, env=ENV, stdout=out, stderr=subprocess.STDOUT).returncode
+
+    def memory_per_rank_gb(self):
+        """What train --auto measures: the cap (or MemAvailable) shared by a node's ranks."""
+        per_node = self.spec["ranks"] // max(1, self.spec.get("nodes", 1))
+        if self.spec.get("cap_gb"):
+            return self.spec["cap_gb"] / per_node
+        avail = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemAvailable"))
+        return avail * 1024 / 1e9 / self.spec["ranks"]
+
+
+def calibrate(case, out):
+    args = [str(case.build / "trident"), "calibrate", "--threads", "1", "--rounds", "1",
+            "--out", str(out), "--disk-dir", str(case.tier) if case.spec.get("tier") else "none"]
+    if case.mpirun(args, case.tmp / "calibrate.log") != 0:
+        raise SystemExit("autotune: calibrate failed:\n" + (case.tmp / "calibrate.log").read_text())
+
+
+def auto_ranking(case, cluster, top, memory_gb):
+    """The predicted top `top`: (name, predicted seconds, predicted peak bytes)."""
+    cmd = [str(case.build / "trident"), "plan", str(ROOT / "configs/gpt2-124m.toml"), "--auto",
+           "--devices", str(case.spec["ranks"]), "--cluster", str(cluster), "--top", str(top),
+           "--memory-per-rank", "%.4f" % memory_gb]
+    for kv in case.sets():
         cmd += ["--set", kv]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     ranked = []
-    for m in re.finditer(r"^auto: #\d+ dp(\d+) pp(\d+) tp(\d+) zero(\d+) mb(\d+)( ckpt)?, "
-                         r"in memory: predicted step ([\d.e+-]+) s", out, re.M):
-        ranked.append(((int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]),
-                        "full" if m[6] else "none"), float(m[7])))
+    for m in re.finditer(r"^auto: #\d+ (.+?): predicted step ([\d.e+-]+) s, peak ([\d.]+) (GB|MB)",
+                         out, re.M):
+        ranked.append((canonical(m[1]), float(m[2]), float(m[3]) * (1e9 if m[4] == "GB" else 1e6)))
     if not ranked:
         raise SystemExit("autotune: no ranking in `trident plan --auto`:\n" + out)
-    return ranked
+    return ranked, out
 
 
-def step_time(build, case, c, steps, tmp):
-    dp, pp, tp, zero, mb, ckpt = c
-    metrics = tmp / ("%s.jsonl" % name_of(c).replace(" ", "_"))
-    sets = case["model"] + [
-        "parallel.dp=%d" % dp, "parallel.pp=%d" % pp, "parallel.tp=%d" % tp,
-        "parallel.zero_stage=%d" % zero, "train.micro_batch_size=%d" % mb,
-        "parallel.activation_checkpointing=%s" % ckpt, "train.steps=%d" % steps,
-        "train.log_every=1", "train.threads=1", "logging.run_dir=none", 'checkpoint.dir=""',
-        "logging.metrics=%s" % metrics]
-    cmd = ["mpirun", "-np", str(case["ranks"]), "--oversubscribe", "--bind-to", "none",
-           str(build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")]
+def train(case, name, steps, cluster, auto):
+    """(median step after the first two, peak RSS of rank 0) or None when killed."""
+    tag = re.sub(r"[^a-z0-9]+", "_", name)
+    metrics = case.tmp / ("%s.jsonl" % tag)
+    if metrics.exists():
+        metrics.unlink()
+    sets = case.sets() + ["train.steps=%d" % steps, "train.log_every=1", "logging.run_dir=none",
+                          'checkpoint.dir=""', "logging.metrics=%s" % metrics]
+    args = [str(case.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")]
+    if auto:
+        args += ["--auto", "--cluster", str(cluster)]
+        if not case.spec.get("cap_gb"):
+            args += ["--memory-per-rank", "%.4f" % case.memory_per_rank_gb()]
+    else:
+        sets += keys_of(name)
     for kv in sets:
-        cmd += ["--set", kv]
-    subprocess.run(cmd, env=ENV, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        args += ["--set", kv]
+    log = case.tmp / ("%s.log" % tag)
+    if case.mpirun(args, log) != 0:
+        text = log.read_text()
+        if "trident: error" in text:  # the config refuses it: a mistake in the grid
+            raise SystemExit("autotune: %s refused:\n%s" % (name, text[-2000:]))
+        return None, text[-2000:]
+    text = log.read_text()
+    if auto:
+        chose = re.search(r"^auto: chose (.+?): predicted", text, re.M)
+        if not chose or canonical(chose[1]) != name:
+            raise SystemExit("autotune: train --auto chose %s, plan --auto %s" %
+                             (chose and chose[1], name))
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    return statistics.median(r["step_time_s"] for r in rows[2:])  # two warm-up steps dropped
+    return (statistics.median(r["step_time_s"] for r in rows[2:]),
+            max(r.get("peak_rss_bytes", 0) for r in rows)), ""
 
 
-def run_case(build, name, case, rounds, steps, tmp):
-    cluster = tmp / ("%s.toml" % name)
-    calibrate(build, case["ranks"], cluster)
-    ranked = auto_ranking(build, case, cluster, 6)
-    choice, predicted = ranked[0]
-    grid = list(dict.fromkeys(case["grid"] + [choice]))
-    times = {c: [] for c in grid}
-    for r in range(rounds):
-        for c in (grid if r % 2 == 0 else list(reversed(grid))):
-            times[c].append(step_time(build, case, c, steps, tmp))
-    measured = {c: statistics.median(t) for c, t in times.items()}
+def run_case(build, name, spec, rounds, steps, tmp):
+    with Case(build, name, spec, tmp) as case:
+        cluster = tmp / ("%s.toml" % name)
+        calibrate(case, cluster)
+        memory = case.memory_per_rank_gb()
+        # The whole ranking: every candidate under the budget, for the grid's predictions.
+        ranked, plan_text = auto_ranking(case, cluster, 100000, memory)
+        choice, predicted, predicted_peak = ranked[0]
+        predictions = {n: (t, p) for n, t, p in ranked}
+        grid = list(dict.fromkeys([canonical(g) for g in spec["grid"]] + [choice]))
+        times = {c: [] for c in grid}
+        peaks = {c: 0 for c in grid}
+        killed = {}
+        for r in range(rounds):
+            for c in (grid if r % 2 == 0 else list(reversed(grid))):
+                if c in killed:
+                    continue
+                result, why = train(case, c, steps, cluster, auto=(c == choice))
+                if result is None:
+                    killed[c] = why
+                    continue
+                times[c].append(result[0])
+                peaks[c] = max(peaks[c], result[1])
+    if choice in killed:
+        raise SystemExit("autotune: %s: the choice %s failed:\n%s" % (name, choice, killed[choice]))
+    measured = {c: statistics.median(t) for c, t in times.items() if t and c not in killed}
     best = min(measured, key=measured.get)
-    top3 = [c for c, _ in ranked[:3]]
-    print("%s: chose %s, predicted %.3f s, measured %.3f s (%+.1f%%); best measured %s %.3f s; "
-          "the choice / the best = %.3f; the best in the predicted top 3: %s"
-          % (name, name_of(choice), predicted, measured[choice],
-             100 * (predicted / measured[choice] - 1), name_of(best), measured[best],
-             measured[choice] / measured[best], "yes" if best in top3 else "no"))
-    for c in sorted(measured, key=measured.get):
-        print("   %-28s %.3f s  (rounds %s)" % (name_of(c), measured[c],
-                                              ", ".join("%.3f" % t for t in times[c])))
+    top3 = [c for c, _, _ in ranked[:3]]
+    return {"case": name, "spec": spec, "memory_gb": memory, "choice": choice,
+            "predicted": predicted, "predicted_peak": predicted_peak,
+            "measured": measured, "times": times, "peaks": peaks, "killed": sorted(killed),
+            "best": best, "top3": top3, "in_top3": best in top3,
+            "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
+            "ratio": measured[choice] / measured[best]}
+
+
+def describe(spec):
+    keys = dict(kv.split("=", 1) for kv in spec["model"])
+    arch = "Llama" if keys.get("model.arch") == "llama" else "GPT"
+    heads = keys["model.heads"] + ("/" + keys["model.kv_heads"] if "model.kv_heads" in keys else "")
+    where = ("%d emulated nodes" % spec["nodes"]) if spec.get("nodes") else "one node"
+    cap = (", cap %.1f GB" % spec["cap_gb"]) if spec.get("cap_gb") else ""
+    return "%s %s × %s, heads %s, seq %s, vocab %s, batch %s; %d ranks, %s%s" % (
+        arch, keys["model.layers"], keys["model.hidden"], heads, keys["model.seq_len"],
+        keys["model.vocab"], keys["train.global_batch_size"], spec["ranks"], where, cap)
+
+
+def markdown(results, rounds, steps):
+    lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps, the median "
+             "step after the first two, per configuration):" % (datetime.date.today(), rounds, steps),
+             "",
+             "| case | choice | predicted | measured | measured best | choice / best | best in top 3 "
+             "| peak RSS predicted / measured | killed by the cap |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append("| %s | %s | %.3f s | %.3f s | %s, %.3f s | %.3f | %s | %.0f / %.0f MB | %s |" % (
+            describe(r["spec"]), short(r["choice"]), r["predicted"], r["measured"][r["choice"]],
+            "the choice" if r["best"] == r["choice"] else short(r["best"]),
+            r["measured"][r["best"]], r["ratio"], "yes" if r["in_top3"] else "no",
+            r["predicted_peak"] / 1e6, r["peaks"][r["choice"]] / 1e6,
+            ", ".join(short(k) for k in r["killed"]) or "none"))
+    ratios = sorted(r["ratio"] for r in results)
+    lines += ["", "Choice / best: median %.3f, worst %.3f over %d cases; the measured best in the "
+              "predicted top 3 in %d of %d." % (statistics.median(ratios), ratios[-1], len(results),
+                                                sum(r["in_top3"] for r in results), len(results)),
+              "", "<details><summary>The measured grids</summary>", ""]
+    for r in results:
+        lines.append("%s:" % r["case"])
+        lines.append("")
+        predicted = r.get("predicted_grid", {})
+        for c in sorted(r["measured"], key=r["measured"].get):
+            guess = ("predicted %.3f s" % predicted[c][0]) if c in predicted else \
+                "over the budget"
+            lines.append("    %-62s %.3f s  (rounds %s; %s)%s" % (
+                short(c), r["measured"][c], ", ".join("%.3f" % t for t in r["times"][c]),
+                guess, "  <- the choice" if c == r["choice"] else ""))
+        for c in r["killed"]:
+            lines.append("    %-62s killed by the cap%s" % (
+                short(c), "" if c not in predicted else
+                " (predicted to fit: %.0f MB)" % (predicted[c][1] / 1e6)))
+        lines.append("")
+    lines.append("</details>")
+    return "\n".join(lines)
+
+
+def write_markdown(path, text):
+    doc = Path(path).read_text()
+    begin, end = "<!-- autotune:begin -->", "<!-- autotune:end -->"
+    if begin not in doc or end not in doc:
+        raise SystemExit("autotune: %s has no %s ... %s markers" % (path, begin, end))
+    head, rest = doc.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    Path(path).write_text(head + begin + "\n" + text + "\n" + end + tail)
 
 
 def main():
@@ -124,14 +385,44 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--markdown")
+    ap.add_argument("--json", help="also write the results as JSON to this file")
+    ap.add_argument("--from-json", help="measure nothing: render these results (A.json,B.json)")
     a = ap.parse_args()
     build = Path(a.build).resolve()
+    results = []
+    if a.from_json:
+        for path in a.from_json.split(","):
+            results += json.loads(Path(path).read_text())
+        order = [n for n in a.cases.split(",")]
+        results.sort(key=lambda r: order.index(r["case"]) if r["case"] in order else len(order))
+        text = markdown(results, a.rounds, a.steps)
+        print(text)
+        if a.markdown:
+            write_markdown(a.markdown, text)
+        return
     with tempfile.TemporaryDirectory(prefix="trident-autotune-") as tmp:
         for name in a.cases.split(","):
             if name not in CASES:
                 raise SystemExit("autotune: no case %r (cases: %s)" % (name, ", ".join(CASES)))
-            run_case(build, name, CASES[name], a.rounds, a.steps, Path(tmp))
+            start = time.time()
+            r = run_case(build, name, CASES[name], a.rounds, a.steps, Path(tmp))
+            results.append(r)
+            print("%s (%.0f s): chose %s, predicted %.3f s, measured %.3f s; best %s %.3f s; "
+                  "choice / best %.3f; best in the predicted top 3: %s; peak %.0f / %.0f MB; "
+                  "killed: %s" % (name, time.time() - start, short(r["choice"]), r["predicted"],
+                                  r["measured"][r["choice"]], short(r["best"]),
+                                  r["measured"][r["best"]], r["ratio"],
+                                  "yes" if r["in_top3"] else "no", r["predicted_peak"] / 1e6,
+                                  r["peaks"][r["choice"]] / 1e6, ", ".join(r["killed"]) or "none"),
+                  flush=True)
+    text = markdown(results, a.rounds, a.steps)
+    print(text)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1, default=str))
+    if a.markdown:
+        write_markdown(a.markdown, text)
 
 
 if __name__ == "__main__":
