@@ -37,15 +37,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 state=/tmp/$name-cluster
-node_ns() { echo "$name-node$1"; }
+source "$(dirname "$0")/emulated_nodes.sh"
+node_ns() { emulated_node_ns "$name" "$1"; }
 
 die() { echo "cluster.sh: $*" >&2; exit 2; }
 
 down() {
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$name-node" || true); do
-    ip netns del "$ns" 2>/dev/null || true  # takes its end of the veth, and so the pair
-  done
-  ip link del "${name}br" 2>/dev/null || true
+  emulated_nodes_down "$name"
   rm -rf "$state"
 }
 
@@ -55,20 +53,9 @@ up() {
   [ ! -d "$state" ] || die "a cluster '$name' is up already (scripts/cluster.sh down --name $name)"
   trap 'down' ERR
   mkdir -p "$state"
-  ip link add "${name}br" type bridge
-  ip link set "${name}br" up
+  emulated_nodes_up "$name" "$nodes" "$rate" "$burst"
   : >"$state/hosts"
   for ((i = 0; i < nodes; i++)); do
-    ns=$(node_ns $i)
-    ip netns add "$ns"
-    ip link add "${name}v$i" type veth peer name eth0 netns "$ns"
-    ip link set "${name}v$i" master "${name}br" up
-    ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev eth0
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" link set lo up
-    if [ -n "$rate" ]; then
-      ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 50ms
-    fi
     echo "node$i slots=$slots" >>"$state/hosts"
   done
   # The launch agent: Open MPI calls it as `agent HOST COMMAND...`, like ssh.
