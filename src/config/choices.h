@@ -30,7 +30,7 @@ enum class OffloadTier { kNone, kNvme };
 /// train.allocator: what happens to a rank's freed host memory. kCache keeps it for reuse
 /// (the fastest; peak RSS includes the heap's fragmentation); kRelease maps every block of
 /// 1 MiB or more on its own, with transparent huge pages, and returns it when freed (peak
-/// RSS follows live memory); kAuto releases when the nvme tier holds the parameters.
+/// RSS follows live memory); kAuto releases when the nvme tier holds state.
 enum class Allocator { kAuto, kCache, kRelease };
 
 /// checkpoint.preempt_signals: the signals that make every rank save and exit at the next

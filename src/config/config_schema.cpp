@@ -24,7 +24,9 @@ int64_t TrainConfig::padded_vocab() const {
 }
 
 bool TrainConfig::releases_host_memory() const {
-  if (train.allocator == Allocator::kAuto) return parallel.offload_params == OffloadTier::kNvme;
+  if (train.allocator == Allocator::kAuto)
+    return parallel.offload_params == OffloadTier::kNvme ||
+           parallel.offload_optimizer == OffloadTier::kNvme;
   return train.allocator == Allocator::kRelease;
 }
 
@@ -236,7 +238,8 @@ std::vector<KeySpec> build_schema() {
       {"train", "allocator", choice_field(kTrain, &T::allocator), choices_of<Allocator>(),
        "freed host memory: \"cache\" keeps it for reuse (fastest), \"release\" returns "
        "blocks of 1 MiB or more to the system (peak memory follows live tensors), \"auto\" "
-       "releases when parallel.offload_params = \"nvme\"; docs/offload.md"},
+       "releases when the nvme tier holds state (offload_optimizer or offload_params = "
+       "\"nvme\"); docs/offload.md"},
       {"train", "max_skipped_steps", field(kTrain, &T::max_skipped_steps), at_least(1),
        "a step with a non-finite loss or gradient norm is skipped; this many in a row stop "
        "the job"},

@@ -29,7 +29,8 @@ PlanModel placed(PlanModel m, const ScheduleChoice& s, const Placement& p) {
   m.virtual_stages = s.virtual_stages;
   m.offload_optimizer = p.optimizer ? "nvme" : "none";
   m.offload_params = p.params ? "nvme" : "none";
-  m.releases_host_memory = m.allocator == "release" || (m.allocator == "auto" && p.params);
+  m.releases_host_memory =
+      m.allocator == "release" || (m.allocator == "auto" && (p.optimizer || p.params));
   return m;
 }
 

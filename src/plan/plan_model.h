@@ -34,8 +34,7 @@ struct PlanModel {
   /// then the live memory and the process base; kept, the heap's fragmentation adds to it.
   bool releases_host_memory = false;
   /// train.allocator as the config names it ("auto", "cache" or "release"): what --auto
-  /// resolves for each placement it tries ("auto" releases when the parameters are in the
-  /// tier).
+  /// resolves for each placement it tries ("auto" releases when the tier holds state).
   std::string allocator = "auto";
   // The Llama family: SwiGLU's three matrices, grouped-query attention's smaller k and v,
   // RMSNorm without biases, RoPE instead of a position table, the head tied or not.

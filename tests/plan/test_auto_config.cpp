@@ -82,16 +82,16 @@ TEST(AutoConfig, uses_the_nvme_tier_only_when_memory_forces_it) {
 }
 
 TEST(AutoConfig, a_rank_that_keeps_its_heap_is_allowed_its_fragmentation) {
-  // train.allocator = "auto": a CPU rank keeps its heap in memory and releases it with the
-  // parameters in the tier; the kept heap's peak carries the allowance, on a GPU none.
+  // train.allocator = "auto": a CPU rank keeps its heap in memory and releases it with
+  // state in the tier; the kept heap's peak carries the allowance, on a GPU none.
   const PlanModel m = gpt160m();
   Cluster c = machine();
   const AutoChoice all = choose_configuration(m, c, budget(1, 64, 100));
   bool kept = false, released = false;
   for (const AutoCandidate& x : all.ranked) {
     const double total = x.evaluation.memory.total();
-    EXPECT_EQ(x.releases_host_memory, x.placement.params) << x.name();
-    EXPECT_NEAR(x.peak, (x.placement.params ? 1.0 : 1.25) * total + 0.2e9, 1.0) << x.name();
+    EXPECT_EQ(x.releases_host_memory, x.placement.optimizer) << x.name();
+    EXPECT_NEAR(x.peak, (x.placement.optimizer ? 1.0 : 1.25) * total + 0.2e9, 1.0) << x.name();
     kept |= !x.releases_host_memory;
     released |= x.releases_host_memory;
   }
