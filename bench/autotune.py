@@ -77,7 +77,7 @@ CASES = {
         "grid": ["dp2 pp1 tp1 zero1 mb16", "dp2 pp1 tp1 zero1 mb8", "dp2 pp1 tp1 zero1 mb4",
                  "dp2 pp1 tp1 zero2 mb16", "dp2 pp1 tp1 zero3 mb16",
                  "dp2 pp1 tp1 zero1 mb16 selective", "dp2 pp1 tp1 zero1 mb16 ckpt",
-                 "dp1 pp1 tp2 zero0 mb16", "dp1 pp2 tp1 zero0 mb8 1f1b",
+                 "dp2 pp1 tp1 zero0 mb16", "dp1 pp2 tp1 zero0 mb8 1f1b",
                  "dp1 pp2 tp1 zero0 mb4 zb-h1"],
     },
     "gpt-8x320-seq160-2x2nodes": {
@@ -285,6 +285,21 @@ def train(case, name, steps, cluster, auto):
             max(r.get("peak_rss_bytes", 0) for r in rows)), ""
 
 
+def check_grid(build, name, spec):
+    """Every configuration of the grid passes `trident check` (a mistake in the grid, not a
+    measurement, if not): checked before anything is measured."""
+    for g in spec["grid"]:
+        cmd = [str(build / "trident"), "check", str(ROOT / "configs/gpt2-124m.toml"),
+               "--world", str(spec["ranks"])]
+        tier = ["parallel.nvme_path=%s" % tempfile.gettempdir()] if spec.get("tier") else []
+        for kv in spec["model"] + ["train.precision=fp32"] + tier + keys_of(g):
+            cmd += ["--set", kv]
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if out.returncode != 0:
+            raise SystemExit("autotune: %s: the grid's %s is refused:\n%s" %
+                             (name, g, out.stdout[-1500:]))
+
+
 def run_case(build, name, spec, rounds, steps, tmp):
     with Case(build, name, spec, tmp) as case:
         cluster = tmp / ("%s.toml" % name)
@@ -402,10 +417,13 @@ def main():
         if a.markdown:
             write_markdown(a.markdown, text)
         return
+    names = a.cases.split(",")
+    for name in names:
+        if name not in CASES:
+            raise SystemExit("autotune: no case %r (cases: %s)" % (name, ", ".join(CASES)))
+        check_grid(build, name, CASES[name])
     with tempfile.TemporaryDirectory(prefix="trident-autotune-") as tmp:
-        for name in a.cases.split(","):
-            if name not in CASES:
-                raise SystemExit("autotune: no case %r (cases: %s)" % (name, ", ".join(CASES)))
+        for name in names:
             start = time.time()
             r = run_case(build, name, CASES[name], a.rounds, a.steps, Path(tmp))
             results.append(r)
@@ -417,6 +435,8 @@ def main():
                                   "yes" if r["in_top3"] else "no", r["predicted_peak"] / 1e6,
                                   r["peaks"][r["choice"]] / 1e6, ", ".join(r["killed"]) or "none"),
                   flush=True)
+            if a.json:  # after every case: a later failure keeps what was measured
+                Path(a.json).write_text(json.dumps(results, indent=1, default=str))
     text = markdown(results, a.rounds, a.steps)
     print(text)
     if a.json:
