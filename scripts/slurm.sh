@@ -41,6 +41,7 @@ conf=$state/slurm.conf
 source "$(dirname "$0")/emulated_nodes.sh"
 
 die() { echo "slurm.sh: $*" >&2; exit 2; }
+fail_up() { echo "slurm.sh: $*" >&2; down; exit 2; }
 
 # Runs "$@" in node I's namespaces: its network, its host name, and a mount namespace of
 # its own with the cluster's /etc/hosts, a private /dev/shm and the node's Slurm temp
@@ -84,6 +85,8 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
+# Emulated nodes share the machine's cores: each declares its own CPU count.
+SlurmdParameters=config_overrides
 JobRequeue=1
 SlurmctldTimeout=30
 SlurmdTimeout=30
@@ -110,7 +113,10 @@ wait_idle() {
     states=$(on_node 0 sinfo -h -N -o '%T' 2>/dev/null | sort -u | tr '\n' ' ')
     [ "$states" = "idle " ] && return 0
     tries=$((tries + 1))
-    [ $tries -lt 100 ] || die "the nodes did not come up (sinfo: ${states:-nothing}); see $state/*.log"
+    if [ $tries -ge 100 ]; then
+      grep -h error "$state"/slurmctld.log "$state"/node*/slurmd.log 2>/dev/null | tail -5 >&2
+      fail_up "the nodes did not come up (sinfo: ${states:-nothing})"
+    fi
     sleep 0.2
   done
 }

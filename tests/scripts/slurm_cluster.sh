@@ -43,8 +43,9 @@ slurm down --name "$name"
 trap - EXIT
 [ -z "$(ip netns list | grep "^$name-")" ] || fail "namespaces left behind"
 ip link show "${name}br" >/dev/null 2>&1 && fail "bridge left behind"
-for pid in $pids; do
-  kill -0 "$pid" 2>/dev/null && fail "daemon $pid ($(tr '\0' ' ' </proc/$pid/cmdline)) left running"
+for pid in $pids; do  # a zombie (state Z) has exited; only its parent has not reaped it
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)
+  [ -n "$state" ] && [ "$state" != Z ] && fail "daemon $pid ($(tr '\0' ' ' </proc/$pid/cmdline)) left running"
 done
 [ ! -e "/tmp/$name-slurm" ] || fail "state directory left behind"
 echo "slurm_cluster: ok (daemons ${pids}gone)"
