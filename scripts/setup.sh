@@ -13,6 +13,7 @@ packages=(
   python3-numpy           # tests/reference/llama_forward.py, the independent Llama reference
   clang-format            # scripts/format.sh --check, run by scripts/test.sh
   liburing-dev            # the nvme offload tier's asynchronous I/O (io_uring)
+  slurmctld slurmd slurm-client munge  # scripts/slurm.sh: a Slurm cluster of emulated nodes
 )
 
 missing=()
@@ -28,5 +29,13 @@ echo "setup: installing ${missing[*]}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 $SUDO apt-get update -qq
+# The packages must start no service (slurmctld, slurmd, munge): scripts/slurm.sh starts
+# its own daemons with their own configuration. Debian asks policy-rc.d before starting one.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod +x "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup: done"

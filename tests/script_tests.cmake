@@ -23,9 +23,12 @@ set_tests_properties(calibrate_one_node calibrate_two_emulated_nodes PROPERTIES 
 # where they fail instead: tests/scripts/netns_common.sh): ctest reports that as skipped.
 # The label lets emulated_nodes_run_or_fail check each of them (and `ctest -L` run them).
 set_tests_properties(calibrate_two_emulated_nodes PROPERTIES SKIP_RETURN_CODE 77)
+trident_script_test(slurm_two_emulated_nodes_srun_parity_and_clean_down slurm_cluster.sh)
+set_tests_properties(slurm_two_emulated_nodes_srun_parity_and_clean_down PROPERTIES
+  SKIP_RETURN_CODE 77 TIMEOUT 300)
 set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity
   scale_emulated_nodes_tp_inside_and_across calibrate_two_emulated_nodes
-  PROPERTIES LABELS emulated_nodes)
+  slurm_two_emulated_nodes_srun_parity_and_clean_down PROPERTIES LABELS emulated_nodes)
 trident_script_test(emulated_nodes_run_or_fail emulated_nodes_run_or_fail.sh)
 # Both use the cluster names of their scripts: never at once.
 set_tests_properties(scale_emulated_nodes_tp_inside_and_across PROPERTIES
