@@ -5,7 +5,6 @@
 
 #include <algorithm>  // std::sort
 #include <cstdio>     // std::printf
-#include <iostream>   // std::cout
 #include <memory>     // std::unique_ptr
 
 #include "cli/threads.h"            // apply_threads
