@@ -133,10 +133,12 @@ int cmd_train(const Args& args) {
                           << chosen_toml;
       std::cout << "auto: the resolved config is in " << path << "\n";
     }
-    if (!resumed.empty())
+    if (!resumed.empty()) {
       std::cout << "resumed from " << resumed << " after step " << trainer->completed_steps()
                 << "\n";
-    else if (config.checkpoint.load == kAutoLoad)
+      const std::string change = layout_change(resumed, config.checkpoint.dir, config);
+      if (!change.empty()) std::cout << "elastic: " << change << "\n";
+    } else if (config.checkpoint.load == kAutoLoad)
       std::cout << "checkpoint.load = \"auto\": no checkpoint in " << config.checkpoint.dir
                 << ", starting fresh\n";
   }

@@ -7,7 +7,8 @@
 #include <regex>       // std::regex
 #include <sstream>     // std::istringstream
 
-#include "checkpoint/index.h"           // read_index
+#include "checkpoint/index.h"           // read_index, open_checkpoint
+#include "checkpoint/writer.h"          // layout_json
 #include "parallel/agreement.h"         // run_agreed, JobError
 #include "parallel/parallel_context.h"  // ParallelContext::world
 #include "train/trainer.h"              // Trainer
@@ -98,6 +99,33 @@ std::string load_newest(Trainer& trainer, ParallelContext& ctx, const std::strin
 
 std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir) {
   return load_newest(trainer, ctx, checkpoint_dir, /*good_only=*/false);
+}
+
+namespace {
+
+/// "dp2 x pp2 x tp2, ZeRO 2, 8 ranks" of an index's layout record.
+std::string describe_layout(const nlohmann::json& layout) {
+  std::ostringstream out;
+  out << "dp" << layout.value("dp", 0) << " x pp" << layout.value("pp", 0) << " x tp"
+      << layout.value("tp", 0) << ", ZeRO " << layout.value("zero_stage", 0) << ", "
+      << layout.value("world_size", 0) << " ranks";
+  return out.str();
+}
+
+}  // namespace
+
+std::string layout_change(const std::string& path, const std::string& checkpoint_dir,
+                          const TrainConfig& config) {
+  const checkpoint::CheckpointIndex index = checkpoint::open_checkpoint(path, checkpoint_dir);
+  if (index.hugging_face || !index.layout.is_object()) return "";
+  const nlohmann::json now = checkpoint::layout_json(config);
+  const char* keys[] = {"dp", "pp", "tp", "zero_stage", "world_size"};
+  if (std::all_of(std::begin(keys), std::end(keys),
+                  [&](const char* k) { return index.layout.value(k, -1) == now.value(k, -1); }))
+    return "";
+  return "the checkpoint was saved by " + describe_layout(index.layout) +
+         "; this run continues as " + describe_layout(now) +
+         " with the same model and optimizer state (checkpoints are layout-free)";
 }
 
 std::string roll_back(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir) {

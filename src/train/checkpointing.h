@@ -30,6 +30,13 @@ void load_checkpoint(Trainer& trainer, ParallelContext& ctx, const std::string& 
 /// CheckpointError when it holds some and none loads. Collective over ctx's world.
 std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir);
 
+/// When the checkpoint at `path` was saved in another layout than `config`'s (dp, pp, tp,
+/// ZeRO stage, ranks), a sentence naming both, as a resumed run's header prints it (a job
+/// requeued onto fewer or more nodes); "" when the layouts are the same or the checkpoint
+/// records none (a Hugging Face directory). Reads the index only.
+std::string layout_change(const std::string& path, const std::string& checkpoint_dir,
+                          const TrainConfig& config);
+
 /// The loss-spike guard's rollback: as resume_auto, over the checkpoints the guard marked
 /// good (saved when no step had been skipped shortly before). "" when there is none.
 std::string roll_back(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir);
