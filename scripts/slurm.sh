@@ -94,6 +94,9 @@ MessageTimeout=20
 KillWait=5
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
+# A requeued job waits for its begin time, which no event announces: the schedulers look
+# every second (Slurm's defaults, 60 s and 30 s, would idle a test for half a minute).
+SchedulerParameters=sched_interval=1,bf_interval=1
 CONF
   for ((i = 0; i < nodes; i++)); do
     echo "NodeName=node$i NodeAddr=10.77.0.$((i + 1)) CPUs=$cpus State=UNKNOWN" >>"$conf"
