@@ -8,6 +8,7 @@
 #                    [--mpirun-args "..."] [--wait-load L] [--repeat K] [--set section.key=value ...]
 #   scripts/scale.sh CONFIG --nodes 1,2,4 --ranks-per-node R [--link-rate RATE] [--link-burst SIZE]
 #                    [--tp-across] [same options]          (an entry NxS: N nodes of S ranks)
+#   scripts/scale.sh CONFIG --slurm --nodes 1,2,4 --ranks-per-node R [--tp-across] [same options]
 #   scripts/scale.sh --replan DIR     # predictions again, same runs and cluster files
 #
 # --nodes runs on emulated nodes (scripts/cluster.sh, as root): for each node count N a
@@ -18,6 +19,14 @@
 # every layout with tp > 1 on more than one node with the ranks dealt round robin over
 # the nodes (mpirun --map-by node), so that its tp groups cross nodes, and predicts it with
 # the same placement. --calibrate then calibrates each cluster with its N*R ranks.
+#
+# --slurm submits one sbatch job per node count (and round) to the Slurm cluster that
+# SLURM_CONF names, instead of emulating nodes: each job (--nodes N --exclusive) runs this
+# script inside its allocation, every layout of N*R ranks started by `srun --mpi=pmix`
+# (--distribution=cyclic for --tp-across), calibrating there with --calibrate. The jobs of
+# a round are submitted together and waited for; predictions and plots come after the
+# last. SLURM_CLIENT prefixes the Slurm commands, e.g. "scripts/slurm.sh run --name NAME"
+# for a cluster of emulated nodes (docs/slurm.md). Slurm must see this directory.
 #
 # A layout's dp may be '*': dp = ranks / (pp * tp). A layout with a fixed dp runs only at the
 # rank count it multiplies to. Default layouts: '*,1,1' (pure dp). zero, micro and ckpt
@@ -60,9 +69,12 @@ if [ "$1" = --replan ]; then
   done
   exec "$(python_for_plots)" "$root/scripts/plot_scaling.py" "$dir"
 fi
+args=("$@")
 config=$1; shift
 ranks_list="1,2,4,8" layouts="*,1,1" strong=0 steps=6 out="" cluster="h100" calibrate=0 wait_load=""
-nodes_list="" per_node="" link_rate="" link_burst="" tp_across=0 repeat=1
+nodes_list="" per_node="" link_rate="" link_burst="" tp_across=0 repeat=1 slurm=0
+# Inside a --slurm job: "ROUND RANKS NODES SLOTS", the one node count it runs.
+job_spec=${TRIDENT_SCALE_JOB:-}
 mpirun_args=${MPIRUN_ARGS:---oversubscribe --bind-to none}
 sets=()
 while [ $# -gt 0 ]; do
@@ -73,6 +85,7 @@ while [ $# -gt 0 ]; do
     --link-rate) link_rate=$2; shift 2 ;;
     --link-burst) link_burst=$2; shift 2 ;;
     --tp-across) tp_across=1; shift ;;
+    --slurm) slurm=1; shift ;;
     --layouts) layouts=$2; shift 2 ;;
     --strong) strong=1; shift ;;
     --steps) steps=$2; shift 2 ;;
@@ -93,8 +106,11 @@ done
 if [ -n "$nodes_list" ]; then
   [ -n "$per_node" ] && [ "$per_node" -ge 1 ] 2>/dev/null ||
     { echo "scale.sh: --nodes needs --ranks-per-node R (R >= 1)" >&2; exit 2; }
-  [ "$(id -u)" = 0 ] || { echo "scale.sh: --nodes makes network namespaces: run as root" >&2; exit 2; }
+  [ "$slurm" = 1 ] || [ "$(id -u)" = 0 ] ||
+    { echo "scale.sh: --nodes makes network namespaces: run as root" >&2; exit 2; }
 fi
+[ "$slurm" = 0 ] || [ -n "$nodes_list" ] ||
+  { echo "scale.sh: --slurm needs --nodes N,... and --ranks-per-node R" >&2; exit 2; }
 out=${out:-scaling-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/runs"
 
@@ -121,7 +137,8 @@ wait_for_quiet() {
 }
 
 index=$out/runs.tsv
-printf 'ranks\tdp\tpp\ttp\tzero\tmicro\tckpt\tglobal\tlayout\tdir\tstatus\tload\tnodes\tplacement\tround\n' > "$index"
+[ -n "$job_spec" ] ||
+  printf 'ranks\tdp\tpp\ttp\tzero\tmicro\tckpt\tglobal\tlayout\tdir\tstatus\tload\tnodes\tplacement\tround\n' > "$index"
 IFS=';' read -r -a layout_specs <<< "$layouts"
 cluster_name=tscale
 cluster_sh=$root/scripts/cluster.sh
@@ -136,18 +153,46 @@ if [ -n "$nodes_list" ]; then
       { echo "scale.sh: --nodes entry '$n' is not N or NxS (N nodes of S ranks)" >&2; exit 2; }
     configs+=("$((n * slots)) $n $slots")
   done
-  trap '"$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true' EXIT
+  [ "$slurm" = 1 ] || trap '"$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true' EXIT
 else
   IFS=',' read -r -a rank_counts <<< "$ranks_list"
   for r in "${rank_counts[@]}"; do configs+=("$r 0 0"); done
 fi
 
-# launch NP PLACEMENT PROGRAM ARGS...: under mpirun on this machine, or on the emulated
-# cluster (node 0 starts mpirun; cyclic placement deals the ranks round robin).
+# --slurm: one job per node count and round, each running this script in its allocation.
+if [ "$slurm" = 1 ] && [ -z "$job_spec" ]; then
+  read -r -a client <<< "${SLURM_CLIENT:-}"
+  for round in $(seq "$repeat"); do
+    jobs_of_round=()
+    for config_spec in "${configs[@]}"; do
+      read -r ranks nodes slots <<< "$config_spec"
+      echo "== sbatch: $nodes nodes x $slots ranks$([ "$repeat" = 1 ] || echo ", round $round of $repeat")"
+      "${client[@]}" sbatch --wait --parsable --nodes "$nodes" --exclusive --job-name "scale-n$nodes" \
+        --chdir "$PWD" --output "$out/slurm-n${nodes}x$slots.r$round.log" \
+        --export "ALL,TRIDENT_SCALE_JOB=$round $ranks $nodes $slots,TRIDENT=$trident" \
+        --wrap "$(printf '%q ' "$0" "${args[@]}" --out "$out")" > /dev/null &
+      jobs_of_round+=($!)
+    done
+    for job in "${jobs_of_round[@]}"; do
+      wait "$job" || echo "   a job of round $round failed: see $out/slurm-*.r$round.log"
+    done
+    cat "$out"/slurm-*.r"$round".log 2>/dev/null | grep '^\(==\|   \)' || true
+  done
+elif [ -n "$job_spec" ]; then
+  read -r job_round ranks nodes slots <<< "$job_spec"
+  configs=("$ranks $nodes $slots")
+fi
+
+# launch NP PLACEMENT PROGRAM ARGS...: under mpirun on this machine, on the emulated
+# cluster (node 0 starts mpirun; cyclic placement deals the ranks round robin), or with
+# srun inside a --slurm job's allocation.
 nodes=0
 launch() {
   local np=$1 placement=$2; shift 2
-  if [ "$nodes" = 0 ]; then
+  if [ -n "$job_spec" ]; then
+    srun --mpi=pmix --nodes "$nodes" --ntasks "$np" --ntasks-per-node $((np / nodes)) \
+      --distribution "$placement" --kill-on-bad-exit=1 "$@"
+  elif [ "$nodes" = 0 ]; then
     mpirun -np "$np" $mpirun_args "$@"
   elif [ "$placement" = cyclic ]; then
     "$cluster_sh" run --name $cluster_name -np "$np" --map-by node "$@"
@@ -159,7 +204,6 @@ launch() {
 # calibrate_round ROUND [NODES RANKS SLOTS LABEL]: measures the machine (or the emulated
 # cluster of NODES x SLOTS that is up) into DIR/cluster[-LABEL].rROUND.toml; merged into
 # DIR/cluster[-LABEL].toml at the end.
-calibrations=()
 calibration_rounds=$([ "$repeat" -lt 3 ] && echo 3 || echo 1)
 calibrate_round() {
   local round=$1 nodes=${2:-0} ranks=${3:-} slots=${4:-} label=${5:-} base=$out/cluster np
@@ -177,13 +221,14 @@ calibrate_round() {
         --name "emulated-$label" --out "$base.r$round.toml" > "$base.r$round.log" 2>&1 ||
       { cat "$base.r$round.log"; exit 1; }
   fi
-  [ "$round" != 1 ] || calibrations+=("$base")
 }
 
 # Rounds outermost: each round calibrates (with --calibrate) and runs every layout of every
 # rank or node count once, so that calibrations and runs spread alike over the time the
 # experiment takes. Predictions come at the end, from the median of the calibrations.
-for round in $(seq "$repeat"); do
+rounds=$(seq "$repeat")
+if [ -n "$job_spec" ]; then rounds=$job_round; elif [ "$slurm" = 1 ]; then rounds=""; fi
+for round in $rounds; do
   if [ "$calibrate" = 1 ] && [ -z "$nodes_list" ]; then calibrate_round "$round"; fi
   for config_spec in "${configs[@]}"; do
     read -r ranks nodes slots <<< "$config_spec"
@@ -192,7 +237,12 @@ for round in $(seq "$repeat"); do
     [ "$slots" = "${per_node:-0}" ] || cluster_label=n${nodes}x$slots
     plan_node=()
     cluster_file=$cluster
-    if [ "$nodes" != 0 ]; then
+    if [ -n "$job_spec" ]; then
+      if [ "$calibrate" = 1 ]; then
+        calibrate_round "$round" "$nodes" "$ranks" "$slots" "$cluster_label"
+        cluster_file=$out/cluster-$cluster_label.toml
+      fi
+    elif [ "$nodes" != 0 ]; then
       "$cluster_sh" down --name $cluster_name >/dev/null 2>&1 || true
       "$cluster_sh" up --name $cluster_name --nodes "$nodes" --slots "$slots" \
         ${link_rate:+--link-rate "$link_rate"} ${link_burst:+--link-burst "$link_burst"} \
@@ -256,12 +306,15 @@ for round in $(seq "$repeat"); do
           "$([ "$nodes" = 0 ] && echo 1 || echo "$nodes")" "$placement" "$round" >> "$index"
       done
     done
-    if [ "$nodes" != 0 ]; then "$cluster_sh" down --name $cluster_name; fi
+    if [ "$nodes" != 0 ] && [ -z "$job_spec" ]; then "$cluster_sh" down --name $cluster_name; fi
   done
 done
+[ -z "$job_spec" ] || exit 0  # the submitting script predicts and plots, after every job
 
 # Each cluster's calibrations, one per round: the median of each figure.
-for base in "${calibrations[@]}"; do
+for first in "$out"/cluster*.r1.toml; do
+  [ -f "$first" ] || continue
+  base=${first%.r1.toml}
   "$trident" calibrate --merge "$base".r*.toml --out "$base.toml" > /dev/null ||
     { echo "scale.sh: merging the calibrations $base.r*.toml failed" >&2; exit 1; }
 done
