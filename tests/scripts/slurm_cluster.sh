@@ -2,7 +2,8 @@
 # trident under a real Slurm (scripts/slurm.sh): 2 emulated nodes of 4 CPUs, slurmctld and a
 # slurmd per node, munge. `srun --mpi=pmix` starts 8 tasks of the dp2 x pp2 x tp2 ZeRO-2
 # parity layout, which reproduce the single-process run to 1e-10 in fp64 (test_mpi's
-# check), and trident's header names the two nodes from the tasks' host names. Then `down`
+# check); scripts/scale.sh --slurm runs a layout as an sbatch job, and trident's header
+# names the two nodes from the tasks' host names. Then `down`
 # leaves no daemon, namespace, link or state behind. Where network namespaces cannot be
 # made: skipped (exit 77), or failed under CI (netns_common.sh).
 set -u
@@ -29,15 +30,19 @@ $out"
 $out"
 echo "$out" | grep -a "final weights differ" | head -1
 
+# trident train under srun, as scripts/scale.sh --slurm runs it: one sbatch job for the node
+# count, which starts the layout with srun inside its allocation.
 tmp=$(mktemp -d)
-out=$(slurm run --name "$name" srun --mpi=pmix -N 2 -n 8 --ntasks-per-node 4 "$trident" train \
-  "$root/configs/tiny.toml" --set parallel.dp=2 --set parallel.pp=2 --set parallel.tp=2 \
-  --set train.steps=2 --set train.log_every=1 --set logging.run_dir="$tmp/run" 2>&1) ||
-  fail "trident train under srun failed: $out"
+SLURM_CLIENT="$root/scripts/slurm.sh run --name $name" TRIDENT=$trident "$root/scripts/scale.sh" \
+  "$root/configs/tiny.toml" --slurm --nodes 2 --ranks-per-node 4 --layouts 2,2,2 --steps 2 \
+  --out "$tmp/scale" >"$tmp/scale.log" 2>&1 || fail "scale.sh --slurm failed: $(tail -5 "$tmp/scale.log")"
+row=$(awk -F'\t' 'NR == 2 {print $1, $2, $3, $4, $11, $13}' "$tmp/scale/runs.tsv")
+[ "$row" = "8 2 2 2 ok 2" ] || fail "scale.sh --slurm: runs.tsv row '$row', not '8 2 2 2 ok 2'"
+out=$(cat "$tmp"/scale/runs/*/train.log)
 rm -rf "$tmp"
 echo "$out" | grep -q "^placement: 2 nodes x 4 ranks: tp inside nodes, dp inside nodes, pp across nodes$" ||
   fail "no placement line naming the two nodes: $out"
-echo "srun: $(echo "$out" | grep -a '^placement')"
+echo "scale.sh --slurm: $(echo "$out" | grep -a '^placement')"
 
 slurm down --name "$name"
 trap - EXIT
