@@ -48,8 +48,14 @@ double layer_activation_bytes(const ActivationShape& x, const ActivationOptions&
   // the column-parallel layers, and the dropout masks after the row-parallel ones.
   const double replicated_split = o.sequence_parallel ? t : 1.0;
   if (o.recompute == Recompute::kFull) return 2.0 * s * b * h / replicated_split * scale;
-  const double replicated = (o.dropout ? 10.0 : 8.0) / replicated_split;
-  const double core = o.recompute == Recompute::kSelective ? 0.0 : (o.dropout ? 5.0 : 2.0);
+  const bool dropout = o.dropout && !x.llama;  // Llama has none
+  const double core = o.recompute == Recompute::kSelective ? 0.0 : (dropout ? 5.0 : 2.0);
+  if (x.llama) {
+    const double f = static_cast<double>(x.ffn_hidden > 0 ? x.ffn_hidden : 4 * x.hidden);
+    return s * b * h *
+           (16.0 / replicated_split + (8.0 + 8.0 * f / h) / t + core * a * s / (h * t)) * scale;
+  }
+  const double replicated = (dropout ? 10.0 : 8.0) / replicated_split;
   return s * b * h * (replicated + 24.0 / t + core * a * s / (h * t)) * scale;
 }
 
@@ -77,7 +83,7 @@ namespace {
 /// Activation bytes the stage's device holds at its peak.
 double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
-  const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads};
+  const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads, m.llama, m.ffn_hidden};
   const int64_t layers = m.layers / l.pp;
   const bool last = stage == l.pp - 1;
   // One micro-batch's complete activations through this stage.

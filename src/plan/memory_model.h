@@ -29,6 +29,9 @@ struct ActivationShape {
   int64_t micro_batch = 0;  ///< b
   int64_t hidden = 0;       ///< h
   int64_t heads = 0;        ///< a
+  /// A Llama layer (RMSNorm, SwiGLU MLP of ffn_hidden, no dropout) instead of the GPT's.
+  bool llama = false;
+  int64_t ffn_hidden = 0;  ///< f, the SwiGLU width (0: 4 h)
 };
 
 /// Bytes one transformer layer keeps for backward for one micro-batch (Korthikanti et
@@ -61,6 +64,16 @@ struct ActivationOptions {
 ///   b h,                              sequence parallel: 2 s b h / t
 /// Without dropout the 10 (or 34) loses the two s b h dropout masks, 8 (or 32), and the
 /// 5 a s / h becomes 2 a s / h (the softmax's output only, no mask nor dropped copy).
+/// A Llama layer, counted the same way (16-bit elements, r = t with sequence parallelism,
+/// else 1):
+///   none:       s b h (16 / r + (8 + 8 f / h) / t + 2 a s / (h t))
+///   selective:  s b h (16 / r + (8 + 8 f / h) / t),     full: 2 s b h / r
+/// The layer's input and attention's residual sum keep 4; each RMSNorm keeps the square of
+/// its input, its normalised input before the weight and its output, 6 (where the GPT's
+/// layer norms keep only their outputs, the next matmuls' inputs); attention keeps q, the
+/// keys and values repeated to the query heads (grouped-query attention keeps as much as
+/// full attention) and its output, 8 / t; SwiGLU keeps the gate's output, its silu, the up
+/// projection and their product, 8 f / (h t) (the GPT's 4 h wide MLP: 16 / t).
 double layer_activation_bytes(const ActivationShape& shape, const ActivationOptions& options,
                               double bytes_per_element);
 

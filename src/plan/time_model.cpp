@@ -361,7 +361,7 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   double base = 3.0 * forward / rate;
   double recompute_flops = l.checkpointing ? forward : 0.0;
   double recompute = recompute_flops / rate;
-  const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads};
+  const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads, m.llama, m.ffn_hidden};
   ActivationOptions options;
   options.tp = l.tp;
   options.sequence_parallel = l.sequence_parallel;

@@ -3,8 +3,9 @@
 // terms (trident's model has none): no recomputation, selective recomputation of
 // attention's core, and full recomputation, each with tp alone and with sequence
 // parallelism. The only bytes the formula leaves out are each layer norm's mean and
-// reciprocal deviation (2 s b / t elements each) and the causal mask (s^2 bools).
-// And the pipeline's traffic, which sequence parallelism divides by tp.
+// reciprocal deviation (2 s b / t elements each) and the causal mask (s^2 bools). The same
+// for a Llama block against the planner's Llama formula. And the pipeline's traffic, which sequence
+// parallelism divides by tp.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -13,6 +14,7 @@
 
 #include "common/memory_tracker.h"
 #include "models/gpt.h"
+#include "models/llama.h"
 #include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/parallel_context.h"
 #include "pipeline/runtime.h"
@@ -108,6 +110,106 @@ TEST(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
       std::printf("%-17s measured %8.0f bytes, formula %8.0f + norms/mask %5.0f: ratio %.4f\n",
                   c.name, measured, formula, extra, measured / formula);
     EXPECT_DOUBLE_EQ(measured, formula + extra) << c.name;
+  }
+}
+
+/// A Llama block's shape: SwiGLU widths apart from 4 h, grouped-query and multi-query.
+struct LlamaShape {
+  int64_t seq, heads, kv_heads, ffn;
+};
+
+/// block_bytes of a Llama block (RMSNorm, RoPE, grouped-query attention, SwiGLU).
+int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequence_parallel,
+                          plan::Recompute recompute) {
+  LlamaOptions o;
+  o.layers = 2;
+  o.hidden = kHidden;
+  o.heads = shape.heads;
+  o.kv_heads = shape.kv_heads;
+  o.ffn_hidden = shape.ffn;
+  o.vocab = 64;
+  o.padded_vocab = 64;
+  o.seq_len = shape.seq;
+  o.dtype = at::kFloat;
+  o.sequence_parallel = sequence_parallel;
+  o.recompute_attention = recompute == plan::Recompute::kSelective;
+  const RopeTables rope = rope_tables(shape.seq, o.head_dim(), o.rope_theta, o.dtype);
+  ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
+  LlamaBlock block(params, tp, o, 0, rope);
+  const int64_t rows = sequence_parallel ? shape.seq / tp.size() : shape.seq;
+  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
+  const int64_t before = live_tensor_bytes();
+  at::Tensor y;
+  if (recompute == plan::Recompute::kFull) {
+    at::NoGradGuard no_grad;
+    y = block.forward(x);
+  } else {
+    y = block.forward(x);
+  }
+  const int64_t bytes = live_tensor_bytes() - before;
+  if (y.requires_grad()) y.sum().backward();
+  return bytes;
+}
+
+// The Llama block against the planner's Llama formula, which counts what SwiGLU keeps (the
+// gate's output and its silu, the up projection, their product: 4 f / t elements a token
+// where the GPT's MLP keeps 8 h / t) and what RMSNorm keeps (the square of its input, its
+// normalised input, its output: 3 h a token, twice). Its keys and values are kept after
+// their repetition to the query heads, so grouped-query attention keeps as much as full
+// attention. Left out: the norms' statistics (one reciprocal root mean square a row,
+// 2 s b / t elements), the causal mask (s^2 bools) and the repetition's two indices (one
+// int64 a local query head each). Two shapes: the formula's terms were read off the first
+// at tp 1; the second (multi-query, 8 heads, f = 2.5 h, s = 48) was not looked at.
+TEST(ActivationMemory, llama_block_matches_the_swiglu_formula) {
+  install_memory_tracker();
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
+  ParallelContext tp2(MPI_COMM_WORLD, 1, 1, world, 60.0);
+  using plan::Recompute;
+  const struct {
+    const char* name;
+    ParallelContext* ctx;
+    bool sp;
+    Recompute recompute;
+  } cases[] = {
+      {"tp1 none", &solo, false, Recompute::kNone},
+      {"tp1 selective", &solo, false, Recompute::kSelective},
+      {"tp1 full", &solo, false, Recompute::kFull},
+      {"tp2 none", &tp2, false, Recompute::kNone},
+      {"tp2 selective", &tp2, false, Recompute::kSelective},
+      {"tp2 sp none", &tp2, true, Recompute::kNone},
+      {"tp2 sp selective", &tp2, true, Recompute::kSelective},
+      {"tp2 sp full", &tp2, true, Recompute::kFull},
+  };
+  for (const LlamaShape& ls : {LlamaShape{32, 4, 2, 96}, LlamaShape{48, 8, 1, 160}}) {
+    const plan::ActivationShape shape{ls.seq, kBatch, kHidden, ls.heads, /*llama=*/true, ls.ffn};
+    for (const auto& c : cases) {
+      const int t = c.ctx->grid().tp();
+      plan::ActivationOptions options;
+      options.tp = t;
+      options.sequence_parallel = c.sp;
+      options.recompute = c.recompute;
+      options.dropout = false;
+      const double formula = plan::layer_activation_bytes(shape, options, 4.0);
+      const double measured =
+          static_cast<double>(llama_block_bytes(c.ctx->tp(), ls, c.sp, c.recompute));
+      const double norm_rows = static_cast<double>(c.sp ? ls.seq / t : ls.seq) * kBatch;
+      const double extra = c.recompute == Recompute::kFull
+                               ? 0.0
+                               : 2.0 * norm_rows * 4.0 +
+                                     (c.recompute == Recompute::kNone ? ls.seq * ls.seq : 0.0) +
+                                     2.0 * static_cast<double>(ls.heads / t) * 8.0;
+      if (rank == 0)
+        std::printf(
+            "llama s%lld a%lld kv%lld f%lld %-17s measured %8.0f bytes, formula %8.0f + "
+            "norms/mask %5.0f: ratio %.4f\n",
+            static_cast<long long>(ls.seq), static_cast<long long>(ls.heads),
+            static_cast<long long>(ls.kv_heads), static_cast<long long>(ls.ffn), c.name, measured,
+            formula, extra, measured / formula);
+      EXPECT_DOUBLE_EQ(measured, formula + extra) << c.name << ", heads " << ls.heads;
+    }
   }
 }
 
