@@ -3,7 +3,7 @@
 # slurmd per node, munge. `srun --mpi=pmix` starts 8 tasks of the dp2 x pp2 x tp2 ZeRO-2
 # parity layout, which reproduce the single-process run to 1e-10 in fp64 (test_mpi's
 # check); scripts/scale.sh --slurm runs a layout as an sbatch job, and trident's header
-# names the two nodes from the tasks' host names. Then `down`
+# names the two nodes from the tasks' host names. Then `down`, with a job still running,
 # leaves no daemon, namespace, link or state behind. Where network namespaces cannot be
 # made: skipped (exit 77), or failed under CI (netns_common.sh).
 set -u
@@ -44,13 +44,23 @@ echo "$out" | grep -q "^placement: 2 nodes x 4 ranks: tp inside nodes, dp inside
   fail "no placement line naming the two nodes: $out"
 echo "scale.sh --slurm: $(echo "$out" | grep -a '^placement')"
 
+# As after a failure: `down` while a job's tasks still run on both nodes.
+slurm run --name "$name" sbatch -N 2 -n 2 -o /dev/null --wrap "srun sleep 300" >/dev/null ||
+  fail "sbatch of the job left running"
+for _ in $(seq 100); do
+  tasks=$(pgrep -f "^[^ ]*sleep 300$" | tr '\n' ' ')
+  [ "$(echo $tasks | wc -w)" -eq 2 ] && break
+  sleep 0.1
+done
+[ "$(echo $tasks | wc -w)" -eq 2 ] || fail "the job's 2 tasks did not start: '$tasks'"
+pids="$pids$tasks"
 slurm down --name "$name"
 trap - EXIT
 [ -z "$(ip netns list | grep "^$name-")" ] || fail "namespaces left behind"
 ip link show "${name}br" >/dev/null 2>&1 && fail "bridge left behind"
 for pid in $pids; do  # a zombie (state Z) has exited; only its parent has not reaped it
   state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)
-  [ -n "$state" ] && [ "$state" != Z ] && fail "daemon $pid ($(tr '\0' ' ' </proc/$pid/cmdline)) left running"
+  [ -n "$state" ] && [ "$state" != Z ] && fail "daemon or task $pid ($(tr '\0' ' ' </proc/$pid/cmdline)) left running"
 done
 [ ! -e "/tmp/$name-slurm" ] || fail "state directory left behind"
-echo "slurm_cluster: ok (daemons ${pids}gone)"
+echo "slurm_cluster: ok (daemons and running tasks ${pids}gone)"
