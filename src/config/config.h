@@ -28,6 +28,18 @@ struct ModelConfig {
   double rope_theta = 10000;    ///< RoPE base
   double norm_eps = 1e-5;       ///< RMSNorm epsilon
   bool tie_embeddings = false;  ///< the output head shares the token embedding
+  // Llama only: Mixture-of-Experts MLPs (docs/moe.md); 0 experts is the dense model.
+  int64_t moe_experts = 0;           ///< expert MLPs of an MoE layer
+  int64_t moe_top_k = 2;             ///< experts each token goes to
+  int64_t moe_ffn_hidden = 0;        ///< an expert's SwiGLU size; 0 means ffn_hidden
+  int64_t moe_layer_every = 1;       ///< layer i is MoE when (i + 1) % moe_layer_every == 0
+  double moe_aux_loss_coeff = 0.01;  ///< load-balancing loss (Switch, Mixtral) weight
+  double moe_z_loss_coeff = 0.0;     ///< router z-loss weight
+
+  /// Whether layer `index` has an MoE MLP.
+  bool moe_layer(int64_t index) const {
+    return moe_experts > 0 && (index + 1) % moe_layer_every == 0;
+  }
 
   /// The key/value heads the model has (kv_heads, or heads when it is 0).
   int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }

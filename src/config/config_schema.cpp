@@ -150,6 +150,24 @@ std::vector<KeySpec> build_schema() {
       {"model", "norm_eps", field(kModel, &M::norm_eps), above(0), "llama: RMSNorm epsilon", llama},
       {"model", "tie_embeddings", field(kModel, &M::tie_embeddings), any(),
        "llama: the output head shares the token embedding (gpt2 always ties it)", llama},
+      {"model", "moe_experts", field(kModel, &M::moe_experts), at_least(0),
+       "llama: expert MLPs of a Mixture-of-Experts layer; 0 is the dense model (docs/moe.md)",
+       llama},
+      {"model", "moe_top_k", field(kModel, &M::moe_top_k), at_least(1),
+       "llama: experts each token goes to (softmax, then the top k, their weights renormalised "
+       "to sum to 1, as Mixtral; ties go to the lower expert index)",
+       llama},
+      {"model", "moe_ffn_hidden", field(kModel, &M::moe_ffn_hidden), at_least(0),
+       "llama: an expert's SwiGLU intermediate size; 0 means model.ffn_hidden", llama},
+      {"model", "moe_layer_every", field(kModel, &M::moe_layer_every), at_least(1),
+       "llama: layer i (from 0) has an MoE MLP when (i + 1) % moe_layer_every == 0; 1: all", llama},
+      {"model", "moe_aux_loss_coeff", field(kModel, &M::moe_aux_loss_coeff), at_least(0),
+       "llama: weight of the load-balancing loss E * sum_e f_e P_e of each MoE layer and "
+       "micro-batch (Switch Transformer, Mixtral)",
+       llama},
+      {"model", "moe_z_loss_coeff", field(kModel, &M::moe_z_loss_coeff), at_least(0),
+       "llama: weight of the router z-loss, the mean squared logsumexp of the router's logits",
+       llama},
 
       {"parallel", "auto", field(kParallel, &P::automatic), any(),
        "true: trident train chooses dp, pp, tp, zero_stage, the offload, micro_batch_size, "

@@ -83,6 +83,27 @@ void check_llama_shape(TrainConfig& c, const Origins& origins, int, Errors& erro
   }
 }
 
+/// Mixture-of-Experts: a token's top k among the experts; the experts split over tp as the
+/// dense MLP does. Sequence parallelism would route each tp rank's slice of the sequence
+/// alone: not built yet.
+void check_moe(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ModelConfig& m = c.model;
+  if (m.arch != ModelArch::kLlama || m.moe_experts == 0) return;
+  if (m.moe_top_k > m.moe_experts)
+    errors.push_back(origins.where("model.moe_top_k") +
+                     ": model.moe_top_k = " + std::to_string(m.moe_top_k) +
+                     " is more than model.moe_experts = " + std::to_string(m.moe_experts) +
+                     "; each token goes to top_k distinct experts");
+  if (m.moe_ffn_hidden > 0)
+    check_divisible(origins, errors, "model.moe_ffn_hidden", m.moe_ffn_hidden, "parallel.tp",
+                    c.parallel.tp);
+  if (c.parallel.sequence_parallel)
+    errors.push_back(origins.where("parallel.sequence_parallel") +
+                     ": parallel.sequence_parallel = true with model.moe_experts > 0 is not "
+                     "built yet (the router would see one tp rank's slice of the sequence); "
+                     "set sequence_parallel = false");
+}
+
 /// Sequence parallelism splits the sequence over the tp ranks: it needs some to split over
 /// and an even split.
 void check_sequence_parallel(TrainConfig& c, const Origins& origins, int, Errors& errors) {
@@ -262,10 +283,18 @@ void check_data_and_guard(TrainConfig& c, const Origins& origins, int, Errors& e
 
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
-constexpr CrossCheck kCrossChecks[] = {
-    check_keys_apply,       check_model_shape, check_llama_shape,   check_sequence_parallel,
-    check_virtual_stages,   check_world_size,  check_batch,         check_schedule_micro_batches,
-    check_schedule_lengths, check_offload,     check_data_and_guard};
+constexpr CrossCheck kCrossChecks[] = {check_keys_apply,
+                                       check_model_shape,
+                                       check_llama_shape,
+                                       check_moe,
+                                       check_sequence_parallel,
+                                       check_virtual_stages,
+                                       check_world_size,
+                                       check_batch,
+                                       check_schedule_micro_batches,
+                                       check_schedule_lengths,
+                                       check_offload,
+                                       check_data_and_guard};
 
 }  // namespace
 

@@ -69,5 +69,26 @@ TEST(ConfigLlama, odd_head_size_cannot_rotate) {
   EXPECT_THAT(error_of(kLlama, {"model.hidden=72"}), HasSubstr("is odd; RoPE rotates pairs"));
 }
 
+TEST(ConfigLlama, moe_keys_parse_and_round_trip) {
+  const TrainConfig c = parse_config(kLlama +
+                                         "moe_experts = 8\nmoe_top_k = 2\nmoe_ffn_hidden = 48\n"
+                                         "moe_layer_every = 2\nmoe_z_loss_coeff = 0.001\n",
+                                     "configs/x.toml", {}, 0);
+  EXPECT_EQ(c.model.moe_experts, 8);
+  EXPECT_FALSE(c.model.moe_layer(0));
+  EXPECT_TRUE(c.model.moe_layer(1));
+  EXPECT_EQ(c.model.moe_z_loss_coeff, 0.001);
+  const TrainConfig back = parse_config(to_toml(c), "<string>", {}, 0);
+  EXPECT_EQ(to_toml(back), to_toml(c));
+}
+
+TEST(ConfigLlama, moe_top_k_beyond_the_experts_and_sequence_parallel_are_refused) {
+  EXPECT_THAT(error_of(kLlama + "moe_experts = 2\nmoe_top_k = 3\n"),
+              HasSubstr("model.moe_top_k = 3 is more than model.moe_experts = 2"));
+  EXPECT_THAT(
+      error_of(kLlama + "moe_experts = 4\n[parallel]\ntp = 2\nsequence_parallel = true\n"),
+      HasSubstr("parallel.sequence_parallel = true with model.moe_experts > 0 is not built"));
+}
+
 }  // namespace
 }  // namespace trident
