@@ -208,6 +208,10 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
   if (m.arch != ModelArch::kLlama)
     throw CheckpointError(where + "a Llama (LlamaForCausalLM) but model.arch = \"" +
                           name_of(m.arch) + "\"; set model.arch = \"llama\"");
+  if (m.moe_experts > 0)
+    throw CheckpointError(where + "a dense Llama, but the config has model.moe_experts = " +
+                          std::to_string(m.moe_experts) +
+                          "; set model.moe_experts = 0 (importing Mixtral files is not built yet)");
   auto expect = [&](const char* hf_key, const nlohmann::json& theirs, const char* our_key,
                     const nlohmann::json& ours) {
     if (theirs != ours)
@@ -252,6 +256,12 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
 
 void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
   const nlohmann::json& m = index.model;
+  if (m.value("moe_experts", int64_t{0}) > 0)
+    throw CheckpointError("export: checkpoint " + index.dir +
+                          " holds a Mixture-of-Experts model (model.moe_experts = " +
+                          std::to_string(m.at("moe_experts").get<int64_t>()) +
+                          "); exporting it in Hugging Face's Mixtral format is not built yet "
+                          "(the checkpoint itself loads in any layout)");
   const int64_t vocab = m.at("vocab").get<int64_t>();
   const int64_t layers = m.at("layers").get<int64_t>();
   const bool tied = m.at("tie_embeddings").get<bool>();

@@ -63,6 +63,21 @@ void checkpoint::check_model(const CheckpointIndex& index, const TrainConfig& co
     if (theirs != ours) mismatch(key, std::to_string(theirs), std::to_string(ours));
   }
   if (m.arch != ModelArch::kLlama) return;
+  // Mixture-of-Experts: the experts' shapes, and which layers have them; top_k changes the
+  // function, not the tensors (0 experts: a dense model, whose index has no such keys).
+  const int64_t experts = index.model.value("moe_experts", int64_t{0});
+  if (experts != m.moe_experts)
+    mismatch("moe_experts", std::to_string(experts), std::to_string(m.moe_experts));
+  if (experts > 0) {
+    const std::pair<const char*, int64_t> moe_keys[] = {
+        {"moe_top_k", m.moe_top_k},
+        {"moe_ffn_hidden", m.moe_ffn_hidden > 0 ? m.moe_ffn_hidden : m.ffn_hidden},
+        {"moe_layer_every", m.moe_layer_every}};
+    for (const auto& [key, ours] : moe_keys) {
+      const int64_t theirs = index.model.at(key).get<int64_t>();
+      if (theirs != ours) mismatch(key, std::to_string(theirs), std::to_string(ours));
+    }
+  }
   const bool tied = index.model.at("tie_embeddings").get<bool>();
   if (tied != m.tie_embeddings)
     mismatch("tie_embeddings", tied ? "true" : "false", m.tie_embeddings ? "true" : "false");

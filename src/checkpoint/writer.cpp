@@ -109,6 +109,13 @@ nlohmann::json model_json(const TrainConfig& c) {
     m["rope_theta"] = c.model.rope_theta;
     m["norm_eps"] = c.model.norm_eps;
     m["tie_embeddings"] = c.model.tie_embeddings;
+    if (c.model.moe_experts > 0) {  // a dense model's index stays as it was
+      m["moe_experts"] = c.model.moe_experts;
+      m["moe_top_k"] = c.model.moe_top_k;
+      m["moe_ffn_hidden"] =
+          c.model.moe_ffn_hidden > 0 ? c.model.moe_ffn_hidden : c.model.ffn_hidden;
+      m["moe_layer_every"] = c.model.moe_layer_every;
+    }
   }
   return m;
 }

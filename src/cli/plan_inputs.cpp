@@ -34,6 +34,12 @@ std::vector<std::string> preset_dirs() {
 }  // namespace
 
 plan::PlanModel plan_model(const TrainConfig& c) {
+  if (c.model.moe_experts > 0)
+    throw UsageError(
+        "the planner does not model Mixture-of-Experts layers yet (model.moe_experts = " +
+        std::to_string(c.model.moe_experts) +
+        "): trident plan and --auto need a dense model; choose the layout by hand "
+        "(trident check CONFIG validates it)");
   plan::PlanModel m;
   m.layers = c.model.layers;
   m.hidden = c.model.hidden;

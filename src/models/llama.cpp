@@ -58,6 +58,11 @@ LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptio
   o_proj_ = register_module("o", std::make_shared<RowParallelLinear>(params, tp, p + "attn.o",
                                                                      no_bias(sp, o.heads * hd, c)));
   norm_2_weight_ = register_parameter("norm_2_weight", norm_param(params, p + "norm_2.weight", c));
+  if (o.moe_layer(index)) {
+    moe_ = register_module("moe",
+                           std::make_shared<MoeMlp>(params, tp, p + "moe.", c, o.moe, kInitStd));
+    return;
+  }
   gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(
                                       params, tp, p + "mlp.gate", no_bias(sp, c, o.ffn_hidden)));
   up_ = register_module("up", std::make_shared<ColumnParallelLinear>(params, tp, p + "mlp.up",
@@ -91,9 +96,10 @@ at::Tensor LlamaBlock::attention(const at::Tensor& x) {
   return o_proj_->forward(y);
 }
 
-at::Tensor LlamaBlock::forward(const at::Tensor& x) {
+at::Tensor LlamaBlock::forward(const at::Tensor& x, double loss_scale) {
   at::Tensor h = x + attention(rms_norm(x, replicated(norm_1_weight_), o_.norm_eps));
   at::Tensor m = rms_norm(h, replicated(norm_2_weight_), o_.norm_eps);
+  if (moe_) return h + moe_->forward(m, loss_scale);
   return h + down_->forward(at::silu(gate_->forward(m)) * up_->forward(m));  // (B, T, C)
 }
 
@@ -161,7 +167,8 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
     });
   for (auto& block : blocks_)
     x = run_layer(
-        scope_, unit++, x, [&block](const at::Tensor& h) { return block->forward(h); },
+        scope_, unit++, x,
+        [&block, loss_scale](const at::Tensor& h) { return block->forward(h, loss_scale); },
         layer_recompute_);
   if (!is_last()) return x;
 

@@ -9,6 +9,7 @@
 
 #include "models/llama_ops.h"    // RopeTables
 #include "models/model_stage.h"  // ModelStage
+#include "models/moe.h"          // MoeMlp, MoeOptions
 #include "tensor_parallel/layers.h"
 #include "tensor_parallel/parameter.h"
 
@@ -35,6 +36,11 @@ struct LlamaOptions {
   bool sequence_parallel = false;
   /// Recompute attention's core in backward instead of keeping it ("selective").
   bool recompute_attention = false;
+  /// Mixture-of-Experts MLPs (moe.experts > 0) in the layers i with (i + 1) % moe_every == 0.
+  MoeOptions moe;
+  int64_t moe_every = 1;
+
+  bool moe_layer(int64_t index) const { return moe.experts > 0 && (index + 1) % moe_every == 0; }
 
   int64_t head_dim() const { return hidden / heads; }
   /// tp ranks that hold the same kv heads: tp / kv_heads when tp exceeds kv_heads.
@@ -49,8 +55,9 @@ class LlamaBlock : public torch::nn::Module {
   LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptions& o, int64_t index,
              const RopeTables& rope);
   /// x (B, T, C) replicated over tp -> (B, T, C); with sequence parallelism this rank's
-  /// slice (B, T/tp, C) -> (B, T/tp, C).
-  at::Tensor forward(const at::Tensor& x);
+  /// slice (B, T/tp, C) -> (B, T/tp, C). `loss_scale`, the objective's 1 / (tokens of the
+  /// step), weighs an MoE layer's auxiliary losses (MoeMlp::forward).
+  at::Tensor forward(const at::Tensor& x, double loss_scale = 0.0);
 
  private:
   at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C), or slices as forward
@@ -64,6 +71,7 @@ class LlamaBlock : public torch::nn::Module {
   at::Tensor norm_1_weight_, norm_2_weight_;
   std::shared_ptr<ColumnParallelLinear> q_, k_, v_, gate_, up_;
   std::shared_ptr<RowParallelLinear> o_proj_, down_;
+  std::shared_ptr<MoeMlp> moe_;  // instead of gate_, up_, down_ in an MoE layer
 };
 
 /// One pipeline stage of the Llama: blocks [stage*L/stages, (stage+1)*L/stages), the token

@@ -84,6 +84,12 @@ LlamaOptions llama_options(const TrainConfig& c) {
   o.sequence_parallel = c.parallel.sequence_parallel;
   o.recompute_attention =
       c.parallel.activation_checkpointing == ActivationCheckpointing::kSelective;
+  o.moe.experts = c.model.moe_experts;
+  o.moe.top_k = c.model.moe_top_k;
+  o.moe.ffn_hidden = c.model.moe_ffn_hidden > 0 ? c.model.moe_ffn_hidden : c.model.ffn_hidden;
+  o.moe.aux_loss_coeff = c.model.moe_aux_loss_coeff;
+  o.moe.z_loss_coeff = c.model.moe_z_loss_coeff;
+  o.moe_every = c.model.moe_layer_every;
   return o;
 }
 

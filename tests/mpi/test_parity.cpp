@@ -225,11 +225,39 @@ const Layout kLlamaLayouts[] = {
     llama({"pp2_zbh1", 1, 2, 1, 0, "zb-h1", false, 2}, "llama_tied"),
 };
 
-/// Every row of both tables.
+/// A Mixture-of-Experts row of the Llama: 4 experts of SwiGLU width 24 (split over tp like
+/// the dense MLP), the load-balancing loss at 0.01, and the given switches: "top1" sends each
+/// token to one expert instead of two, "z" adds the router z-loss, "every2" makes every
+/// second layer MoE and the others dense.
+Layout moe(Layout l, const std::vector<std::string>& switches = {}) {
+  l = llama(l);
+  l.name = "llama_moe_" + l.name.substr(std::string("llama_").size());
+  l.sets.insert(l.sets.end(), {"model.moe_experts=4", "model.moe_ffn_hidden=24",
+                               "model.moe_aux_loss_coeff=0.01"});
+  for (const std::string& s : switches) {
+    if (s == "top1") l.sets.push_back("model.moe_top_k=1");
+    if (s == "z") l.sets.push_back("model.moe_z_loss_coeff=0.001");
+    if (s == "every2") l.sets.push_back("model.moe_layer_every=2");
+  }
+  return l;
+}
+
+const Layout kMoeLayouts[] = {
+    moe({"tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"z"}),
+    moe({"tp4_top1", 1, 1, 4, 0, "1f1b", false, 2}, {"top1"}),
+    moe({"pp2_1f1b_every2", 1, 2, 1, 0, "1f1b", false, 2}, {"every2"}),
+    moe({"pp2_zbh1_ckpt", 1, 2, 1, 0, "zb-h1", true, 2}, {"z"}),
+    moe({"dp2_zero1_top1", 2, 1, 1, 1, "1f1b", false, 2}, {"top1"}),
+    moe({"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"z"}),
+    moe({"dp2_pp2_tp2_1f1b_zero3", 2, 2, 2, 3, "1f1b", false, 1}, {"top1", "every2"}),
+};
+
+/// Every row of the tables.
 std::vector<Layout> all_layouts() {
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
   all.insert(all.end(), std::begin(kSequenceLayouts), std::end(kSequenceLayouts));
   all.insert(all.end(), std::begin(kLlamaLayouts), std::end(kLlamaLayouts));
+  all.insert(all.end(), std::begin(kMoeLayouts), std::end(kMoeLayouts));
   return all;
 }
 

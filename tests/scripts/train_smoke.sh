@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `trident train` on 2 ranks (tp 2) writes one JSON object per logged step with the
-# documented fields, and rank 0 prints progress lines without control characters.
+# documented fields, and rank 0 prints progress lines without control characters; and the
+# Mixture-of-Experts config configs/moe-tiny.toml trains at tp 2.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -19,5 +20,16 @@ for r in rows:
     for k in ("loss", "lr", "grad_norm", "tokens_per_s", "step_time_s", "tflops"):
         assert isinstance(r[k], (int, float)) and r[k] == r[k], (k, r)
     assert 0 < r["loss"] < 10 and r["tokens_per_s"] > 0
+PY
+# The Mixture-of-Experts config of the suite, at tp 2: it trains (the loss falls in 10 steps).
+out=$(mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$root/configs/moe-tiny.toml" \
+  --set parallel.tp=2 --set train.steps=10 --set train.log_every=1 \
+  --set logging.metrics="$tmp/moe.jsonl" --set logging.run_dir=none 2>&1) ||
+  fail "configs/moe-tiny.toml exited non-zero: $out"
+python3 - "$tmp/moe.jsonl" <<'PY' || fail "configs/moe-tiny.toml did not learn"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 10 and rows[-1]["loss"] < rows[0]["loss"] - 0.1, rows
+print(f"moe-tiny at tp 2: loss {rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f} in 10 steps")
 PY
 echo "train_smoke: ok"

@@ -1,0 +1,105 @@
+// Routing, the experts and the auxiliary losses of the Mixture-of-Experts MLP.
+#include "models/moe.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>  // torch::autograd::Function
+
+#include "parallel/communicator.h"
+
+namespace trident {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// Returns x unchanged; its backward also hands `loss` the gradient `scale`, so that the
+/// scalar loss joins the objective wherever the layer's output goes (the next layer, a
+/// pipeline send): no stage needs to return it.
+struct AttachLoss : torch::autograd::Function<AttachLoss> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& loss,
+                            double scale) {
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["dtype"] = static_cast<int64_t>(loss.scalar_type());
+    return x.view_as(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
+    return {grads[0], at::full({}, scale, grads[0].options().dtype(dtype)), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefix, int64_t hidden,
+               const MoeOptions& o, double init_std)
+    : tp_(tp), o_(o) {
+  router_ = register_parameter("router", params.create({prefix + "router.weight",
+                                                        {o.experts, hidden},
+                                                        ShardSpec{},
+                                                        InitKind::kNormal,
+                                                        init_std,
+                                                        -1,
+                                                        /*weight_decay=*/true}));
+  auto experts = register_module("experts", std::make_shared<torch::nn::Module>());
+  for (int64_t j = 0; j < o.experts; ++j) {
+    const std::string e = prefix + "experts." + std::to_string(j) + ".";
+    LinearOptions in{hidden, o.ffn_hidden, init_std}, out{o.ffn_hidden, hidden, init_std};
+    in.bias = out.bias = false;
+    auto expert =
+        experts->register_module(std::to_string(j), std::make_shared<torch::nn::Module>());
+    gate_.push_back(expert->register_module(
+        "gate", std::make_shared<ColumnParallelLinear>(params, tp, e + "gate", in)));
+    up_.push_back(expert->register_module(
+        "up", std::make_shared<ColumnParallelLinear>(params, tp, e + "up", in)));
+    down_.push_back(expert->register_module(
+        "down", std::make_shared<RowParallelLinear>(params, tp, e + "down", out)));
+  }
+}
+
+at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
+  const int64_t B = m.size(0), T = m.size(1), C = m.size(2), N = B * T, E = o_.experts;
+  const at::Tensor x = m.reshape({N, C});
+  // The router in float32 at least (float64 runs keep float64).
+  const at::ScalarType rt = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const at::Tensor logits = at::matmul(x.to(rt), router_.to(rt).t());  // (N, E)
+  const at::Tensor probs = at::softmax(logits, -1);
+  // The top k by a stable descending sort: equal probabilities go to the lower index.
+  const at::Tensor chosen =
+      std::get<1>(at::sort(probs.detach(), /*stable=*/true, /*dim=*/-1, /*descending=*/true))
+          .narrow(1, 0, o_.top_k);  // (N, k)
+  at::Tensor weights = probs.gather(1, chosen);
+  weights = (weights / weights.sum(-1, /*keepdim=*/true)).to(x.scalar_type());  // (N, k)
+
+  at::Tensor y = at::zeros_like(x);
+  for (int64_t e = 0; e < E; ++e) {
+    const at::Tensor hit = chosen == e;                       // (N, k)
+    const at::Tensor rows = hit.any(1).nonzero().squeeze(1);  // its tokens, ascending
+    const at::Tensor w = weights.masked_fill(~hit, 0).sum(1).index_select(0, rows);
+    const at::Tensor xe = x.index_select(0, rows);
+    const at::Tensor he = down_[e]->forward(at::silu(gate_[e]->forward(xe)) * up_[e]->forward(xe));
+    y = y.index_add(0, rows, he * w.unsqueeze(1));
+  }
+  y = y.view({B, T, C});
+  if (o_.aux_loss_coeff == 0.0 && o_.z_loss_coeff == 0.0) return y;
+
+  // Load balancing per sequence (DeepSeek-V3's sequence-wise form of Switch's loss), so that
+  // no layout knob (micro-batch size, dp, pp, tp) changes the model: for each sequence,
+  // E * sum_e f_e P_e, f_e the fraction of its T k choices that went to e (no gradient),
+  // P_e its tokens' mean probability of e; averaged over the step's sequences.
+  const at::Tensor counts = at::zeros({B, E}, probs.options())
+                                .scatter_add(1, chosen.reshape({B, T * o_.top_k}),
+                                             at::ones({B, T * o_.top_k}, probs.options()));
+  const at::Tensor f = counts / static_cast<double>(T * o_.top_k);  // (B, E)
+  const at::Tensor p = probs.view({B, T, E}).mean(1);               // (B, E)
+  // Scaled to the objective's units: loss_scale divides by the step's tokens, and a
+  // sequence's loss counts once, T tokens' worth.
+  at::Tensor loss = (o_.aux_loss_coeff * static_cast<double>(E * T)) * (f * p).sum();
+  // The z-loss, the squared logsumexp of the router's logits, averaged over the step's tokens.
+  if (o_.z_loss_coeff != 0.0)
+    loss = loss + o_.z_loss_coeff * at::logsumexp(logits, -1).pow(2).sum();
+  return AttachLoss::apply(y, loss, loss_scale);
+}
+
+}  // namespace trident

@@ -1,0 +1,52 @@
+// The Mixture-of-Experts MLP of the Llama family (Mixtral's block_sparse_moe): a router
+// sends each token to its top k of E SwiGLU experts and sums their outputs weighted by the
+// router's renormalised probabilities; the load-balancing loss (per sequence, so that no
+// layout knob changes it) and the z-loss join the objective through the backward pass of
+// the layer's output.
+#pragma once
+#include <torch/nn/module.h>  // torch::nn::Module
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor_parallel/layers.h"
+#include "tensor_parallel/parameter.h"
+
+namespace trident {
+class Communicator;
+
+struct MoeOptions {
+  int64_t experts = 0;
+  int64_t top_k = 2;
+  int64_t ffn_hidden = 0;  // an expert's SwiGLU intermediate size
+  double aux_loss_coeff = 0.0;
+  double z_loss_coeff = 0.0;
+};
+
+/// E experts, each a SwiGLU MLP split over tp as the dense one (gate and up column-parallel,
+/// down row-parallel), and a router (E, C) replicated over tp, computed in at least float32.
+/// Every tp rank routes the same tokens alike. Deterministic whatever the layout: the top k
+/// are taken by a stable sort (ties to the lower expert index), and a token's output sums
+/// its experts in increasing index order.
+class MoeMlp : public torch::nn::Module {
+ public:
+  /// Parameters "<prefix>router.weight" and "<prefix>experts.<j>.{gate,up,down}.weight".
+  MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefix, int64_t hidden,
+         const MoeOptions& options, double init_std);
+  /// m (B, T, C) replicated over tp -> (B, T, C), B whole sequences. The layer's auxiliary
+  /// losses join the objective through the output's backward: aux_loss_coeff * E *
+  /// sum_e f_e P_e per sequence, averaged over the step's sequences, and z_loss_coeff *
+  /// logsumexp(router logits)^2 averaged over its tokens; `loss_scale` is the objective's
+  /// 1 / (tokens of the step), as the stage's forward gets it.
+  at::Tensor forward(const at::Tensor& m, double loss_scale);
+
+ private:
+  Communicator& tp_;
+  MoeOptions o_;
+  at::Tensor router_;
+  std::vector<std::shared_ptr<ColumnParallelLinear>> gate_, up_;
+  std::vector<std::shared_ptr<RowParallelLinear>> down_;
+};
+
+}  // namespace trident
