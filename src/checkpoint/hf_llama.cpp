@@ -1,4 +1,4 @@
-// Hugging Face Llama import (a directory read as an index) and export.
+// Hugging Face Llama and Mixtral import (a directory read as an index) and export.
 #include "checkpoint/hf_llama.h"
 
 #include <ATen/ATen.h>  // Tensor ops
@@ -39,6 +39,13 @@ constexpr BlockName kBlockNames[] = {
     {"mlp.up.weight", "mlp.up_proj.weight"},
     {"mlp.down.weight", "mlp.down_proj.weight"},
 };
+
+// An MoE layer's router and experts: trident's "moe." names and Mixtral's
+// "block_sparse_moe." ones (w1 the gate, w2 the down projection, w3 the up one).
+constexpr BlockName kExpertNames[] = {
+    {"gate.weight", "w1.weight"}, {"down.weight", "w2.weight"}, {"up.weight", "w3.weight"}};
+constexpr const char* kOurRouter = "moe.router.weight";
+constexpr const char* kHfRouter = "block_sparse_moe.gate.weight";
 
 /// Splits "<prefix>12.rest" into ("12", "rest"); false for other names.
 bool split_block(const std::string& name, const std::string& prefix, std::string& index,
@@ -114,10 +121,11 @@ std::map<std::string, std::string> weight_files(const std::string& dir) {
 
 bool is_llama_hf_config(const nlohmann::json& c) {
   if (!c.is_object()) return false;
-  if (c.contains("model_type") && c["model_type"] == "llama") return true;
+  if (c.contains("model_type") && (c["model_type"] == "llama" || c["model_type"] == "mixtral"))
+    return true;
   if (c.contains("architectures") && c["architectures"].is_array())
     for (const auto& a : c["architectures"])
-      if (a == "LlamaForCausalLM") return true;
+      if (a == "LlamaForCausalLM" || a == "MixtralForCausalLM") return true;
   return false;
 }
 
@@ -127,8 +135,14 @@ std::optional<std::string> to_hf_llama_name(const std::string& ours) {
   if (ours == "lm_head.weight") return "lm_head.weight";
   std::string index, rest;
   if (!split_block(ours, "h.", index, rest)) return std::nullopt;
+  const std::string layer = "model.layers." + index + ".";
   for (const BlockName& b : kBlockNames)
-    if (rest == b.ours) return "model.layers." + index + "." + b.hf;
+    if (rest == b.ours) return layer + b.hf;
+  if (rest == kOurRouter) return layer + kHfRouter;
+  std::string expert, part;
+  if (split_block(rest, "moe.experts.", expert, part))
+    for (const BlockName& b : kExpertNames)
+      if (part == b.ours) return layer + "block_sparse_moe.experts." + expert + "." + b.hf;
   return std::nullopt;
 }
 
@@ -141,8 +155,14 @@ std::optional<std::string> from_hf_llama_name(const std::string& hf, bool tied) 
   }
   std::string index, rest;
   if (!split_block(hf, "model.layers.", index, rest)) return std::nullopt;
+  const std::string layer = "h." + index + ".";
   for (const BlockName& b : kBlockNames)
-    if (rest == b.hf) return "h." + index + "." + b.ours;
+    if (rest == b.hf) return layer + b.ours;
+  if (rest == kHfRouter) return layer + kOurRouter;
+  std::string expert, part;
+  if (split_block(rest, "block_sparse_moe.experts.", expert, part))
+    for (const BlockName& b : kExpertNames)
+      if (part == b.hf) return layer + "moe.experts." + expert + "." + b.ours;
   return std::nullopt;
 }
 
@@ -170,6 +190,13 @@ CheckpointIndex read_llama_hf_index(const std::string& dir, const nlohmann::json
       {"rope_theta", rope_theta_of(c, path)},
       {"norm_eps", norm_eps_of(c, path)},
       {"tie_embeddings", tied}};
+  // Mixtral: every layer's MLP is E experts of intermediate_size, a token going to its top k.
+  if (c.contains("num_local_experts") && !c["num_local_experts"].is_null()) {
+    index.model["moe_experts"] = int_of(c, "num_local_experts", path);
+    index.model["moe_top_k"] = int_of(c, "num_experts_per_tok", path);
+    index.model["moe_ffn_hidden"] = index.model["ffn_hidden"];
+    index.model["moe_layer_every"] = 1;
+  }
   index.trainer = {{"step", 0}};
   index.optimizer = nlohmann::json::object();
   index.layout = nlohmann::json::object();
@@ -208,10 +235,6 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
   if (m.arch != ModelArch::kLlama)
     throw CheckpointError(where + "a Llama (LlamaForCausalLM) but model.arch = \"" +
                           name_of(m.arch) + "\"; set model.arch = \"llama\"");
-  if (m.moe_experts > 0)
-    throw CheckpointError(where + "a dense Llama, but the config has model.moe_experts = " +
-                          std::to_string(m.moe_experts) +
-                          "; set model.moe_experts = 0 (importing Mixtral files is not built yet)");
   auto expect = [&](const char* hf_key, const nlohmann::json& theirs, const char* our_key,
                     const nlohmann::json& ours) {
     if (theirs != ours)
@@ -223,7 +246,19 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
   expect("hidden_size", im["hidden"], "model.hidden", m.hidden);
   expect("num_attention_heads", im["heads"], "model.heads", m.heads);
   expect("num_key_value_heads", im["kv_heads"], "model.kv_heads", m.kv_head_count());
-  expect("intermediate_size", im["ffn_hidden"], "model.ffn_hidden", m.ffn_hidden);
+  const int64_t experts = im.value("moe_experts", int64_t{0});
+  expect("num_local_experts", experts, "model.moe_experts", m.moe_experts);
+  if (experts > 0) {  // Mixtral: intermediate_size is the experts' width; no dense MLP
+    expect("num_experts_per_tok", im["moe_top_k"], "model.moe_top_k", m.moe_top_k);
+    expect("intermediate_size", im["moe_ffn_hidden"], "model.moe_ffn_hidden",
+           m.moe_ffn_hidden > 0 ? m.moe_ffn_hidden : m.ffn_hidden);
+    expect("(every layer MoE)", 1, "model.moe_layer_every", m.moe_layer_every);
+    if (c.value("router_jitter_noise", 0.0) != 0.0)
+      throw CheckpointError(where + "router_jitter_noise " + c["router_jitter_noise"].dump() +
+                            " is not 0; trident's router adds no noise");
+  } else {
+    expect("intermediate_size", im["ffn_hidden"], "model.ffn_hidden", m.ffn_hidden);
+  }
   expect("vocab_size", im["vocab"], "model.vocab", m.vocab);
   expect("rope_theta", im["rope_theta"], "model.rope_theta", m.rope_theta);
   expect("rms_norm_eps", im["norm_eps"], "model.norm_eps", m.norm_eps);
@@ -237,6 +272,11 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
   if (c.value("hidden_act", "silu") != "silu")
     throw CheckpointError(where + "hidden_act " + c["hidden_act"].dump() +
                           " is not SiLU, which trident's SwiGLU computes");
+  if (c.contains("sliding_window") && c["sliding_window"].is_number_integer() &&
+      c["sliding_window"].get<int64_t>() < m.seq_len)
+    throw CheckpointError(where + "sliding_window = " + c["sliding_window"].dump() +
+                          " is less than model.seq_len = " + std::to_string(m.seq_len) +
+                          "; trident's attention sees the whole sequence");
   if (c.contains("rope_scaling") && !c["rope_scaling"].is_null())
     throw CheckpointError(where + "rope_scaling " + c["rope_scaling"].dump() +
                           " is not supported; trident computes the default RoPE");
@@ -256,12 +296,13 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
 
 void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
   const nlohmann::json& m = index.model;
-  if (m.value("moe_experts", int64_t{0}) > 0)
+  const int64_t experts = m.value("moe_experts", int64_t{0});
+  if (experts > 0 && m.at("moe_layer_every").get<int64_t>() != 1)
     throw CheckpointError("export: checkpoint " + index.dir +
-                          " holds a Mixture-of-Experts model (model.moe_experts = " +
-                          std::to_string(m.at("moe_experts").get<int64_t>()) +
-                          "); exporting it in Hugging Face's Mixtral format is not built yet "
-                          "(the checkpoint itself loads in any layout)");
+                          " has dense layers between its "
+                          "MoE layers (model.moe_layer_every = " +
+                          m.at("moe_layer_every").dump() +
+                          "); Hugging Face's Mixtral format makes every layer MoE");
   const int64_t vocab = m.at("vocab").get<int64_t>();
   const int64_t layers = m.at("layers").get<int64_t>();
   const bool tied = m.at("tie_embeddings").get<bool>();
@@ -278,15 +319,18 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
     dtype = info.dtype;
     tensors.emplace_back(*hf, t.contiguous());
   }
-  const size_t expected = 2 + 9 * static_cast<size_t>(layers) + (tied ? 0 : 1);
+  // Per layer: 2 norms and 4 attention matrices, then 3 MLP matrices or a router and 3 per
+  // expert.
+  const size_t per_layer = experts > 0 ? 7 + 3 * static_cast<size_t>(experts) : 9;
+  const size_t expected = 2 + per_layer * static_cast<size_t>(layers) + (tied ? 0 : 1);
   if (tensors.size() != expected)
     throw CheckpointError("export: checkpoint " + index.dir + " holds " +
-                          std::to_string(tensors.size()) + " Llama weights, expected " +
+                          std::to_string(tensors.size()) + " weights, expected " +
                           std::to_string(expected));
   const std::map<std::string, std::string> torch_dtypes = {
       {"F64", "float64"}, {"F32", "float32"}, {"BF16", "bfloat16"}, {"F16", "float16"}};
   const int64_t hidden = m.at("hidden").get<int64_t>(), heads = m.at("heads").get<int64_t>();
-  const nlohmann::json config = {
+  nlohmann::json config = {
       {"architectures", nlohmann::json::array({"LlamaForCausalLM"})},
       {"model_type", "llama"},
       {"hidden_act", "silu"},
@@ -312,6 +356,18 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
       {"eos_token_id", nullptr},
       {"torch_dtype", torch_dtypes.count(dtype) ? torch_dtypes.at(dtype) : "float32"},
   };
+  if (experts > 0) {  // Mixtral's keys; the Llama-only ones go
+    config["architectures"] = nlohmann::json::array({"MixtralForCausalLM"});
+    config["model_type"] = "mixtral";
+    config["intermediate_size"] = m.at("moe_ffn_hidden");
+    config["num_local_experts"] = experts;
+    config["num_experts_per_tok"] = m.at("moe_top_k");
+    config["output_router_logits"] = false;
+    config["router_jitter_noise"] = 0.0;
+    config["sliding_window"] = nullptr;
+    for (const char* key : {"mlp_bias", "attention_bias", "pretraining_tp", "head_dim"})
+      config.erase(key);
+  }
   write_safetensors(tmp_dir + "/" + kWeights, tensors, {{"format", "pt"}});
   std::ofstream out(tmp_dir + "/" + kConfig);
   out << config.dump(2) << "\n";

@@ -269,6 +269,8 @@ TrainConfig checkpoint_config(const std::string& path, const std::string& checkp
           value += ".0";
         toml += std::string(key) + " = " + value + "\n";
       }
+      for (const char* key : {"moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_layer_every"})
+        if (m.contains(key)) toml += std::string(key) + " = " + m.at(key).dump() + "\n";
     }
   }
   return parse_resolved_config(toml, "<checkpoint " + index.dir + ">", overrides, world_size);

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """An independent Llama reference in numpy, written from Hugging Face's LlamaForCausalLM
-math and sharing no code with trident: it writes random small Llama directories
-(config.json + safetensors, single or sharded, F64/F32/BF16) and computes the mean
-next-token loss of such a directory on a raw uint16 token file, in float64.
+and MixtralForCausalLM math and sharing no code with trident: it writes random small Llama
+(or, with --experts, Mixtral) directories (config.json + safetensors, single or sharded,
+F64/F32/BF16) and computes the mean next-token loss of such a directory on a raw uint16
+token file, in float64.
 
   llama_forward.py make DIR --dtype F64 --kv-heads 2 [--tied] [--sharded] [--seed N]
+                            [--experts E --top-k K]
   llama_forward.py loss DIR TOKENS --sequences K --seq-len T [--rope interleaved]
 
 `--rope interleaved` rotates Meta's adjacent pairs instead of Hugging Face's halves: the
@@ -75,10 +77,19 @@ def make(args):
             (p + "self_attn.v_proj.weight", mat(kv * hd, c)),
             (p + "self_attn.o_proj.weight", mat(c, s["heads"] * hd)),
             (p + "post_attention_layernorm.weight", norm()),
-            (p + "mlp.gate_proj.weight", mat(s["ffn"], c)),
-            (p + "mlp.up_proj.weight", mat(s["ffn"], c)),
-            (p + "mlp.down_proj.weight", mat(c, s["ffn"])),
         ]
+        if args.experts:  # Mixtral: a router and E experts (w1 gate, w2 down, w3 up)
+            tensors.append((p + "block_sparse_moe.gate.weight", mat(args.experts, c)))
+            for e in range(args.experts):
+                x = p + "block_sparse_moe.experts.%d." % e
+                tensors += [(x + "w1.weight", mat(s["ffn"], c)), (x + "w2.weight", mat(c, s["ffn"])),
+                            (x + "w3.weight", mat(s["ffn"], c))]
+        else:
+            tensors += [
+                (p + "mlp.gate_proj.weight", mat(s["ffn"], c)),
+                (p + "mlp.up_proj.weight", mat(s["ffn"], c)),
+                (p + "mlp.down_proj.weight", mat(c, s["ffn"])),
+            ]
     tensors.append(("model.norm.weight", norm()))
     if not args.tied:
         tensors.append(("lm_head.weight", rng.normal(0, 0.5, (s["vocab"], c))))
@@ -102,6 +113,10 @@ def make(args):
         "rms_norm_eps": 1e-5, "rope_theta": 500.0, "tie_word_embeddings": bool(args.tied),
         "torch_dtype": {"F64": "float64", "F32": "float32", "BF16": "bfloat16"}[args.dtype],
     }
+    if args.experts:
+        config.update({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral",
+                       "num_local_experts": args.experts, "num_experts_per_tok": args.top_k,
+                       "router_jitter_noise": 0.0, "sliding_window": None})
     with open(os.path.join(args.dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
 
@@ -135,6 +150,27 @@ def rope(x, theta, order):
     return x * np.cos(emb) + rotated * np.sin(emb)
 
 
+def sparse_moe(cfg, w, p, h):
+    # MixtralSparseMoeBlock: softmax over the router's logits, the top k, their weights
+    # renormalised to sum to 1; each expert w2(silu(w1 h) * w3 h) on its tokens, weighted.
+    logits = h @ w[p + "gate.weight"].T  # (T, E)
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    k = cfg["num_experts_per_tok"]
+    chosen = np.argsort(-probs, axis=-1, kind="stable")[:, :k]  # (T, k)
+    weights = np.take_along_axis(probs, chosen, -1)
+    weights /= weights.sum(-1, keepdims=True)
+    out = np.zeros_like(h)
+    for e in range(cfg["num_local_experts"]):
+        rows, slot = np.nonzero(chosen == e)
+        x = h[rows]
+        g = x @ w[p + "experts.%d.w1.weight" % e].T
+        y = ((g / (1 + np.exp(-g))) * (x @ w[p + "experts.%d.w3.weight" % e].T)) @ \
+            w[p + "experts.%d.w2.weight" % e].T
+        np.add.at(out, rows, y * weights[rows, slot][:, None])
+    return out
+
+
 def forward_losses(cfg, w, ids, targets, order):
     heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
     c = cfg["hidden_size"]
@@ -159,6 +195,9 @@ def forward_losses(cfg, w, ids, targets, order):
         y = (att @ v).transpose(1, 0, 2).reshape(T, heads * hd)
         x = x + y @ w[p + "self_attn.o_proj.weight"].T
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        if "num_local_experts" in cfg:
+            x = x + sparse_moe(cfg, w, p + "block_sparse_moe.", h)
+            continue
         gate = h @ w[p + "mlp.gate_proj.weight"].T
         x = x + ((gate / (1 + np.exp(-gate))) * (h @ w[p + "mlp.up_proj.weight"].T)) @ \
             w[p + "mlp.down_proj.weight"].T
@@ -193,6 +232,8 @@ def main():
     m.add_argument("--tied", action="store_true")
     m.add_argument("--sharded", action="store_true")
     m.add_argument("--seed", type=int, default=1)
+    m.add_argument("--experts", type=int, default=0, help="Mixtral: experts per layer")
+    m.add_argument("--top-k", type=int, default=2, help="Mixtral: experts per token")
     l = sub.add_parser("loss")
     l.add_argument("dir")
     l.add_argument("tokens")
