@@ -303,6 +303,13 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
                           "MoE layers (model.moe_layer_every = " +
                           m.at("moe_layer_every").dump() +
                           "); Hugging Face's Mixtral format makes every layer MoE");
+  if (m.value("moe_capacity_factor", 0.0) > 0)
+    throw CheckpointError("export: checkpoint " + index.dir +
+                          " drops tokens beyond a capacity "
+                          "(model.moe_capacity_factor = " +
+                          m.at("moe_capacity_factor").dump() +
+                          "); Hugging Face's Mixtral routes dropless and would compute another "
+                          "function");
   const int64_t vocab = m.at("vocab").get<int64_t>();
   const int64_t layers = m.at("layers").get<int64_t>();
   const bool tied = m.at("tie_embeddings").get<bool>();

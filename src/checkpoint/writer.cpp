@@ -115,6 +115,7 @@ nlohmann::json model_json(const TrainConfig& c) {
       m["moe_ffn_hidden"] =
           c.model.moe_ffn_hidden > 0 ? c.model.moe_ffn_hidden : c.model.ffn_hidden;
       m["moe_layer_every"] = c.model.moe_layer_every;
+      if (c.model.moe_capacity_factor > 0) m["moe_capacity_factor"] = c.model.moe_capacity_factor;
     }
   }
   return m;

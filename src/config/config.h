@@ -35,6 +35,9 @@ struct ModelConfig {
   int64_t moe_layer_every = 1;       ///< layer i is MoE when (i + 1) % moe_layer_every == 0
   double moe_aux_loss_coeff = 0.01;  ///< load-balancing loss (Switch, Mixtral) weight
   double moe_z_loss_coeff = 0.0;     ///< router z-loss weight
+  /// 0: dropless; else each expert takes at most ceil(factor * T * top_k / experts) tokens
+  /// of a sequence, the first in token order, and drops the rest
+  double moe_capacity_factor = 0.0;
 
   /// Whether layer `index` has an MoE MLP.
   bool moe_layer(int64_t index) const {

@@ -165,6 +165,11 @@ std::vector<KeySpec> build_schema() {
        "llama: weight of the load-balancing loss E * sum_e f_e P_e of each MoE layer and "
        "micro-batch (Switch Transformer, Mixtral)",
        llama},
+      {"model", "moe_capacity_factor", field(kModel, &M::moe_capacity_factor), at_least(0),
+       "llama: 0 routes dropless; else an expert takes at most ceil(factor * seq_len * "
+       "moe_top_k / moe_experts) tokens of each sequence, the first in token order, and drops "
+       "the rest (the token keeps its other experts and the residual)",
+       llama},
       {"model", "moe_z_loss_coeff", field(kModel, &M::moe_z_loss_coeff), at_least(0),
        "llama: weight of the router z-loss, the mean squared logsumexp of the router's logits",
        llama},

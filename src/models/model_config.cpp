@@ -89,6 +89,7 @@ LlamaOptions llama_options(const TrainConfig& c) {
   o.moe.ffn_hidden = c.model.moe_ffn_hidden > 0 ? c.model.moe_ffn_hidden : c.model.ffn_hidden;
   o.moe.aux_loss_coeff = c.model.moe_aux_loss_coeff;
   o.moe.z_loss_coeff = c.model.moe_z_loss_coeff;
+  o.moe.capacity_factor = c.model.moe_capacity_factor;
   o.moe_every = c.model.moe_layer_every;
   return o;
 }

@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>  // torch::autograd::Function
 
+#include <cmath>  // std::ceil
+
 #include "parallel/communicator.h"
 
 namespace trident {
@@ -72,10 +74,19 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   at::Tensor weights = probs.gather(1, chosen);
   weights = (weights / weights.sum(-1, /*keepdim=*/true)).to(x.scalar_type());  // (N, k)
 
+  // Capacity per sequence: the first `capacity` of its tokens that chose an expert.
+  const int64_t capacity =
+      o_.capacity_factor > 0
+          ? static_cast<int64_t>(std::ceil(o_.capacity_factor * static_cast<double>(T * o_.top_k) /
+                                           static_cast<double>(E)))
+          : N;
   at::Tensor y = at::zeros_like(x);
   for (int64_t e = 0; e < E; ++e) {
-    const at::Tensor hit = chosen == e;                       // (N, k)
-    const at::Tensor rows = hit.any(1).nonzero().squeeze(1);  // its tokens, ascending
+    const at::Tensor hit = chosen == e;  // (N, k)
+    at::Tensor taken = hit.any(1);       // (N): a token picks e at most once
+    if (o_.capacity_factor > 0)
+      taken = taken & (taken.view({B, T}).to(at::kLong).cumsum(1) <= capacity).view({N});
+    const at::Tensor rows = taken.nonzero().squeeze(1);  // its tokens, ascending
     const at::Tensor w = weights.masked_fill(~hit, 0).sum(1).index_select(0, rows);
     const at::Tensor xe = x.index_select(0, rows);
     const at::Tensor he = down_[e]->forward(at::silu(gate_[e]->forward(xe)) * up_[e]->forward(xe));

@@ -22,13 +22,16 @@ struct MoeOptions {
   int64_t ffn_hidden = 0;  // an expert's SwiGLU intermediate size
   double aux_loss_coeff = 0.0;
   double z_loss_coeff = 0.0;
+  double capacity_factor = 0.0;  // 0: dropless
 };
 
 /// E experts, each a SwiGLU MLP split over tp as the dense one (gate and up column-parallel,
 /// down row-parallel), and a router (E, C) replicated over tp, computed in at least float32.
 /// Every tp rank routes the same tokens alike. Deterministic whatever the layout: the top k
 /// are taken by a stable sort (ties to the lower expert index), and a token's output sums
-/// its experts in increasing index order.
+/// its experts in increasing index order. With a capacity factor, an expert takes at most
+/// ceil(factor * T * k / E) tokens of each sequence, the first in token order: a sequence
+/// is never split, so no layout changes which tokens are dropped.
 class MoeMlp : public torch::nn::Module {
  public:
   /// Parameters "<prefix>router.weight" and "<prefix>experts.<j>.{gate,up,down}.weight".
