@@ -22,6 +22,9 @@ class ChunkedStage : public ModelStage {
                      double loss_scale) override;
 
   int num_chunks() const override { return static_cast<int>(chunks_.size()); }
+  void take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) override {
+    for (auto& chunk : chunks_) chunk->take_moe_statistics(into);
+  }
   ModelStage& chunk(int c) override;
 
  private:

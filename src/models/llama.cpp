@@ -128,6 +128,7 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
   for (int64_t i = stage * per_stage; i < (stage + 1) * per_stage; ++i) {
     const size_t first = params_.params().size();
     blocks_.push_back(std::make_shared<LlamaBlock>(params_, tp, o, i, rope_));
+    block_index_.push_back(i);
     h->register_module(std::to_string(i), blocks_.back());
     add_unit(first);
   }
@@ -152,6 +153,11 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
   }
   add_unit(head_first);
   if (o.tie_embeddings && is_first()) units_.back().push_back(0);  // the head reads it too
+}
+
+void LlamaStage::take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) {
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    if (MoeMlp* moe = blocks_[b]->moe()) into[block_index_[b]] = moe->take_statistics();
 }
 
 at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& targets,

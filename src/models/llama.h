@@ -58,6 +58,8 @@ class LlamaBlock : public torch::nn::Module {
   /// slice (B, T/tp, C) -> (B, T/tp, C). `loss_scale`, the objective's 1 / (tokens of the
   /// step), weighs an MoE layer's auxiliary losses (MoeMlp::forward).
   at::Tensor forward(const at::Tensor& x, double loss_scale = 0.0);
+  /// The MoE MLP of an MoE layer, else nullptr.
+  MoeMlp* moe() { return moe_.get(); }
 
  private:
   at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C), or slices as forward
@@ -86,12 +88,14 @@ class LlamaStage : public ModelStage {
                      double loss_scale) override;
 
   const LlamaOptions& options() const { return o_; }
+  void take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) override;
 
  private:
   LlamaOptions o_;
   RopeTables rope_;                                // (seq_len, head_dim) each, shared by the blocks
   std::shared_ptr<VocabParallelEmbedding> embed_;  // first stage; the last when tied
   std::vector<std::shared_ptr<LlamaBlock>> blocks_;
+  std::vector<int64_t> block_index_;  // each block's layer index in the whole model
   at::Tensor norm_f_weight_;
   at::Tensor lm_head_;  // untied head (V/tp, C), last stage
   int64_t head_vocab_start_ = 0;

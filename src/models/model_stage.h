@@ -6,9 +6,11 @@
 #include <torch/nn/module.h>   // torch::nn::Module
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "models/layer_scope.h"         // LayerScope
+#include "models/moe.h"                 // MoeLayerStats
 #include "tensor_parallel/parameter.h"  // ParamRegistry
 
 namespace trident {
@@ -55,6 +57,10 @@ class ModelStage : public torch::nn::Module {
   std::vector<int64_t> activation_shape(int64_t micro_batch_size) const {
     return {micro_batch_size, dims_.seq_len / dims_.sequence_shards, dims_.hidden};
   }
+
+  /// Adds the statistics of this stage's MoE layers since the last call to `into`, by
+  /// layer index, and starts them afresh (MoeMlp::take_statistics); none in a dense model.
+  virtual void take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) { (void)into; }
 
   /// Model chunks this stage holds (interleaved 1F1B's virtual stages); 1 for a plain stage.
   virtual int num_chunks() const { return 1; }

@@ -4,7 +4,8 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>  // torch::autograd::Function
 
-#include <cmath>  // std::ceil
+#include <cmath>    // std::ceil
+#include <utility>  // std::exchange
 
 #include "parallel/communicator.h"
 
@@ -80,6 +81,8 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
           ? static_cast<int64_t>(std::ceil(o_.capacity_factor * static_cast<double>(T * o_.top_k) /
                                            static_cast<double>(E)))
           : N;
+  const bool training = at::GradMode::is_enabled();
+  if (training && stats_.load.empty()) stats_.load.assign(static_cast<size_t>(E), 0);
   at::Tensor y = at::zeros_like(x);
   for (int64_t e = 0; e < E; ++e) {
     const at::Tensor hit = chosen == e;  // (N, k)
@@ -87,6 +90,11 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
     if (o_.capacity_factor > 0)
       taken = taken & (taken.view({B, T}).to(at::kLong).cumsum(1) <= capacity).view({N});
     const at::Tensor rows = taken.nonzero().squeeze(1);  // its tokens, ascending
+    if (training) {
+      const int64_t chose = hit.sum().item<int64_t>();
+      stats_.load[static_cast<size_t>(e)] += chose;
+      stats_.dropped += chose - rows.size(0);
+    }
     const at::Tensor w = weights.masked_fill(~hit, 0).sum(1).index_select(0, rows);
     const at::Tensor xe = x.index_select(0, rows);
     const at::Tensor he = down_[e]->forward(at::silu(gate_[e]->forward(xe)) * up_[e]->forward(xe));
@@ -110,7 +118,10 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   // The z-loss, the squared logsumexp of the router's logits, averaged over the step's tokens.
   if (o_.z_loss_coeff != 0.0)
     loss = loss + o_.z_loss_coeff * at::logsumexp(logits, -1).pow(2).sum();
+  if (training) stats_.aux_loss += loss.item<double>() * loss_scale;
   return AttachLoss::apply(y, loss, loss_scale);
 }
+
+MoeLayerStats MoeMlp::take_statistics() { return std::exchange(stats_, MoeLayerStats{}); }
 
 }  // namespace trident

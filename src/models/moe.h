@@ -16,6 +16,15 @@
 namespace trident {
 class Communicator;
 
+/// What an MoE layer routed during a step on this rank (forward passes that record a graph:
+/// a recomputation counts once, evaluation not at all): its auxiliary losses' share of the
+/// objective, the (token, expert) choices each expert received, and those dropped at capacity.
+struct MoeLayerStats {
+  double aux_loss = 0.0;
+  int64_t dropped = 0;
+  std::vector<int64_t> load;  // per expert
+};
+
 struct MoeOptions {
   int64_t experts = 0;
   int64_t top_k = 2;
@@ -43,6 +52,8 @@ class MoeMlp : public torch::nn::Module {
   /// logsumexp(router logits)^2 averaged over its tokens; `loss_scale` is the objective's
   /// 1 / (tokens of the step), as the stage's forward gets it.
   at::Tensor forward(const at::Tensor& m, double loss_scale);
+  /// The statistics since the last call, and a fresh start.
+  MoeLayerStats take_statistics();
 
  private:
   Communicator& tp_;
@@ -50,6 +61,7 @@ class MoeMlp : public torch::nn::Module {
   at::Tensor router_;
   std::vector<std::shared_ptr<ColumnParallelLinear>> gate_, up_;
   std::vector<std::shared_ptr<RowParallelLinear>> down_;
+  MoeLayerStats stats_;
 };
 
 }  // namespace trident

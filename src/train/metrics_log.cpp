@@ -65,6 +65,11 @@ void MetricsLog::write(const StepMetrics& m) {
     j["rollback"] = {{"to_step", m.rollback->to_step},
                      {"checkpoint", m.rollback->checkpoint},
                      {"left_out", {m.rollback->left_out.first, m.rollback->left_out.last}}};
+  if (!m.moe_load.empty()) {
+    nlohmann::json load = nlohmann::json::array();
+    for (const auto& l : m.moe_load) load.push_back({l.layer, l.min, l.max});
+    j["moe"] = {{"aux_loss", m.moe_aux_loss}, {"dropped", m.moe_dropped}, {"load", load}};
+  }
   if (m.tier_bytes > 0)
     j["tier"] = {{"wait_s", m.tier_wait_s}, {"stream_s", m.tier_stream_s}, {"bytes", m.tier_bytes}};
   const std::string line = j.dump() + "\n";

@@ -6,7 +6,9 @@
 #include <c10/util/Exception.h>  // TORCH_CHECK
 #include <sys/resource.h>        // getrusage
 
+#include <algorithm>  // std::min_element, std::max_element
 #include <chrono>
+#include <map>
 
 #include "config/data_windows.h"  // parse_data_windows, data_batch_of_step
 #include "config/input_error.h"   // InputError
@@ -165,6 +167,36 @@ double Trainer::agree_loss(double stage_loss) {
   return loss.item<double>();
 }
 
+void Trainer::gather_moe_statistics(StepMetrics& metrics) {
+  std::map<int64_t, MoeLayerStats> mine;
+  model_->take_moe_statistics(mine);
+  // Per layer: aux loss, dropped, then the experts' loads; tp ranks hold the same numbers,
+  // so only tp rank 0 adds its own.
+  const int64_t layers = config_.model.layers, experts = config_.model.moe_experts;
+  const int64_t width = 2 + experts;
+  at::Tensor all = at::zeros({layers * width}, at::kDouble);
+  if (ctx_.coord().tp == 0) {
+    auto* a = all.data_ptr<double>();
+    for (const auto& [layer, s] : mine) {
+      a[layer * width] = s.aux_loss;
+      a[layer * width + 1] = static_cast<double>(s.dropped);
+      for (size_t e = 0; e < s.load.size(); ++e)
+        a[layer * width + 2 + static_cast<int64_t>(e)] = static_cast<double>(s.load[e]);
+    }
+  }
+  ctx_.world().all_reduce(all)->wait();
+  const auto* a = all.data_ptr<double>();
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    if (!config_.model.moe_layer(layer)) continue;
+    metrics.moe_aux_loss += a[layer * width];
+    metrics.moe_dropped += static_cast<int64_t>(a[layer * width + 1]);
+    const double* load = a + layer * width + 2;
+    metrics.moe_load.push_back({layer,
+                                static_cast<int64_t>(*std::min_element(load, load + experts)),
+                                static_cast<int64_t>(*std::max_element(load, load + experts))});
+  }
+}
+
 StepMetrics Trainer::step() {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -235,6 +267,7 @@ StepMetrics Trainer::step() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   metrics.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is KiB
+  if (config_.model.moe_experts > 0) gather_moe_statistics(metrics);
   completed_ = step;
   return metrics;
 }

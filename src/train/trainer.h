@@ -63,6 +63,15 @@ struct StepMetrics {
     DataWindow left_out;
   };
   std::optional<Rollback> rollback;
+  /// Mixture-of-Experts layers (none in a dense model), over the step's tokens on every
+  /// rank: the auxiliary losses' share of the objective (not in `loss`), the (token, expert)
+  /// choices dropped at capacity, and per MoE layer the fewest and most choices an expert got.
+  struct MoeLoad {
+    int64_t layer = 0, min = 0, max = 0;
+  };
+  double moe_aux_loss = 0.0;
+  int64_t moe_dropped = 0;
+  std::vector<MoeLoad> moe_load;
 };
 
 class Trainer {
@@ -105,6 +114,8 @@ class Trainer {
   MicroBatch micro_batch(int64_t batch, int k) const;
   /// The step's global loss from each stage's part; the same on every rank. Collective.
   double agree_loss(double stage_loss);
+  /// The step's MoE statistics summed over the world (collective; MoE models only).
+  void gather_moe_statistics(StepMetrics& metrics);
 
   TrainConfig config_;
   ParallelContext& ctx_;

@@ -30,6 +30,13 @@ python3 - "$tmp/moe.jsonl" <<'PY' || fail "configs/moe-tiny.toml did not learn"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 assert len(rows) == 10 and rows[-1]["loss"] < rows[0]["loss"] - 0.1, rows
+# Every layer is MoE: 32 sequences of 32 tokens, 2 choices each over 4 experts, an even
+# share of 512; dropless; the auxiliary losses (load balancing, z) are positive.
+for r in rows:
+    moe = r["moe"]
+    assert [l[0] for l in moe["load"]] == [0, 1, 2, 3], moe
+    assert all(lo <= 512 <= hi for _, lo, hi in moe["load"]), moe
+    assert moe["dropped"] == 0 and moe["aux_loss"] > 0, moe
 print(f"moe-tiny at tp 2: loss {rows[0]['loss']:.4f} -> {rows[-1]['loss']:.4f} in 10 steps")
 PY
 echo "train_smoke: ok"
