@@ -303,6 +303,11 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
                           "MoE layers (model.moe_layer_every = " +
                           m.at("moe_layer_every").dump() +
                           "); Hugging Face's Mixtral format makes every layer MoE");
+  if (m.value("moe_shared_expert", false))
+    throw CheckpointError("export: checkpoint " + index.dir +
+                          " has a shared expert "
+                          "(model.moe_shared_expert = true), which Hugging Face's Mixtral "
+                          "format does not have");
   if (m.value("moe_capacity_factor", 0.0) > 0)
     throw CheckpointError("export: checkpoint " + index.dir +
                           " drops tokens beyond a capacity "

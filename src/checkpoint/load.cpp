@@ -77,6 +77,10 @@ void checkpoint::check_model(const CheckpointIndex& index, const TrainConfig& co
       const int64_t theirs = index.model.at(key).get<int64_t>();
       if (theirs != ours) mismatch(key, std::to_string(theirs), std::to_string(ours));
     }
+    const bool shared = index.model.value("moe_shared_expert", false);
+    if (shared != m.moe_shared_expert)
+      mismatch("moe_shared_expert", shared ? "true" : "false",
+               m.moe_shared_expert ? "true" : "false");
     const double capacity = index.model.value("moe_capacity_factor", 0.0);
     if (capacity != m.moe_capacity_factor)
       mismatch("moe_capacity_factor", nlohmann::json(capacity).dump(),
@@ -273,8 +277,8 @@ TrainConfig checkpoint_config(const std::string& path, const std::string& checkp
           value += ".0";
         toml += std::string(key) + " = " + value + "\n";
       }
-      for (const char* key :
-           {"moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_layer_every", "moe_capacity_factor"})
+      for (const char* key : {"moe_experts", "moe_top_k", "moe_ffn_hidden", "moe_layer_every",
+                              "moe_capacity_factor", "moe_shared_expert"})
         if (m.contains(key)) toml += std::string(key) + " = " + m.at(key).dump() + "\n";
     }
   }

@@ -116,6 +116,7 @@ nlohmann::json model_json(const TrainConfig& c) {
           c.model.moe_ffn_hidden > 0 ? c.model.moe_ffn_hidden : c.model.ffn_hidden;
       m["moe_layer_every"] = c.model.moe_layer_every;
       if (c.model.moe_capacity_factor > 0) m["moe_capacity_factor"] = c.model.moe_capacity_factor;
+      if (c.model.moe_shared_expert) m["moe_shared_expert"] = true;
     }
   }
   return m;

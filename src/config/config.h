@@ -38,6 +38,7 @@ struct ModelConfig {
   /// 0: dropless; else each expert takes at most ceil(factor * T * top_k / experts) tokens
   /// of a sequence, the first in token order, and drops the rest
   double moe_capacity_factor = 0.0;
+  bool moe_shared_expert = false;  ///< one more expert that every token goes to, weight 1
 
   /// Whether layer `index` has an MoE MLP.
   bool moe_layer(int64_t index) const {

@@ -170,6 +170,10 @@ std::vector<KeySpec> build_schema() {
        "moe_top_k / moe_experts) tokens of each sequence, the first in token order, and drops "
        "the rest (the token keeps its other experts and the residual)",
        llama},
+      {"model", "moe_shared_expert", field(kModel, &M::moe_shared_expert), any(),
+       "llama: true adds a shared expert (a SwiGLU of moe_ffn_hidden) that every token goes "
+       "to, its output added with weight 1 (DeepSeek-MoE, Qwen-MoE)",
+       llama},
       {"model", "moe_z_loss_coeff", field(kModel, &M::moe_z_loss_coeff), at_least(0),
        "llama: weight of the router z-loss, the mean squared logsumexp of the router's logits",
        llama},

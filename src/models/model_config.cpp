@@ -90,6 +90,7 @@ LlamaOptions llama_options(const TrainConfig& c) {
   o.moe.aux_loss_coeff = c.model.moe_aux_loss_coeff;
   o.moe.z_loss_coeff = c.model.moe_z_loss_coeff;
   o.moe.capacity_factor = c.model.moe_capacity_factor;
+  o.moe.shared_expert = c.model.moe_shared_expert;
   o.moe_every = c.model.moe_layer_every;
   return o;
 }

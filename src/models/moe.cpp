@@ -59,6 +59,16 @@ MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefi
     down_.push_back(expert->register_module(
         "down", std::make_shared<RowParallelLinear>(params, tp, e + "down", out)));
   }
+  if (!o.shared_expert) return;
+  LinearOptions in{hidden, o.ffn_hidden, init_std}, out{o.ffn_hidden, hidden, init_std};
+  in.bias = out.bias = false;
+  auto shared = register_module("shared", std::make_shared<torch::nn::Module>());
+  shared_gate_ = shared->register_module(
+      "gate", std::make_shared<ColumnParallelLinear>(params, tp, prefix + "shared.gate", in));
+  shared_up_ = shared->register_module(
+      "up", std::make_shared<ColumnParallelLinear>(params, tp, prefix + "shared.up", in));
+  shared_down_ = shared->register_module(
+      "down", std::make_shared<RowParallelLinear>(params, tp, prefix + "shared.down", out));
 }
 
 at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
@@ -100,6 +110,9 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
     const at::Tensor he = down_[e]->forward(at::silu(gate_[e]->forward(xe)) * up_[e]->forward(xe));
     y = y.index_add(0, rows, he * w.unsqueeze(1));
   }
+  // The shared expert last: after the routed ones, in the same order in every layout.
+  if (shared_gate_)
+    y = y + shared_down_->forward(at::silu(shared_gate_->forward(x)) * shared_up_->forward(x));
   y = y.view({B, T, C});
   if (o_.aux_loss_coeff == 0.0 && o_.z_loss_coeff == 0.0) return y;
 

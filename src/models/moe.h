@@ -32,6 +32,7 @@ struct MoeOptions {
   double aux_loss_coeff = 0.0;
   double z_loss_coeff = 0.0;
   double capacity_factor = 0.0;  // 0: dropless
+  bool shared_expert = false;    // one more expert every token goes to, weight 1
 };
 
 /// E experts, each a SwiGLU MLP split over tp as the dense one (gate and up column-parallel,
@@ -43,7 +44,8 @@ struct MoeOptions {
 /// is never split, so no layout changes which tokens are dropped.
 class MoeMlp : public torch::nn::Module {
  public:
-  /// Parameters "<prefix>router.weight" and "<prefix>experts.<j>.{gate,up,down}.weight".
+  /// Parameters "<prefix>router.weight", "<prefix>experts.<j>.{gate,up,down}.weight" and,
+  /// with a shared expert, "<prefix>shared.{gate,up,down}.weight".
   MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefix, int64_t hidden,
          const MoeOptions& options, double init_std);
   /// m (B, T, C) replicated over tp -> (B, T, C), B whole sequences. The layer's auxiliary
@@ -61,6 +63,9 @@ class MoeMlp : public torch::nn::Module {
   at::Tensor router_;
   std::vector<std::shared_ptr<ColumnParallelLinear>> gate_, up_;
   std::vector<std::shared_ptr<RowParallelLinear>> down_;
+  // The shared expert ("<prefix>shared.{gate,up,down}.weight"), when there is one.
+  std::shared_ptr<ColumnParallelLinear> shared_gate_, shared_up_;
+  std::shared_ptr<RowParallelLinear> shared_down_;
   MoeLayerStats stats_;
 };
 

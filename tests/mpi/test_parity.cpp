@@ -228,7 +228,8 @@ const Layout kLlamaLayouts[] = {
 /// A Mixture-of-Experts row of the Llama: 4 experts of SwiGLU width 24 (split over tp like
 /// the dense MLP), the load-balancing loss at 0.01, and the given switches: "top1" sends each
 /// token to one expert instead of two, "z" adds the router z-loss, "every2" makes every
-/// second layer MoE and the others dense, "capacity" drops what exceeds half the even share.
+/// second layer MoE and the others dense, "capacity" drops what exceeds half the even share,
+/// "shared" adds a shared expert.
 Layout moe(Layout l, const std::vector<std::string>& switches = {}) {
   l = llama(l);
   l.name = "llama_moe_" + l.name.substr(std::string("llama_").size());
@@ -240,6 +241,7 @@ Layout moe(Layout l, const std::vector<std::string>& switches = {}) {
     if (s == "every2") l.sets.push_back("model.moe_layer_every=2");
     // 4 of a sequence's 16 tokens an expert (16 * 2 / 4 * 0.5): some are dropped
     if (s == "capacity") l.sets.push_back("model.moe_capacity_factor=0.5");
+    if (s == "shared") l.sets.push_back("model.moe_shared_expert=true");
   }
   return l;
 }
@@ -250,7 +252,7 @@ const Layout kMoeLayouts[] = {
     moe({"pp2_1f1b_every2", 1, 2, 1, 0, "1f1b", false, 2}, {"every2"}),
     moe({"pp2_zbh1_ckpt", 1, 2, 1, 0, "zb-h1", true, 2}, {"z"}),
     moe({"dp2_zero1_top1", 2, 1, 1, 1, "1f1b", false, 2}, {"top1"}),
-    moe({"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"z"}),
+    moe({"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"z", "shared"}),
     moe({"dp2_pp2_tp2_1f1b_zero3", 2, 2, 2, 3, "1f1b", false, 1}, {"top1", "every2"}),
     moe({"dp2_tp2_zero2_capacity", 2, 1, 2, 2, "1f1b", false, 1}, {"capacity"}),
 };
