@@ -162,8 +162,9 @@ std::vector<KeySpec> build_schema() {
       {"model", "moe_layer_every", field(kModel, &M::moe_layer_every), at_least(1),
        "llama: layer i (from 0) has an MoE MLP when (i + 1) % moe_layer_every == 0; 1: all", llama},
       {"model", "moe_aux_loss_coeff", field(kModel, &M::moe_aux_loss_coeff), at_least(0),
-       "llama: weight of the load-balancing loss E * sum_e f_e P_e of each MoE layer and "
-       "micro-batch (Switch Transformer, Mixtral)",
+       "llama: weight of the load-balancing loss E * sum_e f_e P_e of each MoE layer, taken "
+       "per sequence and averaged over the step's (DeepSeek-V3's sequence-wise form of the "
+       "Switch Transformer's loss: no layout changes it; docs/moe.md)",
        llama},
       {"model", "moe_capacity_factor", field(kModel, &M::moe_capacity_factor), at_least(0),
        "llama: 0 routes dropless; else an expert takes at most ceil(factor * seq_len * "

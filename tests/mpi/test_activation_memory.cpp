@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <vector>
 
 #include "common/memory_tracker.h"
 #include "models/gpt.h"
@@ -31,23 +32,11 @@ const bool kRegistered = testing::register_mpi_cases(
 
 constexpr int64_t kBatch = 2, kSeq = 32, kHidden = 64, kHeads = 4;
 
-/// Bytes one block's forward leaves allocated, its output included: what the block keeps
-/// for backward with its input counted in place of its output (same size), as Korthikanti
-/// count a layer's input as the layer's.
-int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute recompute) {
-  GptOptions o;
-  o.layers = 2;
-  o.hidden = kHidden;
-  o.heads = kHeads;
-  o.vocab = 64;
-  o.padded_vocab = 64;
-  o.seq_len = kSeq;
-  o.dtype = at::kFloat;
-  o.sequence_parallel = sequence_parallel;
-  o.recompute_attention = recompute == plan::Recompute::kSelective;
-  ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
-  GptBlock block(params, tp, o, 0);
-  const int64_t rows = sequence_parallel ? kSeq / tp.size() : kSeq;
+/// Bytes the forward of `block` over (kBatch, rows, kHidden) leaves allocated, its output
+/// included: what the block keeps for backward with its input counted in place of its
+/// output (same size), as Korthikanti count a layer's input as the layer's.
+template <class Block>
+int64_t kept_bytes(Block& block, int64_t rows, plan::Recompute recompute) {
   const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
   const int64_t before = live_tensor_bytes();
   at::Tensor y;
@@ -64,22 +53,19 @@ int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute re
   return bytes;
 }
 
-TEST(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
-  install_memory_tracker();
-  int world = 0, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
-  ParallelContext tp2(MPI_COMM_WORLD, 1, 1, world, 60.0);
-  const plan::ActivationShape shape{kSeq, kBatch, kHidden, kHeads};
-  struct Case {
-    const char* name;
-    ParallelContext* ctx;
-    bool sp;
-    plan::Recompute recompute;
-  };
+/// A layout a block is measured in.
+struct Case {
+  const char* name;
+  ParallelContext* ctx;
+  bool sp;
+  plan::Recompute recompute;
+};
+
+/// tp 1 and tp 2, tp 2 also with sequence parallelism, each with no, selective and full
+/// recomputation.
+std::vector<Case> layout_cases(ParallelContext& solo, ParallelContext& tp2) {
   using plan::Recompute;
-  const Case cases[] = {
+  return {
       {"tp1 none", &solo, false, Recompute::kNone},
       {"tp1 selective", &solo, false, Recompute::kSelective},
       {"tp1 full", &solo, false, Recompute::kFull},
@@ -90,14 +76,47 @@ TEST(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
       {"tp2 sp selective", &tp2, true, Recompute::kSelective},
       {"tp2 sp full", &tp2, true, Recompute::kFull},
   };
-  for (const Case& c : cases) {
+}
+
+/// The planner's bytes for `shape` in the case's layout, in fp32 (trident has no dropout).
+double formula_bytes(const plan::ActivationShape& shape, const Case& c) {
+  plan::ActivationOptions options;
+  options.tp = c.ctx->grid().tp();
+  options.sequence_parallel = c.sp;
+  options.recompute = c.recompute;
+  options.dropout = false;
+  return plan::layer_activation_bytes(shape, options, 4.0);
+}
+
+/// kept_bytes of a GPT block.
+int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute recompute) {
+  GptOptions o;
+  o.layers = 2;
+  o.hidden = kHidden;
+  o.heads = kHeads;
+  o.vocab = 64;
+  o.padded_vocab = 64;
+  o.seq_len = kSeq;
+  o.dtype = at::kFloat;
+  o.sequence_parallel = sequence_parallel;
+  o.recompute_attention = recompute == plan::Recompute::kSelective;
+  ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
+  GptBlock block(params, tp, o, 0);
+  return kept_bytes(block, sequence_parallel ? kSeq / tp.size() : kSeq, recompute);
+}
+
+TEST(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
+  install_memory_tracker();
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
+  ParallelContext tp2(MPI_COMM_WORLD, 1, 1, world, 60.0);
+  const plan::ActivationShape shape{kSeq, kBatch, kHidden, kHeads};
+  using plan::Recompute;
+  for (const Case& c : layout_cases(solo, tp2)) {
     const int t = c.ctx->grid().tp();
-    plan::ActivationOptions options;
-    options.tp = t;
-    options.sequence_parallel = c.sp;
-    options.recompute = c.recompute;
-    options.dropout = false;
-    const double formula = plan::layer_activation_bytes(shape, options, 4.0);
+    const double formula = formula_bytes(shape, c);
     const double measured = static_cast<double>(block_bytes(c.ctx->tp(), c.sp, c.recompute));
     // What the formula leaves out: two layer norms' statistics (mean, 1/std: 2 s b / t
     // elements each, over the rows this rank normalises) and the causal mask (s^2 bools).
@@ -118,7 +137,7 @@ struct LlamaShape {
   int64_t seq, heads, kv_heads, ffn;
 };
 
-/// block_bytes of a Llama block (RMSNorm, RoPE, grouped-query attention, SwiGLU).
+/// kept_bytes of a Llama block (RMSNorm, RoPE, grouped-query attention, SwiGLU).
 int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequence_parallel,
                           plan::Recompute recompute) {
   LlamaOptions o;
@@ -136,19 +155,7 @@ int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequen
   const RopeTables rope = rope_tables(shape.seq, o.head_dim(), o.rope_theta, o.dtype);
   ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
   LlamaBlock block(params, tp, o, 0, rope);
-  const int64_t rows = sequence_parallel ? shape.seq / tp.size() : shape.seq;
-  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
-  const int64_t before = live_tensor_bytes();
-  at::Tensor y;
-  if (recompute == plan::Recompute::kFull) {
-    at::NoGradGuard no_grad;
-    y = block.forward(x);
-  } else {
-    y = block.forward(x);
-  }
-  const int64_t bytes = live_tensor_bytes() - before;
-  if (y.requires_grad()) y.sum().backward();
-  return bytes;
+  return kept_bytes(block, sequence_parallel ? shape.seq / tp.size() : shape.seq, recompute);
 }
 
 // The Llama block against the planner's Llama formula, which counts what SwiGLU keeps (the
@@ -168,31 +175,11 @@ TEST(ActivationMemory, llama_block_matches_the_swiglu_formula) {
   ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
   ParallelContext tp2(MPI_COMM_WORLD, 1, 1, world, 60.0);
   using plan::Recompute;
-  const struct {
-    const char* name;
-    ParallelContext* ctx;
-    bool sp;
-    Recompute recompute;
-  } cases[] = {
-      {"tp1 none", &solo, false, Recompute::kNone},
-      {"tp1 selective", &solo, false, Recompute::kSelective},
-      {"tp1 full", &solo, false, Recompute::kFull},
-      {"tp2 none", &tp2, false, Recompute::kNone},
-      {"tp2 selective", &tp2, false, Recompute::kSelective},
-      {"tp2 sp none", &tp2, true, Recompute::kNone},
-      {"tp2 sp selective", &tp2, true, Recompute::kSelective},
-      {"tp2 sp full", &tp2, true, Recompute::kFull},
-  };
   for (const LlamaShape& ls : {LlamaShape{32, 4, 2, 96}, LlamaShape{48, 8, 1, 160}}) {
     const plan::ActivationShape shape{ls.seq, kBatch, kHidden, ls.heads, /*llama=*/true, ls.ffn};
-    for (const auto& c : cases) {
+    for (const Case& c : layout_cases(solo, tp2)) {
       const int t = c.ctx->grid().tp();
-      plan::ActivationOptions options;
-      options.tp = t;
-      options.sequence_parallel = c.sp;
-      options.recompute = c.recompute;
-      options.dropout = false;
-      const double formula = plan::layer_activation_bytes(shape, options, 4.0);
+      const double formula = formula_bytes(shape, c);
       const double measured =
           static_cast<double>(llama_block_bytes(c.ctx->tp(), ls, c.sp, c.recompute));
       const double norm_rows = static_cast<double>(c.sp ? ls.seq / t : ls.seq) * kBatch;
