@@ -14,7 +14,7 @@
 set -u
 trident=$1 root=$2
 name=tsp$$
-steps=20
+steps=24
 slurm() { "$root/scripts/slurm.sh" "$@"; }
 fail() {
   echo "FAIL: $*"
@@ -35,8 +35,10 @@ sets=(--set model.hidden=128 --set model.layers=4 --set parallel.pp=2 --set para
   --set parallel.zero_stage=2 --set train.precision=fp64 --set train.steps=$steps
   --set train.log_every=1 --set train.threads=1)
 
-# The references, while the cluster comes up: the uninterrupted run in the jobs' first layout.
-mpirun -np 8 --oversubscribe --bind-to none "$trident" train "$root/configs/tiny.toml" \
+# The references, while the cluster comes up: the uninterrupted run in the jobs' first layout,
+# on this machine's shared memory and loopback only (the cluster's links appear meanwhile).
+mpirun -np 8 --oversubscribe --bind-to none --mca btl self,vader --mca oob_tcp_if_include lo \
+  "$trident" train "$root/configs/tiny.toml" \
   "${sets[@]}" --set parallel.dp=2 --set logging.run_dir=ref >ref.log 2>&1 &
 reference=$!
 
@@ -49,10 +51,10 @@ submit() {  # sbatch ARGS...: prints the job id
     --export="ALL,TRIDENT=$trident,TASKS_PER_NODE=4" "$@"
 }
 job_state() { slurm run --name "$name" scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds
-  local seconds=$1 what=$2
+wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds, by the clock
+  local seconds=$1 what=$2 end=$((SECONDS + $1))
   shift 2
-  for _ in $(seq $((seconds * 10))); do
+  while [ $SECONDS -lt $end ]; do
     "$@" && return 0
     sleep 0.1
   done
