@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/layer_scope.h"         // LayerScope
-#include "models/moe.h"                 // MoeLayerStats
+#include "models/moe_stats.h"           // MoeLayerStats
 #include "tensor_parallel/parameter.h"  // ParamRegistry
 
 namespace trident {

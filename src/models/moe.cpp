@@ -4,10 +4,7 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>  // torch::autograd::Function
 
-#include <cmath>    // std::ceil
-#include <utility>  // std::exchange
-
-#include "parallel/communicator.h"
+#include <cmath>  // std::ceil
 
 namespace trident {
 
@@ -35,9 +32,29 @@ struct AttachLoss : torch::autograd::Function<AttachLoss> {
 
 }  // namespace
 
+MoeMlp::Expert MoeMlp::make_expert(ParamRegistry& params, Communicator& tp, const std::string& name,
+                                   const std::string& module, int64_t hidden, double init_std) {
+  LinearOptions in{hidden, o_.ffn_hidden, init_std}, out{o_.ffn_hidden, hidden, init_std};
+  in.bias = out.bias = false;
+  auto holder = std::make_shared<torch::nn::Module>();
+  Expert e;
+  e.gate = holder->register_module(
+      "gate", std::make_shared<ColumnParallelLinear>(params, tp, name + ".gate", in));
+  e.up = holder->register_module(
+      "up", std::make_shared<ColumnParallelLinear>(params, tp, name + ".up", in));
+  e.down = holder->register_module(
+      "down", std::make_shared<RowParallelLinear>(params, tp, name + ".down", out));
+  register_module(module, holder);
+  return e;
+}
+
+at::Tensor MoeMlp::Expert::forward(const at::Tensor& x) const {
+  return down->forward(at::silu(gate->forward(x)) * up->forward(x));
+}
+
 MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefix, int64_t hidden,
                const MoeOptions& o, double init_std)
-    : tp_(tp), o_(o) {
+    : o_(o) {
   router_ = register_parameter("router", params.create({prefix + "router.weight",
                                                         {o.experts, hidden},
                                                         ShardSpec{},
@@ -45,30 +62,11 @@ MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefi
                                                         init_std,
                                                         -1,
                                                         /*weight_decay=*/true}));
-  auto experts = register_module("experts", std::make_shared<torch::nn::Module>());
-  for (int64_t j = 0; j < o.experts; ++j) {
-    const std::string e = prefix + "experts." + std::to_string(j) + ".";
-    LinearOptions in{hidden, o.ffn_hidden, init_std}, out{o.ffn_hidden, hidden, init_std};
-    in.bias = out.bias = false;
-    auto expert =
-        experts->register_module(std::to_string(j), std::make_shared<torch::nn::Module>());
-    gate_.push_back(expert->register_module(
-        "gate", std::make_shared<ColumnParallelLinear>(params, tp, e + "gate", in)));
-    up_.push_back(expert->register_module(
-        "up", std::make_shared<ColumnParallelLinear>(params, tp, e + "up", in)));
-    down_.push_back(expert->register_module(
-        "down", std::make_shared<RowParallelLinear>(params, tp, e + "down", out)));
-  }
-  if (!o.shared_expert) return;
-  LinearOptions in{hidden, o.ffn_hidden, init_std}, out{o.ffn_hidden, hidden, init_std};
-  in.bias = out.bias = false;
-  auto shared = register_module("shared", std::make_shared<torch::nn::Module>());
-  shared_gate_ = shared->register_module(
-      "gate", std::make_shared<ColumnParallelLinear>(params, tp, prefix + "shared.gate", in));
-  shared_up_ = shared->register_module(
-      "up", std::make_shared<ColumnParallelLinear>(params, tp, prefix + "shared.up", in));
-  shared_down_ = shared->register_module(
-      "down", std::make_shared<RowParallelLinear>(params, tp, prefix + "shared.down", out));
+  for (int64_t j = 0; j < o.experts; ++j)
+    experts_.push_back(make_expert(params, tp, prefix + "experts." + std::to_string(j),
+                                   "expert_" + std::to_string(j), hidden, init_std));
+  if (o.shared_expert)
+    shared_ = make_expert(params, tp, prefix + "shared", "shared", hidden, init_std);
 }
 
 at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
@@ -91,8 +89,11 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
           ? static_cast<int64_t>(std::ceil(o_.capacity_factor * static_cast<double>(T * o_.top_k) /
                                            static_cast<double>(E)))
           : N;
+  // Per sequence, how many of its T k choices went to each expert: the load, and f below.
+  const at::Tensor counts = at::zeros({B, E}, probs.options())
+                                .scatter_add(1, chosen.reshape({B, T * o_.top_k}),
+                                             at::ones({B, T * o_.top_k}, probs.options()));
   const bool training = at::GradMode::is_enabled();
-  if (training && stats_.load.empty()) stats_.load.assign(static_cast<size_t>(E), 0);
   at::Tensor y = at::zeros_like(x);
   for (int64_t e = 0; e < E; ++e) {
     const at::Tensor hit = chosen == e;  // (N, k)
@@ -100,19 +101,17 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
     if (o_.capacity_factor > 0)
       taken = taken & (taken.view({B, T}).to(at::kLong).cumsum(1) <= capacity).view({N});
     const at::Tensor rows = taken.nonzero().squeeze(1);  // its tokens, ascending
-    if (training) {
-      const int64_t chose = hit.sum().item<int64_t>();
-      stats_.load[static_cast<size_t>(e)] += chose;
-      stats_.dropped += chose - rows.size(0);
-    }
+    if (training) dropped_ -= rows.size(0);              // its size is known here: no further wait
     const at::Tensor w = weights.masked_fill(~hit, 0).sum(1).index_select(0, rows);
-    const at::Tensor xe = x.index_select(0, rows);
-    const at::Tensor he = down_[e]->forward(at::silu(gate_[e]->forward(xe)) * up_[e]->forward(xe));
-    y = y.index_add(0, rows, he * w.unsqueeze(1));
+    y = y.index_add(0, rows, experts_[e].forward(x.index_select(0, rows)) * w.unsqueeze(1));
+  }
+  if (training) {
+    dropped_ += N * o_.top_k;  // the choices made, less those taken
+    const at::Tensor load = counts.sum(0).detach();
+    load_sum_ = load_sum_.defined() ? load_sum_ + load : load;
   }
   // The shared expert last: after the routed ones, in the same order in every layout.
-  if (shared_gate_)
-    y = y + shared_down_->forward(at::silu(shared_gate_->forward(x)) * shared_up_->forward(x));
+  if (shared_.gate) y = y + shared_.forward(x);
   y = y.view({B, T, C});
   if (o_.aux_loss_coeff == 0.0 && o_.z_loss_coeff == 0.0) return y;
 
@@ -120,9 +119,6 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   // no layout knob (micro-batch size, dp, pp, tp) changes the model: for each sequence,
   // E * sum_e f_e P_e, f_e the fraction of its T k choices that went to e (no gradient),
   // P_e its tokens' mean probability of e; averaged over the step's sequences.
-  const at::Tensor counts = at::zeros({B, E}, probs.options())
-                                .scatter_add(1, chosen.reshape({B, T * o_.top_k}),
-                                             at::ones({B, T * o_.top_k}, probs.options()));
   const at::Tensor f = counts / static_cast<double>(T * o_.top_k);  // (B, E)
   const at::Tensor p = probs.view({B, T, E}).mean(1);               // (B, E)
   // Scaled to the objective's units: loss_scale divides by the step's tokens, and a
@@ -131,10 +127,24 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   // The z-loss, the squared logsumexp of the router's logits, averaged over the step's tokens.
   if (o_.z_loss_coeff != 0.0)
     loss = loss + o_.z_loss_coeff * at::logsumexp(logits, -1).pow(2).sum();
-  if (training) stats_.aux_loss += loss.item<double>() * loss_scale;
+  if (training) {
+    const at::Tensor share = loss.detach() * loss_scale;
+    aux_sum_ = aux_sum_.defined() ? aux_sum_ + share : share;
+  }
   return AttachLoss::apply(y, loss, loss_scale);
 }
 
-MoeLayerStats MoeMlp::take_statistics() { return std::exchange(stats_, MoeLayerStats{}); }
+MoeLayerStats MoeMlp::take_statistics() {
+  MoeLayerStats s;
+  if (aux_sum_.defined()) s.aux_loss = aux_sum_.item<double>();
+  s.dropped = dropped_;
+  if (load_sum_.defined()) {
+    const at::Tensor load = load_sum_.to(at::kCPU, at::kLong).contiguous();
+    s.load.assign(load.data_ptr<int64_t>(), load.data_ptr<int64_t>() + load.numel());
+  }
+  aux_sum_ = load_sum_ = at::Tensor();
+  dropped_ = 0;
+  return s;
+}
 
 }  // namespace trident

@@ -10,20 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "models/moe_stats.h"  // MoeLayerStats
 #include "tensor_parallel/layers.h"
 #include "tensor_parallel/parameter.h"
 
 namespace trident {
 class Communicator;
-
-/// What an MoE layer routed during a step on this rank (forward passes that record a graph:
-/// a recomputation counts once, evaluation not at all): its auxiliary losses' share of the
-/// objective, the (token, expert) choices each expert received, and those dropped at capacity.
-struct MoeLayerStats {
-  double aux_loss = 0.0;
-  int64_t dropped = 0;
-  std::vector<int64_t> load;  // per expert
-};
 
 struct MoeOptions {
   int64_t experts = 0;
@@ -58,15 +50,23 @@ class MoeMlp : public torch::nn::Module {
   MoeLayerStats take_statistics();
 
  private:
-  Communicator& tp_;
+  /// One expert: down(silu(gate x) * up x), "<name>.{gate,up,down}.weight".
+  struct Expert {
+    std::shared_ptr<ColumnParallelLinear> gate, up;
+    std::shared_ptr<RowParallelLinear> down;
+    at::Tensor forward(const at::Tensor& x) const;
+  };
+  /// Parameters "<name>.{gate,up,down}.weight", in a submodule `module`.
+  Expert make_expert(ParamRegistry& params, Communicator& tp, const std::string& name,
+                     const std::string& module, int64_t hidden, double init_std);
+
   MoeOptions o_;
   at::Tensor router_;
-  std::vector<std::shared_ptr<ColumnParallelLinear>> gate_, up_;
-  std::vector<std::shared_ptr<RowParallelLinear>> down_;
-  // The shared expert ("<prefix>shared.{gate,up,down}.weight"), when there is one.
-  std::shared_ptr<ColumnParallelLinear> shared_gate_, shared_up_;
-  std::shared_ptr<RowParallelLinear> shared_down_;
-  MoeLayerStats stats_;
+  std::vector<Expert> experts_;
+  Expert shared_;  // its layers null without a shared expert
+  // This step's statistics, kept as tensors so that the forward waits on nothing.
+  at::Tensor aux_sum_, load_sum_;
+  int64_t dropped_ = 0;
 };
 
 }  // namespace trident
