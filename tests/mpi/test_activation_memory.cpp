@@ -88,6 +88,24 @@ double formula_bytes(const plan::ActivationShape& shape, const Case& c) {
   return plan::layer_activation_bytes(shape, options, 4.0);
 }
 
+/// One process alone and the whole world (2 ranks) as one tp group, the tracker installed.
+class ActivationMemory : public ::testing::Test {
+ protected:
+  ActivationMemory() { install_memory_tracker(); }
+  static int world_size() {
+    int world = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    return world;
+  }
+  int rank = [] {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }();
+  ParallelContext solo{MPI_COMM_SELF, 1, 1, 1, 60.0};
+  ParallelContext tp2{MPI_COMM_WORLD, 1, 1, world_size(), 60.0};
+};
+
 /// kept_bytes of a GPT block.
 int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute recompute) {
   GptOptions o;
@@ -105,13 +123,7 @@ int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute re
   return kept_bytes(block, sequence_parallel ? kSeq / tp.size() : kSeq, recompute);
 }
 
-TEST(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
-  install_memory_tracker();
-  int world = 0, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
-  ParallelContext tp2(MPI_COMM_WORLD, 1, 1, world, 60.0);
+TEST_F(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
   const plan::ActivationShape shape{kSeq, kBatch, kHidden, kHeads};
   using plan::Recompute;
   for (const Case& c : layout_cases(solo, tp2)) {
@@ -167,13 +179,7 @@ int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequen
 // 2 s b / t elements), the causal mask (s^2 bools) and the repetition's two indices (one
 // int64 a local query head each). Two shapes: the formula's terms were read off the first
 // at tp 1; the second (multi-query, 8 heads, f = 2.5 h, s = 48) was not looked at.
-TEST(ActivationMemory, llama_block_matches_the_swiglu_formula) {
-  install_memory_tracker();
-  int world = 0, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
-  ParallelContext tp2(MPI_COMM_WORLD, 1, 1, world, 60.0);
+TEST_F(ActivationMemory, llama_block_matches_the_swiglu_formula) {
   using plan::Recompute;
   for (const LlamaShape& ls : {LlamaShape{32, 4, 2, 96}, LlamaShape{48, 8, 1, 160}}) {
     const plan::ActivationShape shape{ls.seq, kBatch, kHidden, ls.heads, /*llama=*/true, ls.ffn};
