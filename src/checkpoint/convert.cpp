@@ -47,6 +47,10 @@ class ShapeOnlyGroup : public Communicator {
   WorkHandle send(at::Tensor, int, int) override { return refuse(); }
   WorkHandle recv(at::Tensor, int, int) override { return refuse(); }
   WorkHandle barrier() override { return refuse(); }
+  WorkHandle all_to_all(at::Tensor, at::Tensor, const std::vector<int64_t>&,
+                        const std::vector<int64_t>&) override {
+    return refuse();
+  }
   std::string broadcast_bytes(std::string, int) override { refuse(); }
   std::vector<std::string> gather_bytes(const std::string&, int) override { refuse(); }
   std::vector<std::string> all_gather_bytes(const std::string&) override { refuse(); }
@@ -71,7 +75,8 @@ std::vector<StoredPiece> plan_rank(SliceReader& reader, const CheckpointIndex& s
   std::vector<StoredPiece> pieces;
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamSpec& spec = params[i].spec;
-    if (!stores_param(spec, c.tp, c.dp, zero) || ranges[i].length == 0) continue;
+    if (!stores_param(spec, c.tp, c.dp, zero, static_cast<int>(p.ep)) || ranges[i].length == 0)
+      continue;
     check_shape(source, spec, target.model.vocab);
     const std::string names[] = {spec.name, exp_avg_name(spec.name), exp_avg_sq_name(spec.name),
                                  master_name(spec.name)};
@@ -99,7 +104,8 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
                                   Communicator& comm) {
   const int me = comm.rank(), procs = comm.size();
   const auto& p = target.parallel;
-  const ProcessGrid grid(static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp));
+  const ProcessGrid grid(static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
+                         static_cast<int>(p.ep));
   CheckpointIndex source;
   std::string tmp;
   run_agreed(comm, [&] {
@@ -118,12 +124,17 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
 
   nlohmann::json records = nlohmann::json::array();
   run_agreed(comm, [&] {
-    std::map<int, std::unique_ptr<ModelStage>> stages;  // pipeline stage -> its specs
+    // (pipeline stage, ep rank) -> its specs: an ep rank holds its share of the experts.
+    std::map<std::pair<int, int>, std::unique_ptr<ModelStage>> stages;
+    std::map<int, std::unique_ptr<ShapeOnlyGroup>> ep_groups;  // outlive the stages above
     ShapeOnlyGroup group(0, grid.tp());
     for (int r = me; r < grid.world_size(); r += procs) {
       const GridCoord c = grid.coord_of(r);
-      auto& stage = stages[c.pp];
-      if (!stage) stage = make_model_stage(target, group, c.pp, grid.pp());
+      auto& ep = ep_groups[grid.ep_rank(c)];
+      if (!ep) ep = std::make_unique<ShapeOnlyGroup>(grid.ep_rank(c), grid.ep());
+      auto& stage = stages[{c.pp, grid.ep_rank(c)}];
+      if (!stage)
+        stage = make_model_stage(target, group, c.pp, grid.pp(), at::kCPU, false, ep.get());
       SliceReader reader(source);
       const std::vector<StoredPiece> pieces =
           plan_rank(reader, source, stage->params().params(), c, target);

@@ -61,7 +61,7 @@ std::vector<StoredPiece> window_pieces(const StateWindow& window, const Training
   std::vector<StoredPiece> out;
   for (const auto& [i, v] : window) {
     const Parameter& p = params[i];
-    if (!stores_param(p.spec, tp_rank, dp_rank, opt.options().stage)) continue;
+    if (!stores_param(p.spec, tp_rank, dp_rank, opt.options().stage, ctx.grid().ep())) continue;
     auto add = [&](const std::string& tensor, const at::Tensor& flat) {
       for (auto& [view, box] : flat_range_pieces(p.spec, tp_rank, tp, flat, v.start))
         out.push_back({tensor, view, box, p.spec.global_shape});

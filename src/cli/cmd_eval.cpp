@@ -44,11 +44,12 @@ int cmd_eval(const Args& args) {
 
   const auto& p = config.parallel;
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
-                      p.timeout_s, run_device(config.train.device, local_rank()));
+                      p.timeout_s, run_device(config.train.device, local_rank()),
+                      static_cast<int>(p.ep));
   std::unique_ptr<ModelStage> model;
   run_agreed(*job, [&] {
-    model =
-        make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device());
+    model = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device(),
+                             false, &ctx.ep());
   });
   load_model_weights(*model, ctx, config, path, "");
   const EvalResult r = evaluate_token_file(*model, ctx, args.get("data"), K, T, B);

@@ -57,6 +57,7 @@ struct ParallelConfig {
   int64_t dp = 0;  ///< 0 in the file means: derive from world size
   int64_t pp = 1;
   int64_t tp = 1;
+  int64_t ep = 1;  ///< expert parallelism: ep consecutive dp ranks share out the experts
   int64_t zero_stage = 0;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaved-1f1b)

@@ -190,6 +190,11 @@ std::vector<KeySpec> build_schema() {
        "pipeline stages; divides model.layers"},
       {"parallel", "tp", field(kParallel, &P::tp), at_least(1),
        "tensor-parallel ranks; divides model.heads"},
+      {"parallel", "ep", field(kParallel, &P::ep), at_least(1),
+       "expert parallelism (Mixture-of-Experts): each MoE layer's experts are shared out among "
+       "ep consecutive dp ranks, which send each token to its experts' rank and back by "
+       "all-to-all; the experts' gradients are reduced (and their ZeRO shards cut) over the "
+       "dp / ep ranks holding the same experts; divides parallel.dp and model.moe_experts"},
       {"parallel", "zero_stage", field(kParallel, &P::zero_stage), one_of(zero_stages),
        "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients, "
        "3 also shard parameters (gathered per layer on use)"},

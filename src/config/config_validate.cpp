@@ -209,6 +209,30 @@ void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Er
                    std::to_string(world_size) + "; " + fix);
 }
 
+/// Expert parallelism shares the experts out among ep of the dp ranks: it needs experts,
+/// as many on every rank, and dp ranks to carve it from.
+void check_expert_parallel(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ParallelConfig& p = c.parallel;
+  if (p.ep == 1) return;
+  const std::string where = origins.where("parallel.ep");
+  const std::string ep = "parallel.ep = " + std::to_string(p.ep);
+  if (c.model.arch != ModelArch::kLlama || c.model.moe_experts == 0) {
+    errors.push_back(where + ": " + ep +
+                     " shares out the experts of a Mixture-of-Experts model, but this model has "
+                     "none (model.moe_experts = 0, or not a llama); set parallel.ep = 1");
+    return;
+  }
+  if (c.model.moe_experts % p.ep != 0)
+    errors.push_back(where + ": " + ep +
+                     " does not divide model.moe_experts = " + std::to_string(c.model.moe_experts) +
+                     " (every ep rank holds as many experts); use ep in " +
+                     divisors_of(c.model.moe_experts));
+  if (p.dp > 0 && p.dp % p.ep != 0)
+    errors.push_back(where + ": " + ep + " does not divide parallel.dp = " + std::to_string(p.dp) +
+                     " (the ep ranks are carved out of the dp ranks); use ep in " +
+                     divisors_of(p.dp) + ", or run on more ranks");
+}
+
 void check_batch(TrainConfig& c, const Origins& origins, int, Errors& errors) {
   if (c.parallel.dp <= 0) return;  // the world-size check failed and said so
   const int64_t per_step = c.train.micro_batch_size * c.parallel.dp;
@@ -290,6 +314,7 @@ constexpr CrossCheck kCrossChecks[] = {check_keys_apply,
                                        check_sequence_parallel,
                                        check_virtual_stages,
                                        check_world_size,
+                                       check_expert_parallel,
                                        check_batch,
                                        check_schedule_micro_batches,
                                        check_schedule_lengths,

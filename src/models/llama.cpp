@@ -33,8 +33,8 @@ LinearOptions no_bias(bool sequence_parallel, int64_t in, int64_t out, int repli
 
 }  // namespace
 
-LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptions& o,
-                       int64_t index, const RopeTables& rope)
+LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, Communicator* ep,
+                       const LlamaOptions& o, int64_t index, const RopeTables& rope)
     : tp_(tp), o_(o), rope_(rope) {
   const int t = tp.size();
   TORCH_CHECK(
@@ -59,8 +59,8 @@ LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptio
                                                                      no_bias(sp, o.heads * hd, c)));
   norm_2_weight_ = register_parameter("norm_2_weight", norm_param(params, p + "norm_2.weight", c));
   if (o.moe_layer(index)) {
-    moe_ = register_module("moe",
-                           std::make_shared<MoeMlp>(params, tp, p + "moe.", c, o.moe, kInitStd));
+    moe_ = register_module(
+        "moe", std::make_shared<MoeMlp>(params, tp, ep, p + "moe.", c, o.moe, kInitStd));
     return;
   }
   gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(
@@ -103,7 +103,8 @@ at::Tensor LlamaBlock::forward(const at::Tensor& x, double loss_scale) {
   return h + down_->forward(at::silu(gate_->forward(m)) * up_->forward(m));  // (B, T, C)
 }
 
-LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages)
+LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages,
+                       Communicator* ep)
     : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype,
                            o.sequence_parallel ? tp.size() : 1, o.device},
                  o.seed, tp, stage, stages),
@@ -127,7 +128,7 @@ LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int s
   auto h = register_module("h", std::make_shared<torch::nn::Module>());
   for (int64_t i = stage * per_stage; i < (stage + 1) * per_stage; ++i) {
     const size_t first = params_.params().size();
-    blocks_.push_back(std::make_shared<LlamaBlock>(params_, tp, o, i, rope_));
+    blocks_.push_back(std::make_shared<LlamaBlock>(params_, tp, ep, o, i, rope_));
     block_index_.push_back(i);
     h->register_module(std::to_string(i), blocks_.back());
     add_unit(first);

@@ -52,8 +52,9 @@ struct LlamaOptions {
 /// column-parallel (separate matrices, as Hugging Face stores them), o and down row-parallel.
 class LlamaBlock : public torch::nn::Module {
  public:
-  LlamaBlock(ParamRegistry& params, Communicator& tp, const LlamaOptions& o, int64_t index,
-             const RopeTables& rope);
+  /// `ep`: the expert-parallel group of an MoE layer's experts, or null (MoeMlp).
+  LlamaBlock(ParamRegistry& params, Communicator& tp, Communicator* ep, const LlamaOptions& o,
+             int64_t index, const RopeTables& rope);
   /// x (B, T, C) replicated over tp -> (B, T, C); with sequence parallelism this rank's
   /// slice (B, T/tp, C) -> (B, T/tp, C). `loss_scale`, the objective's 1 / (tokens of the
   /// step), weighs an MoE layer's auxiliary losses (MoeMlp::forward).
@@ -82,7 +83,9 @@ class LlamaBlock : public torch::nn::Module {
 /// embedding is "embed.weight" and the head "lm_head.weight", each on its own stage.
 class LlamaStage : public ModelStage {
  public:
-  LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages);
+  /// `ep`: the expert-parallel group, or null for every expert on this rank.
+  LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages,
+             Communicator* ep = nullptr);
 
   at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
                      double loss_scale) override;

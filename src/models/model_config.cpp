@@ -98,7 +98,8 @@ LlamaOptions llama_options(const TrainConfig& c) {
 namespace {
 
 std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communicator& tp, int stage,
-                                             int stages, at::Device device, bool defer_init) {
+                                             int stages, at::Device device, bool defer_init,
+                                             Communicator* ep) {
   switch (config.model.arch) {
     case ModelArch::kGpt2: {
       GptOptions o = gpt_options(config);
@@ -110,7 +111,7 @@ std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communic
       LlamaOptions o = llama_options(config);
       o.device = device;
       o.defer_init = defer_init;
-      return std::make_unique<LlamaStage>(o, tp, stage, stages);
+      return std::make_unique<LlamaStage>(o, tp, stage, stages, ep);
     }
   }
   throw std::logic_error("make_model_stage: a model.arch without a model");
@@ -119,15 +120,16 @@ std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communic
 }  // namespace
 
 std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
-                                             int stages, at::Device device, bool defer_init) {
+                                             int stages, at::Device device, bool defer_init,
+                                             Communicator* ep) {
   const int chunks = static_cast<int>(config.parallel.virtual_stages);
-  if (chunks <= 1) return make_plain_stage(config, tp, stage, stages, device, defer_init);
+  if (chunks <= 1) return make_plain_stage(config, tp, stage, stages, device, defer_init, ep);
   // Megatron's assignment: chunk c of stage s is virtual stage c * stages + s, so the
   // embedding goes with stage 0's first chunk and the head with the last stage's last.
   std::vector<std::unique_ptr<ModelStage>> parts;
   for (int c = 0; c < chunks; ++c)
     parts.push_back(
-        make_plain_stage(config, tp, c * stages + stage, stages * chunks, device, defer_init));
+        make_plain_stage(config, tp, c * stages + stage, stages * chunks, device, defer_init, ep));
   return std::make_unique<ChunkedStage>(std::move(parts), tp, stage, stages);
 }
 

@@ -37,9 +37,10 @@ LlamaOptions llama_options(const TrainConfig& config);
 /// the tp group `tp`. With parallel.virtual_stages = v > 1 the stage holds v chunks
 /// (a ChunkedStage): chunk c is virtual stage c * stages + stage of stages * v.
 /// `defer_init`: parameters without values (ParamRegistry::defer_init), for an optimizer
-/// that draws each rank's shard of them itself (ZeRO stage 3).
+/// that draws each rank's shard of them itself (ZeRO stage 3). `ep`: the expert-parallel
+/// group among which an MoE model's experts are shared out (parallel.ep), or null.
 std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
                                              int stages, at::Device device = at::kCPU,
-                                             bool defer_init = false);
+                                             bool defer_init = false, Communicator* ep = nullptr);
 
 }  // namespace trident

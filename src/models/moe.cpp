@@ -6,6 +6,9 @@
 
 #include <cmath>  // std::ceil
 
+#include "models/expert_parallel.h"  // run_experts_over_ep
+#include "parallel/communicator.h"
+
 namespace trident {
 
 namespace {
@@ -33,9 +36,11 @@ struct AttachLoss : torch::autograd::Function<AttachLoss> {
 }  // namespace
 
 MoeMlp::Expert MoeMlp::make_expert(ParamRegistry& params, Communicator& tp, const std::string& name,
-                                   const std::string& module, int64_t hidden, double init_std) {
+                                   const std::string& module, int64_t hidden, double init_std,
+                                   bool routed) {
   LinearOptions in{hidden, o_.ffn_hidden, init_std}, out{o_.ffn_hidden, hidden, init_std};
   in.bias = out.bias = false;
+  in.expert = out.expert = routed;
   auto holder = std::make_shared<torch::nn::Module>();
   Expert e;
   e.gate = holder->register_module(
@@ -52,9 +57,9 @@ at::Tensor MoeMlp::Expert::forward(const at::Tensor& x) const {
   return down->forward(at::silu(gate->forward(x)) * up->forward(x));
 }
 
-MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefix, int64_t hidden,
-               const MoeOptions& o, double init_std)
-    : o_(o) {
+MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, Communicator* ep, const std::string& prefix,
+               int64_t hidden, const MoeOptions& o, double init_std)
+    : o_(o), ep_(ep != nullptr && ep->size() > 1 ? ep : nullptr) {
   router_ = register_parameter("router", params.create({prefix + "router.weight",
                                                         {o.experts, hidden},
                                                         ShardSpec{},
@@ -62,11 +67,26 @@ MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefi
                                                         init_std,
                                                         -1,
                                                         /*weight_decay=*/true}));
-  for (int64_t j = 0; j < o.experts; ++j)
+  const int64_t ranks = ep_ ? ep_->size() : 1, here = o.experts / ranks;
+  TORCH_CHECK(o.experts % ranks == 0, "moe: ", o.experts,
+              " experts do not split over ep = ", ranks);
+  const int64_t first = ep_ ? ep_->rank() * here : 0;
+  for (int64_t j = first; j < first + here; ++j)
     experts_.push_back(make_expert(params, tp, prefix + "experts." + std::to_string(j),
-                                   "expert_" + std::to_string(j), hidden, init_std));
+                                   "expert_" + std::to_string(j), hidden, init_std, true));
   if (o.shared_expert)
-    shared_ = make_expert(params, tp, prefix + "shared", "shared", hidden, init_std);
+    shared_ = make_expert(params, tp, prefix + "shared", "shared", hidden, init_std, false);
+}
+
+std::vector<at::Tensor> MoeMlp::run_experts(const std::vector<at::Tensor>& inputs) {
+  if (ep_) {
+    return run_experts_over_ep(*ep_, inputs, [this](int64_t j, const at::Tensor& x) {
+      return experts_[static_cast<size_t>(j)].forward(x);
+    });
+  }
+  std::vector<at::Tensor> outputs;
+  for (size_t e = 0; e < inputs.size(); ++e) outputs.push_back(experts_[e].forward(inputs[e]));
+  return outputs;
 }
 
 at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
@@ -94,17 +114,24 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
                                 .scatter_add(1, chosen.reshape({B, T * o_.top_k}),
                                              at::ones({B, T * o_.top_k}, probs.options()));
   const bool training = at::GradMode::is_enabled();
-  at::Tensor y = at::zeros_like(x);
+  // Each expert's tokens (ascending) and their weights.
+  std::vector<at::Tensor> rows, w, inputs;
   for (int64_t e = 0; e < E; ++e) {
     const at::Tensor hit = chosen == e;  // (N, k)
     at::Tensor taken = hit.any(1);       // (N): a token picks e at most once
     if (o_.capacity_factor > 0)
       taken = taken & (taken.view({B, T}).to(at::kLong).cumsum(1) <= capacity).view({N});
-    const at::Tensor rows = taken.nonzero().squeeze(1);  // its tokens, ascending
-    if (training) dropped_ -= rows.size(0);              // its size is known here: no further wait
-    const at::Tensor w = weights.masked_fill(~hit, 0).sum(1).index_select(0, rows);
-    y = y.index_add(0, rows, experts_[e].forward(x.index_select(0, rows)) * w.unsqueeze(1));
+    rows.push_back(taken.nonzero().squeeze(1));
+    if (training) dropped_ -= rows.back().size(0);  // its size is known here: no further wait
+    w.push_back(weights.masked_fill(~hit, 0).sum(1).index_select(0, rows.back()));
+    inputs.push_back(x.index_select(0, rows.back()));
   }
+  const std::vector<at::Tensor> outputs = run_experts(inputs);
+  // The combine: a token's expert outputs summed in increasing expert index.
+  at::Tensor y = at::zeros_like(x);
+  for (int64_t e = 0; e < E; ++e)
+    y = y.index_add(0, rows[static_cast<size_t>(e)],
+                    outputs[static_cast<size_t>(e)] * w[static_cast<size_t>(e)].unsqueeze(1));
   if (training) {
     dropped_ += N * o_.top_k;  // the choices made, less those taken
     const at::Tensor load = counts.sum(0).detach();

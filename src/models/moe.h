@@ -34,12 +34,17 @@ struct MoeOptions {
 /// its experts in increasing index order. With a capacity factor, an expert takes at most
 /// ceil(factor * T * k / E) tokens of each sequence, the first in token order: a sequence
 /// is never split, so no layout changes which tokens are dropped.
+/// With an ep group of P ranks, rank q holds experts [q E/P, (q+1) E/P) only, and the
+/// tokens meet their experts by all-to-all (models/expert_parallel.h); routing, the
+/// weights, the losses and the combine stay on the token's rank, so they do not change.
 class MoeMlp : public torch::nn::Module {
  public:
-  /// Parameters "<prefix>router.weight", "<prefix>experts.<j>.{gate,up,down}.weight" and,
-  /// with a shared expert, "<prefix>shared.{gate,up,down}.weight".
-  MoeMlp(ParamRegistry& params, Communicator& tp, const std::string& prefix, int64_t hidden,
-         const MoeOptions& options, double init_std);
+  /// Parameters "<prefix>router.weight", "<prefix>experts.<j>.{gate,up,down}.weight" (j
+  /// global; with `ep`, this rank's experts only) and, with a shared expert,
+  /// "<prefix>shared.{gate,up,down}.weight". `ep`: the expert-parallel group, or null for
+  /// every expert on this rank.
+  MoeMlp(ParamRegistry& params, Communicator& tp, Communicator* ep, const std::string& prefix,
+         int64_t hidden, const MoeOptions& options, double init_std);
   /// m (B, T, C) replicated over tp -> (B, T, C), B whole sequences. The layer's auxiliary
   /// losses join the objective through the output's backward: aux_loss_coeff * E *
   /// sum_e f_e P_e per sequence, averaged over the step's sequences, and z_loss_coeff *
@@ -56,14 +61,18 @@ class MoeMlp : public torch::nn::Module {
     std::shared_ptr<RowParallelLinear> down;
     at::Tensor forward(const at::Tensor& x) const;
   };
-  /// Parameters "<name>.{gate,up,down}.weight", in a submodule `module`.
+  /// Parameters "<name>.{gate,up,down}.weight", in a submodule `module`; `routed`: a
+  /// routed expert's (ParamSpec::expert).
   Expert make_expert(ParamRegistry& params, Communicator& tp, const std::string& name,
-                     const std::string& module, int64_t hidden, double init_std);
+                     const std::string& module, int64_t hidden, double init_std, bool routed);
+  /// Each expert's output for its rows `inputs[e]` (all E experts; rows (n_e, C)).
+  std::vector<at::Tensor> run_experts(const std::vector<at::Tensor>& inputs);
 
   MoeOptions o_;
+  Communicator* ep_ = nullptr;  // null or of size 1: every expert here
   at::Tensor router_;
-  std::vector<Expert> experts_;
-  Expert shared_;  // its layers null without a shared expert
+  std::vector<Expert> experts_;  // this rank's, in global order
+  Expert shared_;                // its layers null without a shared expert
   // This step's statistics, kept as tensors so that the forward waits on nothing.
   at::Tensor aux_sum_, load_sum_;
   int64_t dropped_ = 0;

@@ -3,6 +3,8 @@
 // bytes sent to other nodes.
 #include "parallel/communicator.h"
 
+#include <c10/util/Exception.h>  // TORCH_CHECK
+
 namespace trident {
 
 const char* comm_kind_name(CommKind kind) {
@@ -23,8 +25,36 @@ const char* comm_kind_name(CommKind kind) {
       return "barrier";
     case CommKind::kGather:
       return "gather";
+    case CommKind::kAllToAll:
+      return "all_to_all";
   }
   return "?";
+}
+
+int64_t all_to_all_row_elements(const at::Tensor& output, const at::Tensor& input,
+                                const std::vector<int64_t>& send_rows,
+                                const std::vector<int64_t>& recv_rows, int group_size) {
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all: dtypes differ (",
+              input.scalar_type(), " sent, ", output.scalar_type(), " received)");
+  TORCH_CHECK(static_cast<int>(send_rows.size()) == group_size &&
+                  static_cast<int>(recv_rows.size()) == group_size,
+              "all_to_all: ", send_rows.size(), " send and ", recv_rows.size(),
+              " receive counts for a group of ", group_size);
+  TORCH_CHECK(input.dim() >= 1 && output.dim() == input.dim(),
+              "all_to_all: input and output need the same number of dimensions, at least one");
+  TORCH_CHECK(input.sizes().slice(1) == output.sizes().slice(1), "all_to_all: rows of ",
+              input.sizes().slice(1), " sent but rows of ", output.sizes().slice(1), " received");
+  int64_t sent = 0, received = 0;
+  for (int r = 0; r < group_size; ++r) {
+    sent += send_rows[static_cast<size_t>(r)];
+    received += recv_rows[static_cast<size_t>(r)];
+  }
+  TORCH_CHECK(sent == input.size(0) && received == output.size(0), "all_to_all: counts for ", sent,
+              " rows sent and ", received, " received, but the tensors have ", input.size(0),
+              " and ", output.size(0));
+  int64_t row = 1;
+  for (int64_t d : input.sizes().slice(1)) row *= d;
+  return row;
 }
 
 CommCounter Communicator::counter(CommKind kind) const {

@@ -31,10 +31,17 @@ enum class CommKind {
   kSend,
   kRecv,
   kBarrier,
-  kGather
+  kGather,
+  kAllToAll
 };
-constexpr int kNumCommKinds = 8;
+constexpr int kNumCommKinds = 9;
 const char* comm_kind_name(CommKind kind);
+
+/// Checks an all_to_all's tensors and counts against each other and the group's size (a
+/// message naming what differs) and returns the elements of one row.
+int64_t all_to_all_row_elements(const at::Tensor& output, const at::Tensor& input,
+                                const std::vector<int64_t>& send_rows,
+                                const std::vector<int64_t>& recv_rows, int group_size);
 
 /// What one group has moved: calls, payload bytes (the size of the buffer this rank
 /// contributes or receives, before any algorithm-specific factor), wall seconds from
@@ -82,6 +89,14 @@ class Communicator {
   virtual WorkHandle send(at::Tensor tensor, int dst, int tag) = 0;
   virtual WorkHandle recv(at::Tensor tensor, int src, int tag) = 0;
   virtual WorkHandle barrier() = 0;
+  /// Rows (slices along dim 0) to and from every rank, counts differing: this rank sends
+  /// `send_rows[r]` consecutive rows of `input`, in group-rank order, to rank r, and
+  /// receives `recv_rows[r]` rows from rank r into `output`, in group-rank order. Both
+  /// tensors contiguous, of one dtype and the same row shape; each rank's recv_rows[r] is
+  /// rank r's send_rows for it.
+  virtual WorkHandle all_to_all(at::Tensor output, at::Tensor input,
+                                const std::vector<int64_t>& send_rows,
+                                const std::vector<int64_t>& recv_rows) = 0;
 
   // Byte strings of any length, for metadata (checkpoint records, trace events, error
   // messages): each call blocks until done and is counted under its kind (a gather as

@@ -85,6 +85,14 @@ WorkHandle HostStagedCommunicator::recv(at::Tensor tensor, int src, int tag) {
   return staged(host_->recv(host, src, tag), tensor, host);
 }
 
+WorkHandle HostStagedCommunicator::all_to_all(at::Tensor output, at::Tensor input,
+                                              const std::vector<int64_t>& send_rows,
+                                              const std::vector<int64_t>& recv_rows) {
+  at::Tensor out =
+      on_device(output) ? at::empty(output.sizes(), output.options().device(at::kCPU)) : output;
+  return staged(host_->all_to_all(out, to_host(input), send_rows, recv_rows), output, out);
+}
+
 std::string HostStagedCommunicator::broadcast_bytes(std::string bytes, int root) {
   return host_->broadcast_bytes(std::move(bytes), root);
 }

@@ -26,6 +26,8 @@ class HostStagedCommunicator : public Communicator {
   WorkHandle send(at::Tensor tensor, int dst, int tag) override;
   WorkHandle recv(at::Tensor tensor, int src, int tag) override;
   WorkHandle barrier() override { return host_->barrier(); }
+  WorkHandle all_to_all(at::Tensor output, at::Tensor input, const std::vector<int64_t>& send_rows,
+                        const std::vector<int64_t>& recv_rows) override;
 
   std::string broadcast_bytes(std::string bytes, int root) override;
   std::vector<std::string> gather_bytes(const std::string& bytes, int root) override;

@@ -60,6 +60,16 @@ WorkHandle LocalCommunicator::all_gather(at::Tensor output, at::Tensor input) {
   return done(CommKind::kAllGather, nbytes(output));
 }
 
+WorkHandle LocalCommunicator::all_to_all(at::Tensor output, at::Tensor input,
+                                         const std::vector<int64_t>& send_rows,
+                                         const std::vector<int64_t>& recv_rows) {
+  check_tensor(output, "all_to_all output");
+  check_tensor(input, "all_to_all input");
+  all_to_all_row_elements(output, input, send_rows, recv_rows, 1);
+  if (!output.is_same(input)) output.copy_(input);
+  return done(CommKind::kAllToAll, nbytes(input));
+}
+
 WorkHandle LocalCommunicator::broadcast(at::Tensor tensor, int root) {
   check_tensor(tensor, "broadcast");
   check_peer(root, "broadcast");

@@ -212,6 +212,38 @@ WorkHandle MpiCommunicator::recv(at::Tensor tensor, int src, int tag) {
   return work;
 }
 
+WorkHandle MpiCommunicator::all_to_all(at::Tensor output, at::Tensor input,
+                                       const std::vector<int64_t>& send_rows,
+                                       const std::vector<int64_t>& recv_rows) {
+  check_tensor(output, "all_to_all output");
+  check_tensor(input, "all_to_all input");
+  const int64_t row = all_to_all_row_elements(output, input, send_rows, recv_rows, size_);
+  auto& counter = counters_[static_cast<int>(CommKind::kAllToAll)];
+  Blocked blocked(counter);
+  // Counts and displacements in elements; MPI's are ints.
+  std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+  int64_t send_at = 0, recv_at = 0;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t s = send_rows[static_cast<size_t>(r)] * row,
+                  v = recv_rows[static_cast<size_t>(r)] * row;
+    TORCH_CHECK(send_at + s <= INT32_MAX && recv_at + v <= INT32_MAX, "all_to_all on group '",
+                name_, "': more than 2^31 elements");
+    send_counts.push_back(static_cast<int>(s));
+    send_displs.push_back(static_cast<int>(send_at));
+    recv_counts.push_back(static_cast<int>(v));
+    recv_displs.push_back(static_cast<int>(recv_at));
+    if (r != rank_) count_sent(r, s * static_cast<int64_t>(input.element_size()));
+    send_at += s;
+    recv_at += v;
+  }
+  auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllToAll, nbytes(input),
+                                        std::vector<at::Tensor>{output, input});
+  const MPI_Datatype type = transport_type(input.scalar_type());
+  MPI_Ialltoallv(input.data_ptr(), send_counts.data(), send_displs.data(), type, output.data_ptr(),
+                 recv_counts.data(), recv_displs.data(), type, comm_, work->request());
+  return work;
+}
+
 WorkHandle MpiCommunicator::barrier() {
   auto& counter = counters_[static_cast<int>(CommKind::kBarrier)];
   Blocked blocked(counter);

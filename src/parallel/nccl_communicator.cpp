@@ -367,6 +367,35 @@ WorkHandle NcclCommunicator::recv(at::Tensor tensor, int src, int tag) {
   });
 }
 
+WorkHandle NcclCommunicator::all_to_all(at::Tensor output, at::Tensor input,
+                                        const std::vector<int64_t>& send_rows,
+                                        const std::vector<int64_t>& recv_rows) {
+  if (on_host(input)) return bootstrap_->all_to_all(output, input, send_rows, recv_rows);
+  check_tensor(output, device_, "all_to_all output");
+  check_tensor(input, device_, "all_to_all input");
+  const int64_t row = all_to_all_row_elements(output, input, send_rows, recv_rows, size());
+  for (int r = 0; r < size(); ++r)
+    if (r != rank()) count_sent(r, send_rows[static_cast<size_t>(r)] * row * input.element_size());
+  return enqueue(CommKind::kAllToAll, nbytes(input), {output, input}, [&](cudaStream_t s) {
+    // One group of sends and receives, as NCCL's own all-to-all examples do.
+    const ncclDataType_t type = nccl_type(input.scalar_type());
+    const size_t bytes = static_cast<size_t>(input.element_size());
+    auto* in = static_cast<char*>(input.data_ptr());
+    auto* out = static_cast<char*>(output.data_ptr());
+    ncclResult_t result = ncclGroupStart();
+    for (int r = 0; r < size() && result == ncclSuccess; ++r) {
+      const auto n_send = static_cast<size_t>(send_rows[static_cast<size_t>(r)] * row);
+      const auto n_recv = static_cast<size_t>(recv_rows[static_cast<size_t>(r)] * row);
+      if (n_send > 0) result = ncclSend(in, n_send, type, r, comm_, s);
+      if (n_recv > 0 && result == ncclSuccess) result = ncclRecv(out, n_recv, type, r, comm_, s);
+      in += n_send * bytes;
+      out += n_recv * bytes;
+    }
+    const ncclResult_t ended = ncclGroupEnd();
+    return result == ncclSuccess ? ended : result;
+  });
+}
+
 WorkHandle NcclCommunicator::barrier() {
   return enqueue(CommKind::kBarrier, 0, {}, [&](cudaStream_t s) {
     return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, s);

@@ -82,13 +82,13 @@ const char* transport_name(DeviceTransport transport) {
 }
 
 #if TRIDENT_HAVE_MPI
-ParallelContext::ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s)
-    : ParallelContext(*borrow(base, timeout_s), dp, pp, tp, timeout_s) {}
+ParallelContext::ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s, int ep)
+    : ParallelContext(*borrow(base, timeout_s), dp, pp, tp, timeout_s, at::kCPU, ep) {}
 #endif
 
 ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s,
-                                 at::Device device)
-    : grid_(dp, pp, tp), device_(device) {
+                                 at::Device device, int ep)
+    : grid_(dp, pp, tp, ep), device_(device) {
   rank_ = base.rank();
   const int size = base.size();
   TORCH_CHECK(size == grid_.world_size(), "the job has ", size, " ranks but dp*pp*tp = ", dp, "*",
@@ -103,11 +103,15 @@ ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, dou
   pp_ = split(base, grid_, GroupKind::kPp, rank_, timeout_s, device, transport_);
   mp_ = split(base, grid_, GroupKind::kModelParallel, rank_, timeout_s, device, transport_);
   embedding_ = split(base, grid_, GroupKind::kEmbedding, rank_, timeout_s, device, transport_);
+  ep_ = split(base, grid_, GroupKind::kEp, rank_, timeout_s, device, transport_);
+  edp_ = split(base, grid_, GroupKind::kExpertDp, rank_, timeout_s, device, transport_);
 }
 
 std::vector<Communicator*> ParallelContext::all_groups() const {
   std::vector<Communicator*> groups{world_.get(), tp_.get(), dp_.get(), pp_.get(), mp_.get()};
   if (embedding_) groups.push_back(embedding_.get());
+  groups.push_back(ep_.get());
+  groups.push_back(edp_.get());
   return groups;
 }
 

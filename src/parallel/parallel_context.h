@@ -31,12 +31,13 @@ class ParallelContext {
   /// byte strings still through `base`'s backend), or, when two ranks of the job share a
   /// GPU, through `base`'s backend with host copies; the choice is the job's, the same on
   /// every rank.
+  /// `ep` (dividing dp) shares each layer's experts out among ep consecutive dp ranks.
   ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s,
-                  at::Device device = at::kCPU);
+                  at::Device device = at::kCPU, int ep = 1);
 #if TRIDENT_HAVE_MPI
   /// The same over an MPI communicator (borrowed, not freed): MPI_COMM_WORLD, MPI_COMM_SELF
   /// or a sub-communicator in tests.
-  ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s);
+  ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s, int ep = 1);
 #endif
 
   const ProcessGrid& grid() const { return grid_; }
@@ -51,6 +52,10 @@ class ParallelContext {
   Communicator& dp() const { return *dp_; }
   Communicator& pp() const { return *pp_; }
   Communicator& model_parallel() const { return *mp_; }
+  /// Expert parallelism: the ranks sharing out the experts (one rank when ep = 1), and the
+  /// ranks holding the same experts (dp itself when ep = 1).
+  Communicator& ep() const { return *ep_; }
+  Communicator& expert_dp() const { return *edp_; }
   /// Only on the first and last pipeline stage; null elsewhere (and equal to a group of
   /// one when pp == 1).
   Communicator* embedding() const { return embedding_.get(); }
@@ -64,7 +69,7 @@ class ParallelContext {
   GridCoord coord_;
   at::Device device_;
   DeviceTransport transport_ = DeviceTransport::kHost;
-  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_;
+  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_, ep_, edp_;
 };
 
 }  // namespace trident

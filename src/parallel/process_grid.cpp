@@ -20,15 +20,23 @@ const char* group_name(GroupKind kind) {
       return "model-parallel";
     case GroupKind::kEmbedding:
       return "embedding";
+    case GroupKind::kEp:
+      return "ep";
+    case GroupKind::kExpertDp:
+      return "expert-dp";
   }
   return "?";
 }
 
-ProcessGrid::ProcessGrid(int dp, int pp, int tp) : dp_(dp), pp_(pp), tp_(tp) {
+ProcessGrid::ProcessGrid(int dp, int pp, int tp, int ep) : dp_(dp), pp_(pp), tp_(tp), ep_(ep) {
   if (dp < 1 || pp < 1 || tp < 1) {
     throw std::invalid_argument(
         "process grid: dp, pp and tp must each be at least 1 (got dp=" + std::to_string(dp) +
         " pp=" + std::to_string(pp) + " tp=" + std::to_string(tp) + ")");
+  }
+  if (ep < 1 || dp % ep != 0) {
+    throw std::invalid_argument("process grid: ep = " + std::to_string(ep) +
+                                " must be at least 1 and divide dp = " + std::to_string(dp));
   }
 }
 
@@ -68,6 +76,14 @@ std::vector<int> ProcessGrid::group_ranks(GroupKind kind, int rank) const {
         if (pp_ > 1) ranks.push_back(rank_of({me.dp, pp_ - 1, me.tp}));
       }
       break;
+    case GroupKind::kEp:
+      for (int e = 0; e < ep_; ++e)
+        ranks.push_back(rank_of({me.dp - me.dp % ep_ + e, me.pp, me.tp}));
+      break;
+    case GroupKind::kExpertDp:
+      for (int k = 0; k < dp_ / ep_; ++k)
+        ranks.push_back(rank_of({k * ep_ + me.dp % ep_, me.pp, me.tp}));
+      break;
   }
   return ranks;
 }
@@ -76,7 +92,9 @@ std::string ProcessGrid::describe() const {
   std::ostringstream out;
   for (int r = 0; r < world_size(); ++r) {
     const GridCoord c = coord_of(r);
-    out << "rank " << r << ": dp " << c.dp << " pp " << c.pp << " tp " << c.tp << "\n";
+    out << "rank " << r << ": dp " << c.dp << " pp " << c.pp << " tp " << c.tp;
+    if (ep_ > 1) out << " ep " << ep_rank(c);
+    out << "\n";
   }
   return out.str();
 }

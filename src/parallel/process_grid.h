@@ -1,5 +1,6 @@
 // ProcessGrid: the arithmetic of the (dp, pp, tp) layout — rank <-> coordinates and the
-// rank lists of every group — in Megatron's order (tp fastest, then dp, then pp).
+// rank lists of every group — in Megatron's order (tp fastest, then dp, then pp), with
+// expert parallelism carved out of dp: ep consecutive dp ranks share out the experts.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,17 +16,25 @@ struct GridCoord {
 };
 
 /// The kinds of process group a rank belongs to.
-enum class GroupKind { kWorld, kTp, kDp, kPp, kModelParallel, kEmbedding };
+/// kEp: the ep consecutive dp ranks among which a layer's experts are shared out (their
+/// tokens meet in all-to-alls); kExpertDp: the dp / ep ranks holding the same experts,
+/// over which those experts' gradients are reduced and their ZeRO shards cut.
+enum class GroupKind { kWorld, kTp, kDp, kPp, kModelParallel, kEmbedding, kEp, kExpertDp };
 const char* group_name(GroupKind kind);
 
-/// rank = tp_rank + tp * (dp_rank + dp * pp_rank). Pure arithmetic, no MPI.
+/// rank = tp_rank + tp * (dp_rank + dp * pp_rank); ep_rank = dp_rank % ep, expert-dp
+/// rank = dp_rank / ep. Pure arithmetic, no MPI.
 class ProcessGrid {
  public:
-  ProcessGrid(int dp, int pp, int tp);
+  /// `ep` divides dp (1: every rank holds every expert).
+  ProcessGrid(int dp, int pp, int tp, int ep = 1);
 
   int dp() const { return dp_; }
   int pp() const { return pp_; }
   int tp() const { return tp_; }
+  int ep() const { return ep_; }
+  int ep_rank(const GridCoord& c) const { return c.dp % ep_; }
+  int expert_dp_rank(const GridCoord& c) const { return c.dp / ep_; }
   int world_size() const { return dp_ * pp_ * tp_; }
 
   int rank_of(GridCoord c) const;
@@ -39,7 +48,7 @@ class ProcessGrid {
   std::string describe() const;
 
  private:
-  int dp_, pp_, tp_;
+  int dp_, pp_, tp_, ep_;
 };
 
 }  // namespace trident

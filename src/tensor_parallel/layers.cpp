@@ -16,13 +16,10 @@ ColumnParallelLinear::ColumnParallelLinear(ParamRegistry& params, Communicator& 
                                            const std::string& name, const LinearOptions& o)
     : tp_(tp), replicas_(o.replicas), sequence_parallel_(o.sequence_parallel && tp.size() > 1) {
   const ShardSpec split{0, o.fused_chunks, o.replicas};
-  weight_ = register_parameter("weight", params.create({name + ".weight",
-                                                        {o.out, o.in},
-                                                        split,
-                                                        InitKind::kNormal,
-                                                        o.init_std,
-                                                        -1,
-                                                        /*weight_decay=*/true}));
+  ParamSpec weight{name + ".weight",     {o.out, o.in}, split, InitKind::kNormal, o.init_std, -1,
+                   /*weight_decay=*/true};
+  weight.expert = o.expert;
+  weight_ = register_parameter("weight", params.create(weight));
   if (o.bias)
     bias_ = register_parameter("bias",
                                params.create({name + ".bias", {o.out}, split, InitKind::kZeros}));
@@ -39,13 +36,11 @@ at::Tensor ColumnParallelLinear::forward(const at::Tensor& x) {
 RowParallelLinear::RowParallelLinear(ParamRegistry& params, Communicator& tp,
                                      const std::string& name, const LinearOptions& o)
     : tp_(tp), sequence_parallel_(o.sequence_parallel && tp.size() > 1) {
-  weight_ = register_parameter("weight", params.create({name + ".weight",
-                                                        {o.out, o.in},
-                                                        ShardSpec{1, 1},
-                                                        InitKind::kNormal,
-                                                        o.init_std,
-                                                        -1,
-                                                        /*weight_decay=*/true}));
+  ParamSpec weight{name + ".weight",     {o.out, o.in}, ShardSpec{1, 1},
+                   InitKind::kNormal,    o.init_std,    -1,
+                   /*weight_decay=*/true};
+  weight.expert = o.expert;
+  weight_ = register_parameter("weight", params.create(weight));
   if (o.bias)
     bias_ = register_parameter(
         "bias", params.create({name + ".bias", {o.out}, ShardSpec{}, InitKind::kZeros}));

@@ -23,6 +23,7 @@ struct LinearOptions {
   /// rank's slice of the sequence and gathers the rest; a row-parallel layer
   /// reduce-scatters its output to slices of the sequence instead of all-reducing it.
   bool sequence_parallel = false;
+  bool expert = false;  // a routed expert's layer (ParamSpec::expert)
 };
 
 /// y = x W^T + b with W's output dimension split over tp: each rank computes out/tp

@@ -38,6 +38,9 @@ struct ParamSpec {
   int64_t valid_rows = -1;    // rows at and beyond it (vocabulary padding) start at zero
   bool weight_decay = false;  // AdamW decays matrices only
   bool tied_copy = false;     // the last stage's copy of the token embedding
+  /// A routed expert's: held by one rank of each ep group, so its gradient is reduced (and
+  /// its ZeRO shards cut) over the expert-dp group instead of dp.
+  bool expert = false;
 };
 
 /// One contiguous run of a shard along the split dimension.

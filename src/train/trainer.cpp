@@ -28,7 +28,8 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
     : config_(config), ctx_(ctx), guard_(config.guard) {
   const auto& p = config.parallel;
   check_device(config.train.device);
-  TORCH_CHECK(ctx.grid().dp() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp,
+  TORCH_CHECK(ctx.grid().dp() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp &&
+                  ctx.grid().ep() == p.ep,
               "the parallel context does not match the config's layout");
   data::SourceOptions source;
   source.source = config.data.source;
@@ -43,7 +44,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
   // in memory, and with the nvme tier the shards are drawn straight into it.
   const bool drawn = p.zero_stage == 3;
   model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device(),
-                            drawn);
+                            drawn, &ctx.ep());
   ZeroOptions zero;
   zero.stage = static_cast<int>(p.zero_stage);
   if (drawn) zero.draw_seed = static_cast<uint64_t>(config.train.seed);

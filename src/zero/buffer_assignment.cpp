@@ -10,8 +10,9 @@ constexpr const char* kTokenEmbedding = "wte.weight";
 
 ZeroBuffer buffer_of(const ParamSpec& spec, int64_t numel, int stage, int64_t persist_below) {
   if (spec.tied_copy || spec.name == kTokenEmbedding) return kEmbeddingBuffer;
-  if (stage == 3 && numel < persist_below) return kPersistentBuffer;
-  return kShardedBuffer;
+  const bool persistent = stage == 3 && numel < persist_below;
+  if (spec.expert) return persistent ? kExpertPersistentBuffer : kExpertBuffer;
+  return persistent ? kPersistentBuffer : kShardedBuffer;
 }
 
 std::vector<std::vector<size_t>> assign_buffers(const std::vector<Parameter>& params,

@@ -9,13 +9,25 @@
 
 namespace trident {
 
-/// The flat buffers of a rank, by index.
+/// The flat buffers of a rank, by index. The experts' buffers are sharded over the
+/// expert-dp group (ParallelContext::expert_dp), the others over dp.
 enum ZeroBuffer : size_t {
-  kEmbeddingBuffer = 0,   ///< the tied token embedding alone (same partition on both stages)
-  kShardedBuffer = 1,     ///< everything else (in stage 3: gathered per layer)
-  kPersistentBuffer = 2,  ///< stage 3: parameters below persist_below, kept whole
-  kNumZeroBuffers = 3,
+  kEmbeddingBuffer = 0,         ///< the tied token embedding alone (same partition on both stages)
+  kShardedBuffer = 1,           ///< everything else (in stage 3: gathered per layer)
+  kPersistentBuffer = 2,        ///< stage 3: parameters below persist_below, kept whole
+  kExpertBuffer = 3,            ///< the routed experts' parameters (ParamSpec::expert)
+  kExpertPersistentBuffer = 4,  ///< stage 3: experts' parameters below persist_below
+  kNumZeroBuffers = 5,
 };
+
+/// Whether a buffer holds routed experts' parameters: cut over the expert-dp group.
+inline bool is_expert_buffer(size_t buffer) {
+  return buffer == kExpertBuffer || buffer == kExpertPersistentBuffer;
+}
+/// Whether stage 3 keeps a buffer whole on every rank (as stage 2 does).
+inline bool is_persistent_buffer(size_t buffer) {
+  return buffer == kPersistentBuffer || buffer == kExpertPersistentBuffer;
+}
 
 /// The buffer of a parameter of `numel` elements (its tp shard) under `stage`.
 ZeroBuffer buffer_of(const ParamSpec& spec, int64_t numel, int stage, int64_t persist_below);

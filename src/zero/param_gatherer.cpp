@@ -178,7 +178,7 @@ void ParamGatherer::acquire(const BucketRef& r) {
   if (buf.load) {
     // From the tier: the read runs until make_ready(), which then gathers. One dp rank
     // holds the whole bucket: the read fills the gathered buffer itself.
-    s.loading = buf.load(r.bucket, dp_.size() == 1 ? s.data : at::Tensor());
+    s.loading = buf.load(r.bucket, group_of(buf).size() == 1 ? s.data : at::Tensor());
   } else {
     gather_from(r,
                 buf.shard.narrow(0, buf.layout->shard_space_offset(r.bucket), bucket.shard_numel));
@@ -189,10 +189,11 @@ void ParamGatherer::acquire(const BucketRef& r) {
 
 void ParamGatherer::gather_from(const BucketRef& r, const at::Tensor& mine) {
   BucketState& s = state(r);
-  if (dp_.size() == 1) {
+  Communicator& group = group_of(buffers_[r.buffer]);
+  if (group.size() == 1) {
     s.data.copy_(mine);
   } else {
-    s.work = dp_.all_gather(s.data, mine);
+    s.work = group.all_gather(s.data, mine);
   }
 }
 

@@ -37,6 +37,9 @@ struct ShardedBuffer {
   /// buffer, when this rank's shard is the whole bucket), else memory of the loader's. A
   /// prefetched layer's reads thus run while the layer before it computes.
   std::function<std::function<at::Tensor()>(size_t bucket, at::Tensor dst)> load;
+  /// The ranks it is sharded over (the experts' buffers: the expert-dp group); null: the
+  /// gatherer's dp group.
+  Communicator* group = nullptr;
 };
 
 /// Gathers and releases layers' parameters for ZeroOptimizer in stage 3. Between a
@@ -125,6 +128,8 @@ class ParamGatherer : public LayerScope {
   std::vector<Parameter>& params_;
   std::vector<ShardedBuffer> buffers_;
   Communicator& dp_;
+  /// The group a buffer's buckets are gathered over.
+  Communicator& group_of(const ShardedBuffer& b) const { return b.group ? *b.group : dp_; }
   GatherOptions options_;
   std::vector<std::vector<int64_t>> shapes_;   // per parameter, its (tp-shard) shape
   std::vector<std::vector<BucketRef>> units_;  // per unit, the buckets it reads

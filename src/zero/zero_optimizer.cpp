@@ -66,7 +66,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
 
   // Group 0: the tied embedding, alone, so its dp partition is the same on the first and
   // the last stage. Group 1: everything else, but in stage 3 the small parameters, which
-  // group 2 keeps whole (see zero/buffer_assignment.h).
+  // group 2 keeps whole, and the routed experts, groups 3 and 4, reduced and sharded over
+  // the expert-dp group (see zero/buffer_assignment.h).
   std::vector<int64_t> numels;
   for (const Parameter& p : params) numels.push_back(p.tensor.numel());
   const auto assigned = assign_buffers(params, numels, zero.stage, zero.persist_below);
@@ -74,25 +75,28 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   where_.resize(params.size());
   for (size_t gi = 0; gi < assigned.size(); ++gi) {
     groups_[gi].params = assigned[gi];
+    groups_[gi].dp = is_expert_buffer(gi) ? &ctx.expert_dp() : &ctx.dp();
     for (size_t k = 0; k < assigned[gi].size(); ++k) where_[assigned[gi][k]] = {gi, k};
   }
   for (size_t gi = 0; gi < groups_.size(); ++gi)
-    build_group(groups_[gi], zero, zero.stage < 3 || gi == kPersistentBuffer);
+    build_group(groups_[gi], zero, zero.stage < 3 || is_persistent_buffer(gi));
 
-  if (shards_grads() && ctx.dp().size() > 1) {
+  if (shards_grads()) {
     // Two bucket buffers for the buckets of several parameters: one being filled while
     // the previous one's reduce-scatter runs. A bucket of one parameter (the embedding,
     // any parameter larger than bucket_size) is sent from its own gradient instead, so
     // the buffers stay about bucket_size however large the largest parameter is.
-    int64_t max_bucket = 0;
+    int64_t max_bucket = 0, max_shard = 0;
     for (const Group& g : groups_)
       for (const Bucket& b : g.layout.buckets())
-        if (b.params.size() > 1) max_bucket = std::max(max_bucket, b.numel);
+        if (b.params.size() > 1 && g.dp->size() > 1) {
+          max_bucket = std::max(max_bucket, b.numel);
+          max_shard = std::max(max_shard, b.shard_numel);
+        }
     const auto opts = at::TensorOptions().dtype(transport_dtype_).device(device_);
     if (max_bucket > 0)
       for (int s = 0; s < kSlots; ++s)
-        slots_.push_back(
-            {at::zeros({max_bucket}, opts), at::zeros({max_bucket / ctx.dp().size()}, opts)});
+        slots_.push_back({at::zeros({max_bucket}, opts), at::zeros({max_shard}, opts)});
   }
 
   seen_.assign(params.size(), false);
@@ -118,11 +122,11 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
 
 void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) {
   // Each rank keeps its shard of every bucket; the whole buffer it was cut from goes.
-  const int dp_rank = ctx_.dp().rank();
   std::vector<ShardedBuffer> buffers;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     Group& g = groups_[gi];
-    if (gi == kPersistentBuffer) continue;  // whole on every rank, as in stage 2
+    if (is_persistent_buffer(gi)) continue;  // whole on every rank, as in stage 2
+    const int dp_rank = g.dp->rank();
     const auto opts = at::TensorOptions().dtype(param_dtype_).device(device_);
     // Drawn parameters headed for the tier are drawn there, piece by piece (init_tier).
     if (!zero_.draw_seed || !zero_.offload.params)
@@ -138,7 +142,7 @@ void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) 
     }
     g.data = at::Tensor();
     if (zero_.draw_seed) reload_master_from_params_of(g);
-    ShardedBuffer buffer{&g.layout, at::empty({0}, opts), g.params, nullptr};
+    ShardedBuffer buffer{&g.layout, at::empty({0}, opts), g.params, nullptr, g.dp};
     if (g.param_shard.defined()) buffer.shard = g.param_shard;
     if (zero_.offload.params) {
       // The shard moves to the nvme tier (init_tier); gathers read it from there.
@@ -172,7 +176,7 @@ ZeroOptimizer::~ZeroOptimizer() {
 void ZeroOptimizer::build_group(Group& g, const ZeroOptions& zero, bool whole) {
   std::vector<int64_t> numels;
   for (size_t p : g.params) numels.push_back(params_[p].tensor.numel());
-  g.layout = BucketLayout(numels, zero.bucket_size, ctx_.dp().size());
+  g.layout = BucketLayout(numels, zero.bucket_size, g.dp->size());
   const auto opts = at::TensorOptions().dtype(param_dtype_).device(device_);
   // Drawn parameters of a sharded buffer never exist whole: shard_params draws the shard.
   const bool drawn = zero.draw_seed.has_value();
@@ -283,7 +287,7 @@ void ZeroOptimizer::attach_grad_views_of(Group& g) {
 Range ZeroOptimizer::domain(const Group& g, size_t b) const {
   const Bucket& bucket = g.layout.buckets()[b];
   if (zero_.stage == 0) return {bucket.offset, bucket.offset + bucket.numel};
-  return g.layout.shard(b, ctx_.dp().rank());
+  return g.layout.shard(b, g.dp->rank());
 }
 
 int64_t ZeroOptimizer::state_offset(const Group& g, size_t b) const {
@@ -335,7 +339,7 @@ void ZeroOptimizer::launch(size_t gi, size_t b) {
     launch_sharded_grads(gi, b);
     return;
   }
-  Communicator& dp = ctx_.dp();
+  Communicator& dp = *g.dp;
   if (dp.size() == 1) return;  // the local gradient is already the sum
   const Bucket& bucket = g.layout.buckets()[b];
   at::Tensor grads = g.grad.narrow(0, bucket.offset, bucket.numel);  // (bucket) param dtype
@@ -353,8 +357,8 @@ void ZeroOptimizer::launch(size_t gi, size_t b) {
 }
 
 void ZeroOptimizer::launch_sharded_grads(size_t gi, size_t b) {
-  Communicator& dp = ctx_.dp();
   Group& g = groups_[gi];
+  Communicator& dp = *g.dp;
   const Bucket& bucket = g.layout.buckets()[b];
   if (dp.size() == 1) {
     change_grad_shard(g, b, [&](at::Tensor& shard) {
@@ -410,7 +414,7 @@ void ZeroOptimizer::launch_single_param(size_t gi, size_t b) {
   }
   t.mutable_grad().reset();  // the communicator keeps `in` alive until the reduction ends
   at::Tensor out = at::empty({bucket.shard_numel}, in.options());
-  pending_.push_back({ctx_.dp().reduce_scatter(out, in, ReduceOp::kSum),
+  pending_.push_back({g.dp->reduce_scatter(out, in, ReduceOp::kSum),
                       [this, gi, b, out]() {
                         change_grad_shard(groups_[gi], b, [&](at::Tensor& s) { s.add_(out); });
                       },
@@ -472,7 +476,7 @@ void ZeroOptimizer::fold_embedding_rows() {
   const at::Tensor& weight = params_[g.params.front()].tensor;  // (V/tp, C)
   const Range dom = domain(g, 0);
   auto fold = [&](at::Tensor& dst) {
-    embedding_rows_->fold_into(dst, dom.begin, weight.size(0), weight.size(1), ctx_.dp());
+    embedding_rows_->fold_into(dst, dom.begin, weight.size(0), weight.size(1), *g.dp);
   };
   if (shards_grads()) {
     change_grad_shard(g, 0, fold);
@@ -492,7 +496,7 @@ void ZeroOptimizer::reduce_tied_embedding() {
   if (zero_.stage == 0) {
     sum(g.grad);
   } else if (zero_.stage == 1) {
-    const Range mine = g.layout.shard(0, ctx_.dp().rank());
+    const Range mine = g.layout.shard(0, g.dp->rank());
     at::Tensor grads = g.grad.narrow(0, mine.begin, mine.size());
     sum(grads);
   } else {

@@ -182,6 +182,8 @@ class ZeroOptimizer {
   /// One flat buffer and the tensors laid out like it.
   struct Group {
     std::vector<size_t> params;  // indices into params_, in buffer order
+    Communicator* dp = nullptr;  // the ranks it is reduced and sharded over: dp, or the
+                                 // expert-dp group for the experts' buffers
     BucketLayout layout;
     at::Tensor data;                 // stages 0-2: (numel) param dtype
     at::Tensor param_shard;          // stage 3: (shard space) param dtype
@@ -291,7 +293,7 @@ class ZeroOptimizer {
   AdamWOptions adamw_;
   at::ScalarType param_dtype_, state_dtype_, transport_dtype_;
   at::Device device_{at::kCPU};  // the parameters', and so every buffer's
-  std::vector<Group> groups_;    // [0]: the tied token embedding (may be empty), [1]: the rest
+  std::vector<Group> groups_;    // indexed by ZeroBuffer (zero/buffer_assignment.h)
   std::vector<std::pair<size_t, size_t>> where_;  // per param: (group, index in group)
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::vector<uintptr_t> hook_keys_;

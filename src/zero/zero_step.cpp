@@ -51,8 +51,9 @@ void add_sum_of_squares(at::Tensor& total, const at::Tensor& x) {
 
 at::Tensor ZeroOptimizer::bucket_sum_of_squares(const Group& g, size_t b,
                                                 const at::Tensor& shard) const {
-  // Every stage counts the dp shard it owns, so dp replicas count each element once.
-  const Range mine = g.layout.shard(b, ctx_.dp().rank());
+  // Every stage counts the dp shard it owns, so dp replicas count each element once (an
+  // expert's replicas: its expert-dp group).
+  const Range mine = g.layout.shard(b, g.dp->rank());
   at::Tensor sum = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device_));
   for (size_t k : g.layout.buckets()[b].params) {
     const ParamSpec& spec = params_[g.params[k]].spec;
@@ -155,10 +156,10 @@ void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, a
 }
 
 void ZeroOptimizer::all_gather_params() {
-  Communicator& dp = ctx_.dp();
-  if (zero_.stage == 0 || dp.size() == 1) return;
+  if (zero_.stage == 0) return;
   for (Group& g : groups_) {
-    if (!g.data.defined()) continue;  // stage 3 gathers on use instead
+    Communicator& dp = *g.dp;
+    if (!g.data.defined() || dp.size() == 1) continue;  // stage 3 gathers on use instead
     for (size_t b = 0; b < g.layout.buckets().size(); ++b) {
       const Bucket& bucket = g.layout.buckets()[b];
       const Range mine = g.layout.shard(b, dp.rank());

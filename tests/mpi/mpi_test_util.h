@@ -22,6 +22,7 @@ struct Layout {
   int64_t bucket_size = 2000;  // elements; small, so that gradients are reduced in several buckets
   std::vector<std::string> sets = {};  // further config overrides, "section.key=value"
   std::string model = "gpt2";          // the parity model: "gpt2", "llama" (untied), "llama_tied"
+  int ep = 1;                          // expert parallelism, carved out of dp
   int world() const { return dp * pp * tp; }
 };
 

@@ -44,6 +44,7 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
       "parallel.dp=" + std::to_string(l.dp),
       "parallel.pp=" + std::to_string(l.pp),
       "parallel.tp=" + std::to_string(l.tp),
+      "parallel.ep=" + std::to_string(l.ep),
       "parallel.zero_stage=" + std::to_string(l.zero),
       "parallel.schedule=" + l.schedule,
       std::string("parallel.activation_checkpointing=") + (l.checkpointing ? "full" : "none"),

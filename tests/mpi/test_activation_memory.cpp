@@ -166,7 +166,7 @@ int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequen
   o.recompute_attention = recompute == plan::Recompute::kSelective;
   const RopeTables rope = rope_tables(shape.seq, o.head_dim(), o.rope_theta, o.dtype);
   ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
-  LlamaBlock block(params, tp, o, 0, rope);
+  LlamaBlock block(params, tp, nullptr, o, 0, rope);
   return kept_bytes(block, sequence_parallel ? shape.seq / tp.size() : shape.seq, recompute);
 }
 

@@ -246,15 +246,26 @@ Layout moe(Layout l, const std::vector<std::string>& switches = {}) {
   return l;
 }
 
+/// `l` with its experts shared out over `ep` of its dp ranks.
+Layout ep(Layout l, int ep) {
+  l.ep = ep;
+  return l;
+}
+
 const Layout kMoeLayouts[] = {
     moe({"tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"z"}),
     moe({"tp4_top1", 1, 1, 4, 0, "1f1b", false, 2}, {"top1"}),
-    moe({"pp2_1f1b_every2", 1, 2, 1, 0, "1f1b", false, 2}, {"every2"}),
-    moe({"pp2_zbh1_ckpt", 1, 2, 1, 0, "zb-h1", true, 2}, {"z"}),
     moe({"dp2_zero1_top1", 2, 1, 1, 1, "1f1b", false, 2}, {"top1"}),
-    moe({"dp2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, {"z", "shared"}),
     moe({"dp2_pp2_tp2_1f1b_zero3", 2, 2, 2, 3, "1f1b", false, 1}, {"top1", "every2"}),
-    moe({"dp2_tp2_zero2_capacity", 2, 1, 2, 2, "1f1b", false, 1}, {"capacity"}),
+    // Expert parallelism: the experts shared out over ep of the dp ranks.
+    moe(ep({"dp2_ep2_zero1", 2, 1, 1, 1, "1f1b", false, 2}, 2), {"z"}),
+    moe(ep({"dp4_ep4_zero2_shared", 4, 1, 1, 2, "1f1b", false, 1}, 4), {"shared"}),
+    moe(ep({"dp2_ep2_tp2_zero2_capacity", 2, 1, 2, 2, "1f1b", false, 1}, 2), {"capacity"}),
+    moe(ep({"dp2_ep2_pp2_1f1b_every2", 2, 2, 1, 0, "1f1b", false, 1}, 2), {"every2", "top1"}),
+    moe(ep({"dp2_ep2_pp2_zbh1_ckpt", 2, 2, 1, 0, "zb-h1", true, 1}, 2), {"z"}),
+    moe(ep({"dp4_ep2_pp2_1f1b_ckpt_zero2", 4, 2, 1, 2, "1f1b", true, 1}, 2), {"z", "shared"}),
+    moe(ep({"dp4_ep2_pp2_1f1b_zero3", 4, 2, 1, 3, "1f1b", false, 1}, 2), {"top1", "every2"}),
+    moe(ep({"dp2_ep2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, 2), {"z"}),
 };
 
 /// Every row of the tables.
@@ -273,7 +284,7 @@ TEST_P(Parity, matches_the_single_process_run) {
   const double tolerance = layout.precision == "fp64" ? 1e-10 : 1e-5;
 
   const TrainConfig config = layout_config(layout, kSteps);
-  ParallelContext ctx(MPI_COMM_WORLD, layout.dp, layout.pp, layout.tp, 120.0);
+  ParallelContext ctx(MPI_COMM_WORLD, layout.dp, layout.pp, layout.tp, 120.0, layout.ep);
   Trainer trainer(config, ctx);
   const RunTrace got = train_steps(trainer, kSteps);
 
