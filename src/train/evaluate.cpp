@@ -23,6 +23,14 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
   // This pipeline's windows, in micro-batches; read on the first and the last stage only.
   std::vector<int64_t> mine;
   for (int64_t i = dp_rank; i < K; i += dp) mine.push_back(i);
+  const int64_t windows = static_cast<int64_t>(mine.size());
+  // With expert parallelism the dp ranks of an ep group meet in every MoE layer's
+  // all-to-all, so each runs as many micro-batches as dp rank 0, which has the most: the
+  // extra ones are window 0 again, their loss dropped.
+  const int64_t rounds = (ctx.grid().ep() > 1 ? (K + dp - 1) / dp : windows) + micro_batch - 1;
+  const int64_t micro_batches = rounds / micro_batch;
+  const bool pads = (micro_batches - 1) * micro_batch >= windows && micro_batches > 0;
+  if (pads) mine.push_back(0);
   std::vector<int32_t> tokens;
   run_agreed(ctx.world(), [&] {
     if (K < 1) throw InputError("eval: --sequences must be at least 1");
@@ -59,10 +67,11 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
   Communicator& pp = ctx.pp();
   const int stage = pp.rank(), stages = pp.size();
   double loss_sum = 0.0;
-  const int64_t windows = static_cast<int64_t>(mine.size());
   const int chunks = model.num_chunks();
-  for (int64_t first = 0, mb = 0; first < windows; first += micro_batch, ++mb) {
-    const int64_t B = std::min(micro_batch, windows - first);
+  for (int64_t mb = 0; mb < micro_batches; ++mb) {
+    const bool padding = mb * micro_batch >= windows;  // window 0 again, not counted
+    const int64_t first = padding ? windows : mb * micro_batch;
+    const int64_t B = padding ? 1 : std::min(micro_batch, windows - first);
     at::Tensor ids, targets;
     if (model.is_first() || model.is_last()) {
       at::Tensor block = at::from_blob(tokens.data() + first * (T + 1), {B, T + 1}, at::kInt)
@@ -86,7 +95,7 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
       }
       at::Tensor out = chunk.forward(input, targets, 1.0);
       if (chunk.is_last()) {
-        loss_sum += out.item<double>();  // the sum of the micro-batch's token losses
+        if (!padding) loss_sum += out.item<double>();  // the sum of its token losses
       } else {
         pp.send(out.contiguous(), (stage + 1) % stages, tag)->wait();
       }

@@ -2,7 +2,7 @@
 # Hugging Face Mixtral files: `trident eval` of a random Mixtral directory (4 experts, top 2,
 # grouped-query attention, fp64) matches the independent numpy reference
 # (tests/reference/llama_forward.py, from MixtralSparseMoeBlock's formulas) to 1e-9 on one
-# rank and at tp 2; import -> export keeps the reference's loss, and export -> convert ->
+# rank, at tp 2 and with the experts over 2 ranks (ep 2, alone and with tp 2); import -> export keeps the reference's loss, and export -> convert ->
 # export is byte-identical; a config whose MoE keys differ from config.json is named key by
 # key.
 # shellcheck source=tests/scripts/llama_common.sh
@@ -14,6 +14,18 @@ for tp in 1 2; do
     --set parallel.tp=$tp --set train.precision=fp64 2>&1 | loss_of) || fail "eval at tp $tp"
   close "$got" "$want" 1e-9 || fail "eval at tp $tp: trident $got, reference $want"
   echo "Mixtral eval at tp $tp: trident $got reference $want"
+done
+# Expert parallelism: the experts shared out over 2 ranks; 5 windows leave dp rank 1 a
+# micro-batch short, which it pads (the all-to-alls need both ranks in every MoE layer).
+want5=$($py "$ref" loss "$tmp/mix" "$tmp/tokens.bin" --sequences 5 --seq-len $T) || fail "reference, 5 windows"
+for layout in "2 parallel.ep=2" "4 parallel.ep=2 parallel.tp=2"; do
+  read -r np sets <<<"$layout"
+  args=()
+  for s in $sets; do args+=(--set "$s"); done
+  got=$(run "$np" eval --checkpoint "$tmp/mix" --data "$tmp/tokens.bin" --sequences 5 --seq-len $T \
+    --micro-batch 2 "${args[@]}" --set train.precision=fp64 2>&1 | loss_of) || fail "eval at $sets"
+  close "$got" "$want5" 1e-9 || fail "eval at $sets: trident $got, reference $want5"
+  echo "Mixtral eval at $sets: trident $got reference $want5"
 done
 
 # import (convert) -> export: the reference reads the same function; export -> convert ->
