@@ -30,10 +30,12 @@ void free_first_ranks(MPI_Comm comm);
 
 /// Loads the checkpoint `path`, saved after step `save_at`, into `target`'s layout on the
 /// first target.world() ranks of the job, trains to step `steps`, and expects every loss
-/// within 1e-10 of the uninterrupted run's `losses` (indexed by step - 1) and the final
-/// weights within 1e-10 of its saved `final_state`. Collective over the job.
+/// within `loss_tolerance` (relative) of the uninterrupted run's `losses` (indexed by
+/// step - 1) and the final weights within 1e-10 of its saved `final_state`. Collective
+/// over the job.
 void expect_resume_matches(const Layout& target, const std::string& path, int save_at, int steps,
                            const std::vector<double>& losses,
-                           const checkpoint::CheckpointIndex& final_state);
+                           const checkpoint::CheckpointIndex& final_state,
+                           double loss_tolerance = 1e-10);
 
 }  // namespace trident::testing

@@ -60,6 +60,27 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
                       "<parity " + l.name + ">", sets, l.world());
 }
 
+Layout moe(Layout l, const std::vector<std::string>& switches) {
+  l.name = "llama_moe_" + l.name;
+  l.model = "llama";
+  l.sets.insert(l.sets.end(), {"model.moe_experts=4", "model.moe_ffn_hidden=24",
+                               "model.moe_aux_loss_coeff=0.01"});
+  for (const std::string& s : switches) {
+    if (s == "top1") l.sets.push_back("model.moe_top_k=1");
+    if (s == "z") l.sets.push_back("model.moe_z_loss_coeff=0.001");
+    if (s == "every2") l.sets.push_back("model.moe_layer_every=2");
+    // 4 of a sequence's 16 tokens an expert (16 * 2 / 4 * 0.5): some are dropped
+    if (s == "capacity") l.sets.push_back("model.moe_capacity_factor=0.5");
+    if (s == "shared") l.sets.push_back("model.moe_shared_expert=true");
+  }
+  return l;
+}
+
+Layout ep(Layout l, int ep) {
+  l.ep = ep;
+  return l;
+}
+
 RunTrace train_steps(Trainer& trainer, int steps) {
   RunTrace trace;
   for (int s = 0; s < steps; ++s) {

@@ -24,6 +24,16 @@ struct RunTrace {
   std::vector<double> grad_norms;
 };
 
+/// A Mixture-of-Experts row of the Llama ("llama_moe_<name>"): 4 experts of SwiGLU width 24
+/// (split over tp like the dense MLP), the load-balancing loss at 0.01, and the given
+/// switches: "top1" sends each token to one expert instead of two, "z" adds the router
+/// z-loss, "every2" makes every second layer MoE and the others dense, "capacity" drops what
+/// exceeds half the even share, "shared" adds a shared expert.
+Layout moe(Layout l, const std::vector<std::string>& switches = {});
+
+/// `l` with its experts shared out over `ep` of its dp ranks.
+Layout ep(Layout l, int ep);
+
 /// Trains `steps` steps of `config` on `ctx`, returning what every rank agrees on.
 RunTrace train_steps(Trainer& trainer, int steps);
 

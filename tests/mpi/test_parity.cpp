@@ -225,33 +225,6 @@ const Layout kLlamaLayouts[] = {
     llama({"pp2_zbh1", 1, 2, 1, 0, "zb-h1", false, 2}, "llama_tied"),
 };
 
-/// A Mixture-of-Experts row of the Llama: 4 experts of SwiGLU width 24 (split over tp like
-/// the dense MLP), the load-balancing loss at 0.01, and the given switches: "top1" sends each
-/// token to one expert instead of two, "z" adds the router z-loss, "every2" makes every
-/// second layer MoE and the others dense, "capacity" drops what exceeds half the even share,
-/// "shared" adds a shared expert.
-Layout moe(Layout l, const std::vector<std::string>& switches = {}) {
-  l = llama(l);
-  l.name = "llama_moe_" + l.name.substr(std::string("llama_").size());
-  l.sets.insert(l.sets.end(), {"model.moe_experts=4", "model.moe_ffn_hidden=24",
-                               "model.moe_aux_loss_coeff=0.01"});
-  for (const std::string& s : switches) {
-    if (s == "top1") l.sets.push_back("model.moe_top_k=1");
-    if (s == "z") l.sets.push_back("model.moe_z_loss_coeff=0.001");
-    if (s == "every2") l.sets.push_back("model.moe_layer_every=2");
-    // 4 of a sequence's 16 tokens an expert (16 * 2 / 4 * 0.5): some are dropped
-    if (s == "capacity") l.sets.push_back("model.moe_capacity_factor=0.5");
-    if (s == "shared") l.sets.push_back("model.moe_shared_expert=true");
-  }
-  return l;
-}
-
-/// `l` with its experts shared out over `ep` of its dp ranks.
-Layout ep(Layout l, int ep) {
-  l.ep = ep;
-  return l;
-}
-
 const Layout kMoeLayouts[] = {
     moe({"tp2_m4", 1, 1, 2, 0, "1f1b", false, 2}, {"z"}),
     moe({"tp4_top1", 1, 1, 4, 0, "1f1b", false, 2}, {"top1"}),
