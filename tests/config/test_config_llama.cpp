@@ -90,5 +90,21 @@ TEST(ConfigLlama, moe_top_k_beyond_the_experts_and_sequence_parallel_are_refused
       HasSubstr("parallel.sequence_parallel = true with model.moe_experts > 0 is not built"));
 }
 
+TEST(ConfigLlama, expert_parallelism_needs_experts_it_divides_and_dp_ranks_to_carve) {
+  EXPECT_THAT(error_of(kLlama, {"parallel.ep=2"}),
+              HasSubstr("parallel.ep = 2 shares out the experts of a Mixture-of-Experts model, "
+                        "but this model has none"));
+  EXPECT_THAT(error_of(kLlama + "moe_experts = 6\n", {"parallel.ep=4", "parallel.dp=4"}),
+              HasSubstr("parallel.ep = 4 does not divide model.moe_experts = 6 (every ep rank "
+                        "holds as many experts); use ep in {1, 2, 3, 6}"));
+  EXPECT_THAT(error_of(kLlama + "moe_experts = 4\n", {"parallel.ep=4", "parallel.dp=2"}),
+              HasSubstr("parallel.ep = 4 does not divide parallel.dp = 2 (the ep ranks are "
+                        "carved out of the dp ranks); use ep in {1, 2}"));
+  const TrainConfig c =
+      parse_config(kLlama + "moe_experts = 4\n", "configs/x.toml", {"parallel.ep=2"}, 4);
+  EXPECT_EQ(c.parallel.ep, 2);
+  EXPECT_EQ(c.parallel.dp, 4);
+}
+
 }  // namespace
 }  // namespace trident

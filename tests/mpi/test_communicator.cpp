@@ -49,6 +49,18 @@ TEST(Groups, dp2_pp2_tp2_membership_matches_the_grid) {
   EXPECT_EQ(ctx->embedding()->size(), 2);
 }
 
+// Expert parallelism carved out of dp: dp4 x tp2 with ep 2 (rank = tp + 2 dp).
+TEST(Groups, ep_groups_are_consecutive_dp_ranks_and_expert_dp_the_rest) {
+  ParallelContext ctx(MPI_COMM_WORLD, 4, 1, 2, 60.0, /*ep=*/2);
+  const int me = ctx.rank(), tp = me % 2, dp = me / 2;
+  const int first = dp - dp % 2;  // the ep group's first dp rank
+  EXPECT_EQ(ctx.ep().world_ranks(), (std::vector<int>{tp + 2 * first, tp + 2 * (first + 1)}));
+  EXPECT_EQ(ctx.expert_dp().world_ranks(),
+            (std::vector<int>{tp + 2 * (dp % 2), tp + 2 * (dp % 2 + 2)}));
+  EXPECT_EQ(ctx.ep().rank(), ctx.grid().ep_rank(ctx.coord()));
+  EXPECT_EQ(ctx.expert_dp().rank(), ctx.grid().expert_dp_rank(ctx.coord()));
+}
+
 class EveryDtype : public ::testing::TestWithParam<at::ScalarType> {};
 
 TEST_P(EveryDtype, all_reduce_sum_average_max_on_world) {
@@ -95,6 +107,36 @@ TEST_P(EveryDtype, reduce_scatter_and_all_gather_on_dp) {
   at::Tensor gathered = at::empty({2 * n}, dtype);
   dp.all_gather(gathered, mine)->wait();
   for (int c = 0; c < n; ++c) EXPECT_EQ(gathered[2 * c + 1].item<double>(), 100.0 + c);
+}
+
+TEST_P(EveryDtype, all_to_all_of_unequal_counts_on_world) {
+  auto ctx = grid_2x2x2();
+  const at::ScalarType dtype = GetParam();
+  Communicator& world = ctx->world();
+  const int n = world.size(), r = world.rank();
+  // Rank r sends (r + d) % 3 rows to rank d (none to some), row k holding
+  // {r * 16 + d, k} (exact in every dtype).
+  std::vector<int64_t> send_rows, recv_rows;
+  std::vector<at::Tensor> rows;
+  for (int d = 0; d < n; ++d) {
+    send_rows.push_back((r + d) % 3);
+    recv_rows.push_back((d + r) % 3);
+    for (int k = 0; k < (r + d) % 3; ++k)
+      rows.push_back(at::tensor({static_cast<double>(r * 16 + d), static_cast<double>(k)}));
+  }
+  const at::Tensor input = at::stack(rows).to(dtype);
+  int64_t total = 0;
+  for (int64_t c : recv_rows) total += c;
+  at::Tensor output = at::empty({total, 2}, dtype);
+  world.all_to_all(output, input, send_rows, recv_rows)->wait();
+  int64_t at_row = 0;
+  for (int s = 0; s < n; ++s)
+    for (int k = 0; k < recv_rows[static_cast<size_t>(s)]; ++k, ++at_row) {
+      EXPECT_EQ(output[at_row][0].item<double>(), s * 16 + r) << "from rank " << s;
+      EXPECT_EQ(output[at_row][1].item<double>(), k) << "from rank " << s;
+    }
+  EXPECT_EQ(world.counter(CommKind::kAllToAll).calls, 1);
+  world.reset_counters();
 }
 
 TEST_P(EveryDtype, broadcast_and_send_recv_on_pp_and_tp) {
