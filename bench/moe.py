@@ -9,10 +9,13 @@ the dense model's MLP is k f wide, so both multiply the same weights per token (
 adds its router, E h, and holds E / k times the MLP weights). Each round trains both
 models once per layout (dp 2 and tp 2 on 2 ranks, and one process); a run's step time is
 the median of its steps after the first two, the figure the median over rounds, with the
-range. Expert parallelism (the all-to-all) is not built yet, so there is no exposed
-all-to-all to report: the experts run on every rank of their layer, and what the ratio
-measures is the cost of routing (the router, the gathers and scatters of each expert's
-tokens, its smaller matmuls, and under tp one all-reduce per expert instead of one per MLP).
+range. The layout "dp 2, ep 2" shares the MoE's experts out over the two ranks (the dense
+model runs there at dp 2): each rank computes 4 experts on both ranks' tokens, which meet
+in all-to-alls; the last column is the fraction of the MoE step its rank spent inside
+them (posting and waiting: the exposed all-to-all). Elsewhere every rank runs every expert,
+and what the ratio measures is the cost of routing (the router, the gathers and scatters
+of each expert's tokens, its smaller matmuls, and under tp one all-reduce per expert
+instead of one per MLP).
 """
 import argparse
 import json
@@ -33,8 +36,10 @@ MODELS = {
             f"model.moe_top_k={TOP_K}", f"model.moe_ffn_hidden={EXPERT_FFN}"],
     "dense": [f"model.ffn_hidden={TOP_K * EXPERT_FFN}"],
 }
-LAYOUTS = {"1 process": (1, []), "dp 2": (2, ["parallel.dp=2"]),
-           "tp 2": (2, ["parallel.dp=1", "parallel.tp=2"])}
+# name: ranks, both models' keys, the MoE's own keys
+LAYOUTS = {"1 process": (1, [], []), "dp 2": (2, ["parallel.dp=2"], []),
+           "tp 2": (2, ["parallel.dp=1", "parallel.tp=2"], []),
+           "dp 2, ep 2": (2, ["parallel.dp=2"], ["parallel.ep=2"])}
 
 
 def run(trident, ranks, sets, steps, metrics):
@@ -46,8 +51,9 @@ def run(trident, ranks, sets, steps, metrics):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_mpi_yield_when_idle="1")
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    rows = [json.loads(line) for line in open(metrics)]
-    return statistics.median(r["step_time_s"] for r in rows[2:])
+    rows = [json.loads(line) for line in open(metrics)][2:]
+    return (statistics.median(r["step_time_s"] for r in rows),
+            statistics.median(r["wait_s"]["ep"] / r["step_time_s"] for r in rows))
 
 
 def main():
@@ -57,24 +63,29 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     args = ap.parse_args()
     times = {(m, l): [] for m in MODELS for l in LAYOUTS}
+    exposed = {l: [] for l in LAYOUTS}  # the MoE's all-to-all share of its step
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            for layout, (ranks, sets) in LAYOUTS.items():
+            for layout, (ranks, sets, moe_sets) in LAYOUTS.items():
                 for model, model_sets in MODELS.items():
                     path = os.path.join(tmp, f"{model}-{ranks}-{r}.jsonl")
-                    times[(model, layout)].append(
-                        run(args.trident, ranks, model_sets + sets, args.steps, path))
+                    own = moe_sets if model == "moe" else []
+                    step, a2a = run(args.trident, ranks, model_sets + sets + own, args.steps, path)
+                    times[(model, layout)].append(step)
+                    if model == "moe":
+                        exposed[layout].append(a2a)
     tokens = 16 * 128
     print(f"MoE ({EXPERTS} experts, top {TOP_K}, width {EXPERT_FFN}) against dense (width "
           f"{TOP_K * EXPERT_FFN}), same active parameters; {args.rounds} alternated rounds, "
           "median step (range)")
-    print("| layout | dense tokens/s | MoE tokens/s | MoE / dense |")
-    print("|---|---|---|---|")
+    print("| layout | dense tokens/s | MoE tokens/s | MoE / dense | exposed all-to-all |")
+    print("|---|---|---|---|---|")
     for layout in LAYOUTS:
         d, m = times[("dense", layout)], times[("moe", layout)]
         ratios = [dd / mm for dd, mm in zip(d, m)]
         print(f"| {layout} | {tokens / statistics.median(d):.0f} | {tokens / statistics.median(m):.0f} "
-              f"| {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}) |")
+              f"| {statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}) "
+              f"| {100 * statistics.median(exposed[layout]):.1f}% |")
 
 
 if __name__ == "__main__":

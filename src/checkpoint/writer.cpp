@@ -127,6 +127,7 @@ nlohmann::json layout_json(const TrainConfig& c) {
   return {{"dp", p.dp},
           {"pp", p.pp},
           {"tp", p.tp},
+          {"ep", p.ep},
           {"zero_stage", p.zero_stage},
           {"world_size", p.dp * p.pp * p.tp},
           {"schedule", name_of(p.schedule)},

@@ -51,8 +51,10 @@ TrainConfig load_single_or_mpi_config(const std::string& path, const std::vector
 void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, int world) {
   const auto& p = config.parallel;
   std::cout << "trident: " << params << " parameters, " << world << " ranks = dp " << p.dp
-            << " x pp " << p.pp << " x tp " << p.tp << ", ZeRO stage " << p.zero_stage << ", "
-            << p.schedule << " over " << config.micro_batches() << " micro-batches, checkpointing "
+            << " x pp " << p.pp << " x tp " << p.tp
+            << (p.ep > 1 ? " (experts over ep " + std::to_string(p.ep) + ")" : std::string())
+            << ", ZeRO stage " << p.zero_stage << ", " << p.schedule << " over "
+            << config.micro_batches() << " micro-batches, checkpointing "
             << p.activation_checkpointing << (p.sequence_parallel ? ", sequence parallel" : "")
             << ", " << config.train.precision << "\n";
   if (p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone)

@@ -211,7 +211,7 @@ void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Er
 
 /// Expert parallelism shares the experts out among ep of the dp ranks: it needs experts,
 /// as many on every rank, and dp ranks to carve it from.
-void check_expert_parallel(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+void check_expert_parallel(TrainConfig& c, const Origins& origins, int world_size, Errors& errors) {
   const ParallelConfig& p = c.parallel;
   if (p.ep == 1) return;
   const std::string where = origins.where("parallel.ep");
@@ -227,7 +227,8 @@ void check_expert_parallel(TrainConfig& c, const Origins& origins, int, Errors& 
                      " does not divide model.moe_experts = " + std::to_string(c.model.moe_experts) +
                      " (every ep rank holds as many experts); use ep in " +
                      divisors_of(c.model.moe_experts));
-  if (p.dp > 0 && p.dp % p.ep != 0)
+  // dp is known once the world is (without one, a dp of 0 reads as 1 here).
+  if (world_size > 0 && p.dp > 0 && p.dp % p.ep != 0)
     errors.push_back(where + ": " + ep + " does not divide parallel.dp = " + std::to_string(p.dp) +
                      " (the ep ranks are carved out of the dp ranks); use ep in " +
                      divisors_of(p.dp) + ", or run on more ranks");

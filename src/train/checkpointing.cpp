@@ -107,8 +107,10 @@ namespace {
 std::string describe_layout(const nlohmann::json& layout) {
   std::ostringstream out;
   out << "dp" << layout.value("dp", 0) << " x pp" << layout.value("pp", 0) << " x tp"
-      << layout.value("tp", 0) << ", ZeRO " << layout.value("zero_stage", 0) << ", "
-      << layout.value("world_size", 0) << " ranks";
+      << layout.value("tp", 0);
+  if (layout.value("ep", 1) > 1) out << " (ep" << layout.value("ep", 1) << ")";
+  out << ", ZeRO " << layout.value("zero_stage", 0) << ", " << layout.value("world_size", 0)
+      << " ranks";
   return out.str();
 }
 
@@ -119,9 +121,10 @@ std::string layout_change(const std::string& path, const std::string& checkpoint
   const checkpoint::CheckpointIndex index = checkpoint::open_checkpoint(path, checkpoint_dir);
   if (index.hugging_face || !index.layout.is_object()) return "";
   const nlohmann::json now = checkpoint::layout_json(config);
-  const char* keys[] = {"dp", "pp", "tp", "zero_stage", "world_size"};
+  const char* keys[] = {"dp", "pp", "tp", "ep", "zero_stage", "world_size"};
+  // Checkpoints from before expert parallelism record no ep: it was 1.
   if (std::all_of(std::begin(keys), std::end(keys),
-                  [&](const char* k) { return index.layout.value(k, -1) == now.value(k, -1); }))
+                  [&](const char* k) { return index.layout.value(k, 1) == now.value(k, 1); }))
     return "";
   return "the checkpoint was saved by " + describe_layout(index.layout) +
          "; this run continues as " + describe_layout(now) +

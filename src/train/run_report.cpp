@@ -38,18 +38,20 @@ void write_run_info(const TrainConfig& config, int64_t parameters, std::optional
 }
 
 int64_t count_parameters(Trainer& trainer, ParallelContext& ctx) {
-  double local = 0;
+  double local = 0, experts = 0;  // a routed expert lives on one rank of its ep group
   for (const auto& p : trainer.model().params().params()) {
     if (p.spec.tied_copy) continue;
     // The shard's shape, not the tensor's: in ZeRO stage 3 a released parameter is empty.
     int64_t numel = 1;
     for (int64_t d : local_shape(p.spec, ctx.grid().tp())) numel *= d;
     const double n = static_cast<double>(numel);
-    local += n / copies_over_tp(p.spec.shard, ctx.grid().tp());
+    (p.spec.expert ? experts : local) += n / copies_over_tp(p.spec.shard, ctx.grid().tp());
   }
-  at::Tensor t = at::full({1}, local, at::kDouble);
+  at::Tensor t = at::full({1}, local, at::kDouble), e = at::full({1}, experts, at::kDouble);
   ctx.model_parallel().all_reduce(t)->wait();
-  return static_cast<int64_t>(std::llround(t.item<double>()));
+  ctx.model_parallel().all_reduce(e)->wait();
+  ctx.ep().all_reduce(e)->wait();
+  return static_cast<int64_t>(std::llround(t.item<double>() + e.item<double>()));
 }
 
 void report_memory(Trainer& trainer, ParallelContext& ctx, int64_t peak_activation_bytes) {

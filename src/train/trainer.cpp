@@ -207,7 +207,10 @@ StepMetrics Trainer::step() {
   StepMetrics metrics;
   metrics.step = step;
   const TierStats tier_before = optimizer_->tier_stats();
-  const double dp_wait_before = ctx_.dp().total_wait_seconds();
+  // The experts' gradients are reduced over the expert-dp group: dp's work too.
+  const double dp_wait_before =
+      ctx_.dp().total_wait_seconds() + ctx_.expert_dp().total_wait_seconds();
+  const double ep_wait_before = ctx_.ep().total_wait_seconds();
   const double tp_wait_before = ctx_.tp().total_wait_seconds();
   const double pp_wait_before = ctx_.pp().total_wait_seconds();
   metrics.lr = lr_schedule.at(step);
@@ -253,12 +256,14 @@ StepMetrics Trainer::step() {
       static_cast<double>(config_.train.global_batch_size * config_.model.seq_len);
   metrics.tokens_per_s = tokens / metrics.step_time_s;
   metrics.tflops = flops_per_step() / metrics.step_time_s / 1e12;
-  metrics.dp_wait_s = ctx_.dp().total_wait_seconds() - dp_wait_before;
+  metrics.dp_wait_s =
+      ctx_.dp().total_wait_seconds() + ctx_.expert_dp().total_wait_seconds() - dp_wait_before;
+  metrics.ep_wait_s = ctx_.ep().total_wait_seconds() - ep_wait_before;
   metrics.tp_wait_s = ctx_.tp().total_wait_seconds() - tp_wait_before;
   metrics.pp_wait_s = ctx_.pp().total_wait_seconds() - pp_wait_before;
   for (const auto& [group, wait] :
        {std::pair{&ctx_.dp(), metrics.dp_wait_s}, std::pair{&ctx_.tp(), metrics.tp_wait_s},
-        std::pair{&ctx_.pp(), metrics.pp_wait_s}})
+        std::pair{&ctx_.pp(), metrics.pp_wait_s}, std::pair{&ctx_.ep(), metrics.ep_wait_s}})
     (group->spans_nodes() ? metrics.inter_node_wait_s : metrics.intra_node_wait_s) += wait;
   const TierStats tier = optimizer_->tier_stats();
   metrics.tier_wait_s = tier.wait_s - tier_before.wait_s;

@@ -36,6 +36,7 @@ struct StepMetrics {
   double dp_wait_s = 0.0;
   double tp_wait_s = 0.0;
   double pp_wait_s = 0.0;
+  double ep_wait_s = 0.0;  // the experts' all-to-alls (expert parallelism)
   /// The same waits summed over this rank's groups that span nodes, and over the others.
   double inter_node_wait_s = 0.0;
   double intra_node_wait_s = 0.0;

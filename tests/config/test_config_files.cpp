@@ -66,17 +66,17 @@ TEST_P(ExampleConfigs, parses_for_its_world_size_and_round_trips) {
   EXPECT_EQ(to_toml(back), to_toml(c));
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, ExampleConfigs,
-                         ::testing::Values(ExampleConfig{"tiny.toml", 1},
-                                           ExampleConfig{"default.toml", 8},
-                                           ExampleConfig{"gpt2-124m.toml", 1},
-                                           ExampleConfig{"smollm-135m.toml", 2}),
-                         [](const auto& info) {
-                           std::string name = info.param.file;
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Configs, ExampleConfigs,
+    ::testing::Values(ExampleConfig{"tiny.toml", 1}, ExampleConfig{"default.toml", 8},
+                      ExampleConfig{"gpt2-124m.toml", 1}, ExampleConfig{"smollm-135m.toml", 2},
+                      ExampleConfig{"moe-tiny.toml", 1}, ExampleConfig{"mixtral-small.toml", 4}),
+    [](const auto& info) {
+      std::string name = info.param.file;
+      for (char& ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return name;
+    });
 
 TEST(ExampleConfigValues, tiny_is_one_rank_fp32) {
   const TrainConfig c = load_config((source_dir() / "configs" / "tiny.toml").string(), {}, 1);

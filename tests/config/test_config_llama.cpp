@@ -94,10 +94,10 @@ TEST(ConfigLlama, expert_parallelism_needs_experts_it_divides_and_dp_ranks_to_ca
   EXPECT_THAT(error_of(kLlama, {"parallel.ep=2"}),
               HasSubstr("parallel.ep = 2 shares out the experts of a Mixture-of-Experts model, "
                         "but this model has none"));
-  EXPECT_THAT(error_of(kLlama + "moe_experts = 6\n", {"parallel.ep=4", "parallel.dp=4"}),
+  EXPECT_THAT(error_of(kLlama + "moe_experts = 6\n", {"parallel.ep=4", "parallel.dp=4"}, 4),
               HasSubstr("parallel.ep = 4 does not divide model.moe_experts = 6 (every ep rank "
                         "holds as many experts); use ep in {1, 2, 3, 6}"));
-  EXPECT_THAT(error_of(kLlama + "moe_experts = 4\n", {"parallel.ep=4", "parallel.dp=2"}),
+  EXPECT_THAT(error_of(kLlama + "moe_experts = 4\n", {"parallel.ep=4"}, 2),
               HasSubstr("parallel.ep = 4 does not divide parallel.dp = 2 (the ep ranks are "
                         "carved out of the dp ranks); use ep in {1, 2}"));
   const TrainConfig c =

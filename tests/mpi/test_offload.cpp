@@ -76,6 +76,9 @@ const OffloadLayout kOffloadLayouts[] = {
       "fp64",
       2000,
       {"parallel.virtual_stages=2", "parallel.sequence_parallel=true"}}},
+    // Expert parallelism: the experts' buffers, sharded over the expert-dp group, in the
+    // tier beside the others.
+    {moe(ep({"dp4_ep2_zero3_nvme_params", 4, 1, 1, 3, "1f1b", false, 1}, 2), {"shared"}), true},
 };
 
 /// Every weight of `a` equals `b`'s bit for bit (stage 3: gathered whole on purpose).
@@ -96,7 +99,7 @@ class Offload : public ::testing::TestWithParam<OffloadLayout> {};
 TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
   const Layout& base = GetParam().layout;
   const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_offload_");
-  ParallelContext ctx(MPI_COMM_WORLD, base.dp, base.pp, base.tp, 120.0);
+  ParallelContext ctx(MPI_COMM_WORLD, base.dp, base.pp, base.tp, 120.0, base.ep);
 
   Layout offloaded = base;
   for (const std::string& set : nvme_sets(dir + "/tier", GetParam().params))
@@ -142,6 +145,7 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
   }
 
   Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, base.precision};
+  single.model = base.model;
   for (const std::string& set : base.sets)  // the same model
     if (set.rfind("model.", 0) == 0) single.sets.push_back(set);
   ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 120.0);
