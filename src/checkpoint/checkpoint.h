@@ -59,8 +59,8 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
                         const std::string& checkpoint_dir);
 
 /// Loads only the model weights of `path` (as load_checkpoint resolves it) into `model`,
-/// built from `config` in `ctx`'s layout. Collective over ctx's world; throws before
-/// changing anything, on every rank alike.
+/// built from `config` in `ctx`'s layout, and the sigmoid router's biases saved with them.
+/// Collective over ctx's world; throws before changing anything, on every rank alike.
 void load_model_weights(ModelStage& model, ParallelContext& ctx, const TrainConfig& config,
                         const std::string& path, const std::string& checkpoint_dir);
 

@@ -308,6 +308,11 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
                           " has a shared expert "
                           "(model.moe_shared_expert = true), which Hugging Face's Mixtral "
                           "format does not have");
+  if (m.value("moe_router", std::string("softmax")) != "softmax")
+    throw CheckpointError("export: checkpoint " + index.dir + " routes with the " +
+                          m.at("moe_router").get<std::string>() +
+                          " router (model.moe_router); Hugging Face's Mixtral routes by softmax "
+                          "and would compute another function");
   if (m.value("moe_capacity_factor", 0.0) > 0)
     throw CheckpointError("export: checkpoint " + index.dir +
                           " drops tokens beyond a capacity "

@@ -7,14 +7,15 @@
 #include <memory>      // std::unique_ptr
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/hf.h"              // check_hf_config
-#include "checkpoint/index.h"           // open_checkpoint, CheckpointIndex
-#include "checkpoint/reader.h"          // SliceReader
-#include "config/config.h"              // TrainConfig, parse_resolved_config
-#include "models/model_stage.h"         // ModelStage
-#include "parallel/agreement.h"         // run_agreed
-#include "parallel/parallel_context.h"  // ParallelContext::world
-#include "zero/zero_optimizer.h"        // ZeroOptimizer
+#include "checkpoint/hf.h"                // check_hf_config
+#include "checkpoint/index.h"             // open_checkpoint, CheckpointIndex
+#include "checkpoint/reader.h"            // SliceReader
+#include "checkpoint/trainer_progress.h"  // read_progress
+#include "config/config.h"                // TrainConfig, parse_resolved_config
+#include "models/model_stage.h"           // ModelStage
+#include "parallel/agreement.h"           // run_agreed
+#include "parallel/parallel_context.h"    // ParallelContext::world
+#include "zero/zero_optimizer.h"          // ZeroOptimizer
 
 namespace trident {
 
@@ -81,6 +82,10 @@ void checkpoint::check_model(const CheckpointIndex& index, const TrainConfig& co
     if (shared != m.moe_shared_expert)
       mismatch("moe_shared_expert", shared ? "true" : "false",
                m.moe_shared_expert ? "true" : "false");
+    const std::string router = index.model.value("moe_router", std::string("softmax"));
+    if (router != name_of(m.moe_router))
+      mismatch("moe_router", "\"" + router + "\"",
+               "\"" + std::string(name_of(m.moe_router)) + "\"");
     const double capacity = index.model.value("moe_capacity_factor", 0.0);
     if (capacity != m.moe_capacity_factor)
       mismatch("moe_capacity_factor", nlohmann::json(capacity).dump(),
@@ -256,6 +261,8 @@ void load_model_weights(ModelStage& model, ParallelContext& ctx, const TrainConf
     reader->verify();
   });
   run_agreed(comm, [&] { reader->execute(); });
+  // The sigmoid router's biases choose the experts: a model without them is another model.
+  if (index.trainer.is_object()) model.set_router_bias(read_progress(index.trainer).router_bias);
 }
 
 TrainConfig checkpoint_config(const std::string& path, const std::string& checkpoint_dir,

@@ -15,6 +15,11 @@ void write_progress(const TrainerProgress& progress, nlohmann::json& trainer) {
   trainer["skipped_data"] = windows;
   trainer["guard"] = {
       {"good", progress.good}, {"last_skip", progress.guard_last_skip}, {"history", history}};
+  if (!progress.router_bias.empty()) {
+    nlohmann::json bias = nlohmann::json::object();
+    for (const auto& [layer, b] : progress.router_bias) bias[std::to_string(layer)] = b;
+    trainer["router_bias"] = bias;
+  }
 }
 
 TrainerProgress read_progress(const nlohmann::json& trainer) {
@@ -30,6 +35,9 @@ TrainerProgress read_progress(const nlohmann::json& trainer) {
       progress.guard_history.push_back(
           {s.at(0).get<int64_t>(), s.at(1).get<double>(), s.at(2).get<double>()});
   }
+  if (trainer.contains("router_bias"))
+    for (const auto& [layer, b] : trainer.at("router_bias").items())
+      progress.router_bias[std::stoll(layer)] = b.get<std::vector<double>>();
   return progress;
 }
 

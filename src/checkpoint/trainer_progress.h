@@ -3,6 +3,7 @@
 // history. Saved in the index's "trainer" object.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>  // nlohmann::json
 #include <vector>
 
@@ -23,6 +24,9 @@ struct TrainerProgress {
   int64_t guard_last_skip = 0;             // the newest skipped step (0: none)
   /// Saved while the guard saw no sign of divergence: a rollback may return to it.
   bool good = true;
+  /// The sigmoid router's per-expert biases, by MoE layer index (empty otherwise): state
+  /// the steps built up from the loads, not parameters, so they travel here.
+  std::map<int64_t, std::vector<double>> router_bias;
 };
 
 /// Writes `progress` into a checkpoint index's trainer object.

@@ -117,6 +117,7 @@ nlohmann::json model_json(const TrainConfig& c) {
       m["moe_layer_every"] = c.model.moe_layer_every;
       if (c.model.moe_capacity_factor > 0) m["moe_capacity_factor"] = c.model.moe_capacity_factor;
       if (c.model.moe_shared_expert) m["moe_shared_expert"] = true;
+      if (c.model.moe_router != MoeRouter::kSoftmax) m["moe_router"] = name_of(c.model.moe_router);
     }
   }
   return m;

@@ -85,6 +85,13 @@ const std::vector<ChoiceName<Allocator>>& choice_names() {
   return names;
 }
 
+template <>
+const std::vector<ChoiceName<MoeRouter>>& choice_names() {
+  static const std::vector<ChoiceName<MoeRouter>> names = {{MoeRouter::kSoftmax, "softmax"},
+                                                           {MoeRouter::kSigmoid, "sigmoid"}};
+  return names;
+}
+
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
@@ -97,5 +104,6 @@ std::ostream& operator<<(std::ostream& out, ReduceDtype value) { return out << n
 std::ostream& operator<<(std::ostream& out, Device value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PreemptSignals value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Allocator value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, MoeRouter value) { return out << name_of(value); }
 
 }  // namespace trident

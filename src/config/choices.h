@@ -27,6 +27,11 @@ enum class Toggle { kOn, kOff };
 /// is no "cpu" tier (see the schema's refusal): nothing would run it.
 enum class OffloadTier { kNone, kNvme };
 
+/// model.moe_router: how an MoE layer scores its experts. kSoftmax: softmax, top k,
+/// renormalised (Mixtral); kSigmoid: sigmoid scores, top k of score + a per-expert bias that
+/// balances the load without a loss (DeepSeek-V3), weights the chosen scores renormalised.
+enum class MoeRouter { kSoftmax, kSigmoid };
+
 /// train.allocator: what happens to a rank's freed host memory. kCache keeps it for reuse
 /// (the fastest; peak RSS includes the heap's fragmentation); kRelease maps every block of
 /// 1 MiB or more on its own, with transparent huge pages, and returns it when freed (peak
@@ -75,5 +80,6 @@ std::ostream& operator<<(std::ostream& out, Toggle value);
 std::ostream& operator<<(std::ostream& out, OffloadTier value);
 std::ostream& operator<<(std::ostream& out, PreemptSignals value);
 std::ostream& operator<<(std::ostream& out, Allocator value);
+std::ostream& operator<<(std::ostream& out, MoeRouter value);
 
 }  // namespace trident

@@ -39,6 +39,8 @@ struct ModelConfig {
   /// of a sequence, the first in token order, and drops the rest
   double moe_capacity_factor = 0.0;
   bool moe_shared_expert = false;  ///< one more expert that every token goes to, weight 1
+  MoeRouter moe_router = MoeRouter::kSoftmax;
+  double moe_bias_update_rate = 0.001;  ///< sigmoid router: the bias step after each step
 
   /// Whether layer `index` has an MoE MLP.
   bool moe_layer(int64_t index) const {

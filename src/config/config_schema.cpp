@@ -175,6 +175,17 @@ std::vector<KeySpec> build_schema() {
        "llama: true adds a shared expert (a SwiGLU of moe_ffn_hidden) that every token goes "
        "to, its output added with weight 1 (DeepSeek-MoE, Qwen-MoE)",
        llama},
+      {"model", "moe_router", choice_field(kModel, &M::moe_router), choices_of<MoeRouter>(),
+       "llama: softmax scores the experts, takes the top k and renormalises their weights "
+       "(Mixtral); sigmoid scores each expert alone, takes the top k of score + bias, and "
+       "weighs them by their scores renormalised, the bias (no gradient) moving after each "
+       "step towards an even load (DeepSeek-V3's auxiliary-loss-free balancing)",
+       llama},
+      {"model", "moe_bias_update_rate", field(kModel, &M::moe_bias_update_rate), at_least(0),
+       "llama, moe_router = \"sigmoid\": after each step every expert's bias moves by this "
+       "much, up when the expert got fewer than the mean of the step's choices in its layer, "
+       "down when more; 0 keeps the biases at 0",
+       llama},
       {"model", "moe_z_loss_coeff", field(kModel, &M::moe_z_loss_coeff), at_least(0),
        "llama: weight of the router z-loss, the mean squared logsumexp of the router's logits",
        llama},

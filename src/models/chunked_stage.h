@@ -25,6 +25,9 @@ class ChunkedStage : public ModelStage {
   void take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) override {
     for (auto& chunk : chunks_) chunk->take_moe_statistics(into);
   }
+  void set_router_bias(const std::map<int64_t, std::vector<double>>& bias) override {
+    for (auto& chunk : chunks_) chunk->set_router_bias(bias);
+  }
   ModelStage& chunk(int c) override;
 
  private:

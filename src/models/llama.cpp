@@ -161,6 +161,13 @@ void LlamaStage::take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) {
     if (MoeMlp* moe = blocks_[b]->moe()) into[block_index_[b]] = moe->take_statistics();
 }
 
+void LlamaStage::set_router_bias(const std::map<int64_t, std::vector<double>>& bias) {
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    if (MoeMlp* moe = blocks_[b]->moe())
+      if (const auto it = bias.find(block_index_[b]); it != bias.end())
+        moe->set_router_bias(it->second);
+}
+
 at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& targets,
                                double loss_scale) {
   // Each layer runs inside the layer scope (ZeRO stage 3 gathers its parameters around it).

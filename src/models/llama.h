@@ -92,6 +92,7 @@ class LlamaStage : public ModelStage {
 
   const LlamaOptions& options() const { return o_; }
   void take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) override;
+  void set_router_bias(const std::map<int64_t, std::vector<double>>& bias) override;
 
  private:
   LlamaOptions o_;

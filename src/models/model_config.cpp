@@ -91,6 +91,7 @@ LlamaOptions llama_options(const TrainConfig& c) {
   o.moe.z_loss_coeff = c.model.moe_z_loss_coeff;
   o.moe.capacity_factor = c.model.moe_capacity_factor;
   o.moe.shared_expert = c.model.moe_shared_expert;
+  o.moe.sigmoid = c.model.moe_router == MoeRouter::kSigmoid;
   o.moe_every = c.model.moe_layer_every;
   return o;
 }

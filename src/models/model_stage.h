@@ -61,6 +61,9 @@ class ModelStage : public torch::nn::Module {
   /// Adds the statistics of this stage's MoE layers since the last call to `into`, by
   /// layer index, and starts them afresh (MoeMlp::take_statistics); none in a dense model.
   virtual void take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) { (void)into; }
+  /// The sigmoid router's per-expert biases of every MoE layer, by layer index (each stage
+  /// takes its own layers'); nothing in a dense model or with the softmax router.
+  virtual void set_router_bias(const std::map<int64_t, std::vector<double>>& bias) { (void)bias; }
 
   /// Model chunks this stage holds (interleaved 1F1B's virtual stages); 1 for a plain stage.
   virtual int num_chunks() const { return 1; }

@@ -95,12 +95,22 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   // The router in float32 at least (float64 runs keep float64).
   const at::ScalarType rt = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   const at::Tensor logits = at::matmul(x.to(rt), router_.to(rt).t());  // (N, E)
-  const at::Tensor probs = at::softmax(logits, -1);
-  // The top k by a stable descending sort: equal probabilities go to the lower index.
+  // scores: what the chosen experts' weights are cut from; probs: each expert's share of a
+  // token, as the balancing loss counts it; select: what the top k is taken of.
+  at::Tensor scores, probs, select;
+  if (o_.sigmoid) {
+    scores = at::sigmoid(logits);
+    probs = scores / scores.sum(-1, /*keepdim=*/true);
+    select = bias_.defined() ? scores.detach() + bias_.to(scores.options()) : scores.detach();
+  } else {
+    scores = probs = at::softmax(logits, -1);
+    select = probs.detach();
+  }
+  // The top k by a stable descending sort: equal values go to the lower index.
   const at::Tensor chosen =
-      std::get<1>(at::sort(probs.detach(), /*stable=*/true, /*dim=*/-1, /*descending=*/true))
+      std::get<1>(at::sort(select, /*stable=*/true, /*dim=*/-1, /*descending=*/true))
           .narrow(1, 0, o_.top_k);  // (N, k)
-  at::Tensor weights = probs.gather(1, chosen);
+  at::Tensor weights = scores.gather(1, chosen);
   weights = (weights / weights.sum(-1, /*keepdim=*/true)).to(x.scalar_type());  // (N, k)
 
   // Capacity per sequence: the first `capacity` of its tokens that chose an expert.
@@ -159,6 +169,12 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
     aux_sum_ = aux_sum_.defined() ? aux_sum_ + share : share;
   }
   return AttachLoss::apply(y, loss, loss_scale);
+}
+
+void MoeMlp::set_router_bias(const std::vector<double>& bias) {
+  TORCH_CHECK(static_cast<int64_t>(bias.size()) == o_.experts, "moe: ", bias.size(),
+              " router biases for ", o_.experts, " experts");
+  bias_ = at::tensor(bias, at::kDouble);
 }
 
 MoeLayerStats MoeMlp::take_statistics() {

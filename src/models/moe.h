@@ -25,6 +25,9 @@ struct MoeOptions {
   double z_loss_coeff = 0.0;
   double capacity_factor = 0.0;  // 0: dropless
   bool shared_expert = false;    // one more expert every token goes to, weight 1
+  /// The sigmoid router (DeepSeek-V3): scores sigmoid(logits), the top k of score + bias
+  /// chosen, their scores renormalised as weights; else softmax, top k, renormalised.
+  bool sigmoid = false;
 };
 
 /// E experts, each a SwiGLU MLP split over tp as the dense one (gate and up column-parallel,
@@ -53,6 +56,9 @@ class MoeMlp : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& m, double loss_scale);
   /// The statistics since the last call, and a fresh start.
   MoeLayerStats take_statistics();
+  /// The sigmoid router's bias of each expert (E values): it shifts which experts are
+  /// chosen, not their weights, and has no gradient.
+  void set_router_bias(const std::vector<double>& bias);
 
  private:
   /// One expert: down(silu(gate x) * up x), "<name>.{gate,up,down}.weight".
@@ -71,6 +77,7 @@ class MoeMlp : public torch::nn::Module {
   MoeOptions o_;
   Communicator* ep_ = nullptr;  // null or of size 1: every expert here
   at::Tensor router_;
+  at::Tensor bias_;              // the sigmoid router's, (E) float64; undefined: zeros
   std::vector<Expert> experts_;  // this rank's, in global order
   Expert shared_;                // its layers null without a shared expert
   // This step's statistics, kept as tensors so that the forward waits on nothing.

@@ -186,6 +186,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
     ModelStage& chunk = stage_.chunk(ins.micro_batch < 0 ? 0 : c);
     const int vstage = c * stages + stage;  // this chunk's place in the virtual pipeline
     InstructionRecord record{ins, std::chrono::duration<double>(Clock::now() - t0).count()};
+    const double all_to_all_before = ctx_.ep().total_wait_seconds();
     switch (ins.op) {
       case Op::kRecvActivation: {
         at::Tensor buffer = at::empty(shape, act_options);
@@ -260,6 +261,7 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
     }
     progress();
     record.end = std::chrono::duration<double>(Clock::now() - t0).count();
+    record.all_to_all_s = ctx_.ep().total_wait_seconds() - all_to_all_before;
     result.records.push_back(record);
   }
   wait_for_sends();

@@ -54,6 +54,9 @@ struct InstructionRecord {
   double start = 0.0;
   double end = 0.0;
   bool recompute = false;  // a backward that began by recomputing its forward
+  /// Seconds it spent inside the experts' all-to-alls (the ep group's operations: posting
+  /// and waiting), which a compute instruction of an expert-parallel MoE model contains.
+  double all_to_all_s = 0.0;
 };
 
 struct StepResult {

@@ -73,12 +73,14 @@ void TraceRecorder::add(int64_t step, const StepResult& result) {
   for (const auto& r : result.records) {
     const double d = r.end - r.start;
     const Op op = r.instruction.op;
-    if (pipeline::is_compute(op) || op == Op::kOptimizerStep) split_.compute += d;
+    // An MoE layer's all-to-alls run inside the compute instructions: communication.
+    if (pipeline::is_compute(op) || op == Op::kOptimizerStep) split_.compute += d - r.all_to_all_s;
+    split_.communication += r.all_to_all_s;
     if (op == Op::kRecvActivation || op == Op::kRecvGrad || op == Op::kReduceGrads)
       split_.communication += d;
     if (step <= max_steps_)
       events_.push_back({name_of(r), category_of(op), result.start_s + r.start, d, step,
-                         r.instruction.micro_batch});
+                         r.instruction.micro_batch, r.all_to_all_s});
   }
   if (!result.records.empty()) split_.wall += result.records.back().end;
 }
@@ -86,6 +88,8 @@ void TraceRecorder::add(int64_t step, const StepResult& result) {
 std::string TraceRecorder::events_json(int rank) const {
   nlohmann::json events = nlohmann::json::array();
   for (const auto& e : events_) {
+    nlohmann::json args = {{"step", e.step}, {"micro_batch", e.micro_batch}};
+    if (e.all_to_all_s > 0) args["all_to_all_ms"] = e.all_to_all_s * 1e3;
     events.push_back({{"name", e.name},
                       {"cat", e.category},
                       {"ph", "X"},
@@ -93,7 +97,18 @@ std::string TraceRecorder::events_json(int rank) const {
                       {"dur", e.duration_s * 1e6},
                       {"pid", rank},
                       {"tid", 0},
-                      {"args", {{"step", e.step}, {"micro_batch", e.micro_batch}}}});
+                      {"args", args}});
+    // The instruction's all-to-all time as a slice of its own on a second row, at the
+    // instruction's end: its total, not where within the instruction each exchange fell.
+    if (e.all_to_all_s > 0)
+      events.push_back({{"name", "all-to-all (ep), total"},
+                        {"cat", "all-to-all"},
+                        {"ph", "X"},
+                        {"ts", (e.start_s + e.duration_s - e.all_to_all_s) * 1e6},
+                        {"dur", e.all_to_all_s * 1e6},
+                        {"pid", rank},
+                        {"tid", 1},
+                        {"args", {{"step", e.step}, {"micro_batch", e.micro_batch}}}});
   }
   return events.dump();
 }

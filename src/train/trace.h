@@ -1,6 +1,7 @@
 // The Chrome trace-event file of a run (opens in Perfetto or chrome://tracing): one
 // process per rank, one slice per executed pipeline instruction, so that the schedule's
-// pattern and its bubbles can be seen.
+// pattern and its bubbles can be seen; with expert parallelism, a second row per rank
+// with the time each instruction spent in the experts' all-to-alls.
 #pragma once
 #include <string>
 #include <vector>
@@ -13,8 +14,10 @@ class ParallelContext;
 /// Where a rank's time went over the recorded steps, in seconds.
 struct TimeSplit {
   double wall = 0.0;           // from each step's start to its last instruction's end
-  double compute = 0.0;        // forward, backward (with recompute) and the optimizer step
-  double communication = 0.0;  // waiting on receives and on the gradient reduction
+  double compute = 0.0;        // forward, backward (with recompute) and the optimizer step,
+                               // less the experts' all-to-alls inside them
+  double communication = 0.0;  // waiting on receives, on the gradient reduction and in the
+                               // experts' all-to-alls
   double bubble() const { return wall - compute - communication; }
 };
 
@@ -40,6 +43,7 @@ class TraceRecorder {
     double duration_s;
     int64_t step;
     int micro_batch;
+    double all_to_all_s;  // inside the ep group's all-to-alls
   };
   int max_steps_;
   std::vector<Event> events_;

@@ -131,6 +131,7 @@ void Trainer::restore_progress() {
   progress_.skipped_data = merge_windows(windows);
   guard_.restore_from(progress_);
   skipped_in_a_row_ = 0;  // checkpoints are written after healthy steps only
+  model_->set_router_bias(progress_.router_bias);  // none saved: the biases start at 0
 }
 
 void Trainer::skip_data(DataWindow window) {
@@ -168,7 +169,7 @@ double Trainer::agree_loss(double stage_loss) {
   return loss.item<double>();
 }
 
-void Trainer::gather_moe_statistics(StepMetrics& metrics) {
+std::map<int64_t, std::vector<double>> Trainer::gather_moe_statistics(StepMetrics& metrics) {
   std::map<int64_t, MoeLayerStats> mine;
   model_->take_moe_statistics(mine);
   // Per layer: aux loss, dropped, then the experts' loads; tp ranks hold the same numbers,
@@ -187,6 +188,7 @@ void Trainer::gather_moe_statistics(StepMetrics& metrics) {
   }
   ctx_.world().all_reduce(all)->wait();
   const auto* a = all.data_ptr<double>();
+  std::map<int64_t, std::vector<double>> loads;
   for (int64_t layer = 0; layer < layers; ++layer) {
     if (!config_.model.moe_layer(layer)) continue;
     metrics.moe_aux_loss += a[layer * width];
@@ -195,7 +197,23 @@ void Trainer::gather_moe_statistics(StepMetrics& metrics) {
     metrics.moe_load.push_back({layer,
                                 static_cast<int64_t>(*std::min_element(load, load + experts)),
                                 static_cast<int64_t>(*std::max_element(load, load + experts))});
+    loads[layer].assign(load, load + experts);
   }
+  return loads;
+}
+
+void Trainer::update_router_bias(const std::map<int64_t, std::vector<double>>& load) {
+  const double rate = config_.model.moe_bias_update_rate;
+  for (const auto& [layer, counts] : load) {
+    double mean = 0;
+    for (double c : counts) mean += c / static_cast<double>(counts.size());
+    std::vector<double>& bias = progress_.router_bias[layer];
+    bias.resize(counts.size(), 0.0);
+    // Integer counts, the same on every rank: every rank moves every bias alike.
+    for (size_t e = 0; e < counts.size(); ++e)
+      bias[e] += counts[e] < mean ? rate : counts[e] > mean ? -rate : 0.0;
+  }
+  model_->set_router_bias(progress_.router_bias);
 }
 
 StepMetrics Trainer::step() {
@@ -273,7 +291,12 @@ StepMetrics Trainer::step() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   metrics.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is KiB
-  if (config_.model.moe_experts > 0) gather_moe_statistics(metrics);
+  if (config_.model.moe_experts > 0) {
+    const auto load = gather_moe_statistics(metrics);
+    // A skipped step changed no weight: the biases stay too.
+    if (config_.model.moe_router == MoeRouter::kSigmoid && !metrics.skipped)
+      update_router_bias(load);
+  }
   completed_ = step;
   return metrics;
 }

@@ -115,8 +115,12 @@ class Trainer {
   MicroBatch micro_batch(int64_t batch, int k) const;
   /// The step's global loss from each stage's part; the same on every rank. Collective.
   double agree_loss(double stage_loss);
-  /// The step's MoE statistics summed over the world (collective; MoE models only).
-  void gather_moe_statistics(StepMetrics& metrics);
+  /// The step's MoE statistics summed over the world (collective; MoE models only); returns
+  /// each MoE layer's load per expert (the choices it received over the step's tokens).
+  std::map<int64_t, std::vector<double>> gather_moe_statistics(StepMetrics& metrics);
+  /// The sigmoid router's balancing after a step: each expert's bias moves by
+  /// model.moe_bias_update_rate towards the layer's mean load (DeepSeek-V3).
+  void update_router_bias(const std::map<int64_t, std::vector<double>>& load);
 
   TrainConfig config_;
   ParallelContext& ctx_;

@@ -72,6 +72,8 @@ Layout moe(Layout l, const std::vector<std::string>& switches) {
     // 4 of a sequence's 16 tokens an expert (16 * 2 / 4 * 0.5): some are dropped
     if (s == "capacity") l.sets.push_back("model.moe_capacity_factor=0.5");
     if (s == "shared") l.sets.push_back("model.moe_shared_expert=true");
+    if (s == "sigmoid")
+      l.sets.insert(l.sets.end(), {"model.moe_router=sigmoid", "model.moe_bias_update_rate=0.01"});
   }
   return l;
 }

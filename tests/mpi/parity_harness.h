@@ -28,7 +28,8 @@ struct RunTrace {
 /// (split over tp like the dense MLP), the load-balancing loss at 0.01, and the given
 /// switches: "top1" sends each token to one expert instead of two, "z" adds the router
 /// z-loss, "every2" makes every second layer MoE and the others dense, "capacity" drops what
-/// exceeds half the even share, "shared" adds a shared expert.
+/// exceeds half the even share, "shared" adds a shared expert, "sigmoid" routes by sigmoid
+/// scores with balancing biases that move by 0.01 a step (DeepSeek-V3).
 Layout moe(Layout l, const std::vector<std::string>& switches = {});
 
 /// `l` with its experts shared out over `ep` of its dp ranks.

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>  // std::max
+#include <cmath>      // std::abs
+
 #include "checkpoint/convert.h"    // convert_checkpoint
 #include "checkpoint/index.h"      // open_checkpoint
 #include "checkpoint/ownership.h"  // zero_owned_ranges
@@ -22,14 +25,16 @@ namespace {
 
 constexpr int kSteps = 6;
 constexpr int kSaveAt = 3;
-const Layout kSource = moe(ep({"dp4_ep4_zero2", 4, 1, 1, 2, "1f1b", false, 1}, 4), {"shared", "z"});
+// The sigmoid router: its balancing biases are state the checkpoint must carry.
+const Layout kSource =
+    moe(ep({"dp4_ep4_zero2", 4, 1, 1, 2, "1f1b", false, 1}, 4), {"shared", "z", "sigmoid"});
 
 const bool kRegistered = register_mpi_cases({
     {"checkpoint_moe_ep4_resume_and_convert", 4, "CheckpointMoe.*"},
 });
 
 /// `l` with kSource's model.
-Layout same_model(const Layout& l) { return moe(l, {"shared", "z"}); }
+Layout same_model(const Layout& l) { return moe(l, {"shared", "z", "sigmoid"}); }
 
 TEST(CheckpointMoe, ep4_resumes_bitwise_and_at_ep2_ep1_one_process_and_converted) {
   const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_checkpoint_moe_");
@@ -41,6 +46,12 @@ TEST(CheckpointMoe, ep4_resumes_bitwise_and_at_ep2_ep1_one_process_and_converted
     ParallelContext ctx(MPI_COMM_WORLD, kSource.dp, kSource.pp, kSource.tp, 120.0, kSource.ep);
     Trainer full(config, ctx);
     want = train_steps(full, kSteps);
+    // The biases moved: 4 MoE layers, each expert's by a multiple of the rate.
+    ASSERT_EQ(full.progress().router_bias.size(), 4u);
+    double moved = 0;
+    for (const auto& [layer, bias] : full.progress().router_bias)
+      for (double b : bias) moved = std::max(moved, std::abs(b));
+    EXPECT_GT(moved, 0.0);
     final_state = checkpoint::open_checkpoint(save_checkpoint(full, ctx, dir + "/full", 0), "");
     {
       Trainer first(config, ctx);

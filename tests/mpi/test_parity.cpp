@@ -232,9 +232,11 @@ const Layout kMoeLayouts[] = {
     moe({"dp2_pp2_tp2_1f1b_zero3", 2, 2, 2, 3, "1f1b", false, 1}, {"top1", "every2"}),
     // Expert parallelism: the experts shared out over ep of the dp ranks.
     moe(ep({"dp2_ep2_zero1", 2, 1, 1, 1, "1f1b", false, 2}, 2), {"z"}),
-    moe(ep({"dp4_ep4_zero2_shared", 4, 1, 1, 2, "1f1b", false, 1}, 4), {"shared"}),
+    moe(ep({"dp4_ep4_zero2_shared_sigmoid", 4, 1, 1, 2, "1f1b", false, 1}, 4),
+        {"shared", "sigmoid"}),
     moe(ep({"dp2_ep2_tp2_zero2_capacity", 2, 1, 2, 2, "1f1b", false, 1}, 2), {"capacity"}),
-    moe(ep({"dp2_ep2_pp2_1f1b_every2", 2, 2, 1, 0, "1f1b", false, 1}, 2), {"every2", "top1"}),
+    moe(ep({"dp2_ep2_pp2_1f1b_every2_sigmoid", 2, 2, 1, 0, "1f1b", false, 1}, 2),
+        {"every2", "top1", "sigmoid"}),
     moe(ep({"dp2_ep2_pp2_zbh1_ckpt", 2, 2, 1, 0, "zb-h1", true, 1}, 2), {"z"}),
     moe(ep({"dp4_ep2_pp2_1f1b_ckpt_zero2", 4, 2, 1, 2, "1f1b", true, 1}, 2), {"z", "shared"}),
     moe(ep({"dp4_ep2_pp2_1f1b_zero3", 4, 2, 1, 3, "1f1b", false, 1}, 2), {"top1", "every2"}),
