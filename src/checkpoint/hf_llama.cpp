@@ -253,6 +253,7 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
     expect("intermediate_size", im["moe_ffn_hidden"], "model.moe_ffn_hidden",
            m.moe_ffn_hidden > 0 ? m.moe_ffn_hidden : m.ffn_hidden);
     expect("(every layer MoE)", 1, "model.moe_layer_every", m.moe_layer_every);
+    expect("(a softmax router)", "softmax", "model.moe_router", name_of(m.moe_router));
     if (c.value("router_jitter_noise", 0.0) != 0.0)
       throw CheckpointError(where + "router_jitter_noise " + c["router_jitter_noise"].dump() +
                             " is not 0; trident's router adds no noise");

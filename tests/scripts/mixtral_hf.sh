@@ -47,4 +47,10 @@ out=$(run 1 eval --checkpoint "$tmp/mix" --data "$tmp/tokens.bin" --sequences $K
 [ $? -eq 2 ] || fail "a top-k mismatch did not exit 2: $out"
 echo "$out" | grep -q "num_experts_per_tok = 2 but model.moe_top_k = 1; set model.moe_top_k = 2" ||
   fail "mismatch message: $out"
+# A router other than the file's (Mixtral routes by softmax): named, exit 2.
+out=$(run 1 eval --checkpoint "$tmp/mix" --data "$tmp/tokens.bin" --sequences $K --seq-len $T \
+  --set model.moe_router=sigmoid 2>&1)
+[ $? -eq 2 ] || fail "a router mismatch did not exit 2: $out"
+echo "$out" | grep -q '(a softmax router) = "softmax" but model.moe_router = "sigmoid"; set model.moe_router = "softmax"' ||
+  fail "router mismatch message: $out"
 echo "OK"
