@@ -1,6 +1,7 @@
 // JSONL metrics and the console progress line.
 #include "train/metrics_log.h"
 
+#include <algorithm>  // std::min, std::max
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -102,8 +103,18 @@ std::string progress_line(const StepMetrics& m, int64_t total_steps, double elap
       loss_floor ? (" (floor " + std::to_string(*loss_floor).substr(0, 6) + ")").c_str() : "", m.lr,
       m.grad_norm, m.tokens_per_s, m.tflops, format_duration(elapsed_s).c_str(),
       format_duration(left).c_str());
-  if (!m.skipped) return buf;
-  return std::string(buf) + " | update skipped: " +
+  std::string line = buf;
+  if (!m.moe_load.empty()) {
+    // The fewest and most choices an expert of any MoE layer received in the step.
+    int64_t lo = m.moe_load.front().min, hi = m.moe_load.front().max;
+    for (const StepMetrics::MoeLoad& l : m.moe_load) {
+      lo = std::min(lo, l.min);
+      hi = std::max(hi, l.max);
+    }
+    line += " | expert load " + std::to_string(lo) + ".." + std::to_string(hi);
+  }
+  if (!m.skipped) return line;
+  return line + " | update skipped: " +
          (m.spike ? "loss spike (" + m.spike_reason + ")" : "non-finite loss or gradient") + ", " +
          std::to_string(m.skipped_in_a_row) + " in a row";
 }

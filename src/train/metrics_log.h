@@ -27,7 +27,9 @@ class MetricsLog {
 };
 
 /// "step 10/200 | loss 3.2101 | lr 1.00e-03 | grad 0.512 | 12,345 tok/s | 0.012 TFLOP/s |
-/// 0:05 elapsed, 1:35 left". Plain text: no control characters.
+/// 0:05 elapsed, 1:35 left"; an MoE model's adds "| expert load 450..597", the fewest and
+/// most choices an expert of any MoE layer received in the step. Plain text: no control
+/// characters.
 std::string progress_line(const StepMetrics& m, int64_t total_steps, double elapsed_s,
                           std::optional<double> loss_floor);
 

@@ -26,6 +26,17 @@ out=$(mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$root/config
   --set parallel.tp=2 --set train.steps=10 --set train.log_every=1 \
   --set logging.metrics="$tmp/moe.jsonl" --set logging.run_dir=none 2>&1) ||
   fail "configs/moe-tiny.toml exited non-zero: $out"
+# The progress line names the step's expert load, as the metrics file counts it.
+last=$(echo "$out" | grep "^step 10/10 | ") || fail "no progress line of step 10: $out"
+load=$(echo "$last" | sed -n 's/.* | expert load \([0-9]*\.\.[0-9]*\).*/\1/p')
+[ -n "$load" ] || fail "the progress line has no expert load: $last"
+python3 - "$tmp/moe.jsonl" "$load" <<'PY' || fail "the progress line's expert load $load is not the metrics'"
+import json, sys
+row = [json.loads(l) for l in open(sys.argv[1])][-1]
+lo = min(l[1] for l in row["moe"]["load"])
+hi = max(l[2] for l in row["moe"]["load"])
+assert sys.argv[2] == f"{lo}..{hi}", (sys.argv[2], lo, hi)
+PY
 python3 - "$tmp/moe.jsonl" <<'PY' || fail "configs/moe-tiny.toml did not learn"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
