@@ -78,24 +78,25 @@ std::vector<at::Tensor> run_experts_over_ep(
       recv_rows[static_cast<size_t>(s)] += from[s][j];
     }
 
-  const at::Tensor received = all_to_all_rows(at::cat(inputs), ep, send_rows, recv_rows);
-  // Each local expert on its rows from every rank, rank after rank.
-  std::vector<int64_t> order;
+  // Where each local expert's rows lie in what this rank receives: expert after expert,
+  // each from every rank, rank after rank.
+  std::vector<int64_t> order, first(static_cast<size_t>(local + 1), 0);
   order.reserve(static_cast<size_t>(offset));
-  std::vector<at::Tensor> outputs;
   for (int64_t j = 0; j < local; ++j) {
-    const size_t first = order.size();
     for (int64_t s = 0; s < P; ++s)
       for (int64_t r = 0; r < from[s][j]; ++r)
         order.push_back(start[static_cast<size_t>(s * local + j)] + r);
-    const at::Tensor rows =
-        at::tensor(
-            std::vector<int64_t>(order.begin() + static_cast<std::ptrdiff_t>(first), order.end()),
-            at::kLong)
-            .to(received.device());
+    first[static_cast<size_t>(j + 1)] = static_cast<int64_t>(order.size());
+  }
+
+  const at::Tensor received = all_to_all_rows(at::cat(inputs), ep, send_rows, recv_rows);
+  const at::Tensor where = at::tensor(order, at::kLong).to(received.device());
+  std::vector<at::Tensor> outputs;
+  for (int64_t j = 0; j < local; ++j) {
+    const int64_t begin = first[static_cast<size_t>(j)];
+    const at::Tensor rows = where.narrow(0, begin, first[static_cast<size_t>(j + 1)] - begin);
     outputs.push_back(expert(j, received.index_select(0, rows)));
   }
-  const at::Tensor where = at::tensor(order, at::kLong).to(received.device());
   const at::Tensor results = at::zeros_like(received).index_copy(0, where, at::cat(outputs));
   // Back to the ranks the rows came from, in the order they were sent.
   const at::Tensor returned = all_to_all_rows(results, ep, recv_rows, send_rows);

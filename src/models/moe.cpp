@@ -101,7 +101,7 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   if (o_.sigmoid) {
     scores = at::sigmoid(logits);
     probs = scores / scores.sum(-1, /*keepdim=*/true);
-    select = bias_.defined() ? scores.detach() + bias_.to(scores.options()) : scores.detach();
+    select = bias_.defined() ? scores.detach() + bias_ : scores.detach();
   } else {
     scores = probs = at::softmax(logits, -1);
     select = probs.detach();
@@ -174,7 +174,9 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
 void MoeMlp::set_router_bias(const std::vector<double>& bias) {
   TORCH_CHECK(static_cast<int64_t>(bias.size()) == o_.experts, "moe: ", bias.size(),
               " router biases for ", o_.experts, " experts");
-  bias_ = at::tensor(bias, at::kDouble);
+  // Where and in what the router's scores are computed, once, not at every forward.
+  const at::ScalarType rt = router_.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  bias_ = at::tensor(bias, at::kDouble).to(router_.device(), rt);
 }
 
 MoeLayerStats MoeMlp::take_statistics() {

@@ -77,7 +77,8 @@ class MoeMlp : public torch::nn::Module {
   MoeOptions o_;
   Communicator* ep_ = nullptr;  // null or of size 1: every expert here
   at::Tensor router_;
-  at::Tensor bias_;              // the sigmoid router's, (E) float64; undefined: zeros
+  at::Tensor bias_;              // the sigmoid router's, (E) in its scores' dtype and device;
+                                 // undefined: zeros
   std::vector<Expert> experts_;  // this rank's, in global order
   Expert shared_;                // its layers null without a shared expert
   // This step's statistics, kept as tensors so that the forward waits on nothing.

@@ -8,6 +8,7 @@
 #include <set>      // std::set
 
 #include "parallel/host_staged_communicator.h"  // HostStagedCommunicator
+#include "parallel/local_communicator.h"        // LocalCommunicator
 #include "parallel/nccl_backend.h"              // make_nccl_communicator
 
 #if TRIDENT_HAVE_MPI
@@ -103,15 +104,19 @@ ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, dou
   pp_ = split(base, grid_, GroupKind::kPp, rank_, timeout_s, device, transport_);
   mp_ = split(base, grid_, GroupKind::kModelParallel, rank_, timeout_s, device, transport_);
   embedding_ = split(base, grid_, GroupKind::kEmbedding, rank_, timeout_s, device, transport_);
-  ep_ = split(base, grid_, GroupKind::kEp, rank_, timeout_s, device, transport_);
-  edp_ = split(base, grid_, GroupKind::kExpertDp, rank_, timeout_s, device, transport_);
+  if (grid_.ep() > 1) {
+    ep_ = split(base, grid_, GroupKind::kEp, rank_, timeout_s, device, transport_);
+    edp_ = split(base, grid_, GroupKind::kExpertDp, rank_, timeout_s, device, transport_);
+  } else {  // no device communicator (NCCL's cost memory) for groups nothing uses
+    ep_ = std::make_unique<LocalCommunicator>(group_name(GroupKind::kEp), rank_);
+  }
 }
 
 std::vector<Communicator*> ParallelContext::all_groups() const {
   std::vector<Communicator*> groups{world_.get(), tp_.get(), dp_.get(), pp_.get(), mp_.get()};
   if (embedding_) groups.push_back(embedding_.get());
   groups.push_back(ep_.get());
-  groups.push_back(edp_.get());
+  if (edp_) groups.push_back(edp_.get());
   return groups;
 }
 

@@ -52,10 +52,11 @@ class ParallelContext {
   Communicator& dp() const { return *dp_; }
   Communicator& pp() const { return *pp_; }
   Communicator& model_parallel() const { return *mp_; }
-  /// Expert parallelism: the ranks sharing out the experts (one rank when ep = 1), and the
-  /// ranks holding the same experts (dp itself when ep = 1).
+  /// Expert parallelism: the ranks sharing out the experts (a group of this rank alone
+  /// when ep = 1), and the ranks holding the same experts (dp itself when ep = 1: a run
+  /// without expert parallelism makes no communicator for it).
   Communicator& ep() const { return *ep_; }
-  Communicator& expert_dp() const { return *edp_; }
+  Communicator& expert_dp() const { return edp_ ? *edp_ : *dp_; }
   /// Only on the first and last pipeline stage; null elsewhere (and equal to a group of
   /// one when pp == 1).
   Communicator* embedding() const { return embedding_.get(); }
@@ -69,7 +70,8 @@ class ParallelContext {
   GridCoord coord_;
   at::Device device_;
   DeviceTransport transport_ = DeviceTransport::kHost;
-  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_, ep_, edp_;
+  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_, ep_;
+  std::unique_ptr<Communicator> edp_;  // only when ep > 1
 };
 
 }  // namespace trident

@@ -25,12 +25,11 @@ EvalResult evaluate_token_file(ModelStage& model, ParallelContext& ctx,
   for (int64_t i = dp_rank; i < K; i += dp) mine.push_back(i);
   const int64_t windows = static_cast<int64_t>(mine.size());
   // With expert parallelism the dp ranks of an ep group meet in every MoE layer's
-  // all-to-all, so each runs as many micro-batches as dp rank 0, which has the most: the
-  // extra ones are window 0 again, their loss dropped.
-  const int64_t rounds = (ctx.grid().ep() > 1 ? (K + dp - 1) / dp : windows) + micro_batch - 1;
-  const int64_t micro_batches = rounds / micro_batch;
-  const bool pads = (micro_batches - 1) * micro_batch >= windows && micro_batches > 0;
-  if (pads) mine.push_back(0);
+  // all-to-all, so each runs as many micro-batches as dp rank 0, which has the most
+  // windows: the extra ones are window 0 again, their loss dropped.
+  const int64_t paced_by = ctx.grid().ep() > 1 ? (K + dp - 1) / dp : windows;
+  const int64_t micro_batches = (paced_by + micro_batch - 1) / micro_batch;
+  if (micro_batches * micro_batch - micro_batch >= windows) mine.push_back(0);  // pads
   std::vector<int32_t> tokens;
   run_agreed(ctx.world(), [&] {
     if (K < 1) throw InputError("eval: --sequences must be at least 1");

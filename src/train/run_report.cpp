@@ -47,11 +47,10 @@ int64_t count_parameters(Trainer& trainer, ParallelContext& ctx) {
     const double n = static_cast<double>(numel);
     (p.spec.expert ? experts : local) += n / copies_over_tp(p.spec.shard, ctx.grid().tp());
   }
-  at::Tensor t = at::full({1}, local, at::kDouble), e = at::full({1}, experts, at::kDouble);
+  at::Tensor t = at::tensor({local, experts}, at::kDouble);
   ctx.model_parallel().all_reduce(t)->wait();
-  ctx.model_parallel().all_reduce(e)->wait();
-  ctx.ep().all_reduce(e)->wait();
-  return static_cast<int64_t>(std::llround(t.item<double>() + e.item<double>()));
+  ctx.ep().all_reduce(t.narrow(0, 1, 1))->wait();  // the experts: each ep rank holds its own
+  return static_cast<int64_t>(std::llround(t.sum().item<double>()));
 }
 
 void report_memory(Trainer& trainer, ParallelContext& ctx, int64_t peak_activation_bytes) {

@@ -225,9 +225,13 @@ StepMetrics Trainer::step() {
   StepMetrics metrics;
   metrics.step = step;
   const TierStats tier_before = optimizer_->tier_stats();
-  // The experts' gradients are reduced over the expert-dp group: dp's work too.
-  const double dp_wait_before =
-      ctx_.dp().total_wait_seconds() + ctx_.expert_dp().total_wait_seconds();
+  // The experts' gradients are reduced over the expert-dp group (dp itself when ep = 1):
+  // dp's work too.
+  auto dp_wait = [this] {
+    const double experts = ctx_.grid().ep() > 1 ? ctx_.expert_dp().total_wait_seconds() : 0.0;
+    return ctx_.dp().total_wait_seconds() + experts;
+  };
+  const double dp_wait_before = dp_wait();
   const double ep_wait_before = ctx_.ep().total_wait_seconds();
   const double tp_wait_before = ctx_.tp().total_wait_seconds();
   const double pp_wait_before = ctx_.pp().total_wait_seconds();
@@ -274,8 +278,7 @@ StepMetrics Trainer::step() {
       static_cast<double>(config_.train.global_batch_size * config_.model.seq_len);
   metrics.tokens_per_s = tokens / metrics.step_time_s;
   metrics.tflops = flops_per_step() / metrics.step_time_s / 1e12;
-  metrics.dp_wait_s =
-      ctx_.dp().total_wait_seconds() + ctx_.expert_dp().total_wait_seconds() - dp_wait_before;
+  metrics.dp_wait_s = dp_wait() - dp_wait_before;
   metrics.ep_wait_s = ctx_.ep().total_wait_seconds() - ep_wait_before;
   metrics.tp_wait_s = ctx_.tp().total_wait_seconds() - tp_wait_before;
   metrics.pp_wait_s = ctx_.pp().total_wait_seconds() - pp_wait_before;
