@@ -34,12 +34,6 @@ std::vector<std::string> preset_dirs() {
 }  // namespace
 
 plan::PlanModel plan_model(const TrainConfig& c) {
-  if (c.model.moe_experts > 0)
-    throw UsageError(
-        "the planner does not model Mixture-of-Experts layers yet (model.moe_experts = " +
-        std::to_string(c.model.moe_experts) +
-        "): trident plan and --auto need a dense model; choose the layout by hand "
-        "(trident check CONFIG validates it)");
   plan::PlanModel m;
   m.layers = c.model.layers;
   m.hidden = c.model.hidden;
@@ -57,6 +51,13 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.kv_heads = c.model.kv_head_count();
   m.ffn_hidden = m.llama ? c.model.ffn_hidden : 4 * c.model.hidden;
   m.tied = !m.llama || c.model.tie_embeddings;
+  if (m.llama && c.model.moe_experts > 0) {
+    m.moe_experts = c.model.moe_experts;
+    m.moe_top_k = c.model.moe_top_k;
+    m.moe_ffn_hidden = c.model.moe_ffn_hidden;
+    m.moe_layer_every = c.model.moe_layer_every;
+    m.moe_shared_expert = c.model.moe_shared_expert;
+  }
   m.zero3_max_live_layers = c.parallel.zero3_max_live_layers;
   m.zero3_persist_below = c.parallel.zero3_persist_below;
   m.zero3_reshard_after_forward = c.parallel.zero3_reshard_after_forward == Toggle::kOn;

@@ -236,7 +236,8 @@ std::vector<std::string> overrides_of(const AutoCandidate& c) {
           "parallel.schedule=" + c.schedule.schedule,
           "parallel.virtual_stages=" + std::to_string(c.schedule.virtual_stages),
           std::string("parallel.offload_optimizer=") + (c.placement.optimizer ? "nvme" : "none"),
-          std::string("parallel.offload_params=") + (c.placement.params ? "nvme" : "none")};
+          std::string("parallel.offload_params=") + (c.placement.params ? "nvme" : "none"),
+          "parallel.ep=" + std::to_string(l.ep)};
 }
 
 std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {

@@ -59,6 +59,26 @@ double layer_activation_bytes(const ActivationShape& x, const ActivationOptions&
   return s * b * h * (replicated + 24.0 / t + core * a * s / (h * t)) * scale;
 }
 
+double moe_layer_activation_bytes(const ActivationShape& x, const ActivationOptions& o,
+                                  double bytes_per_element) {
+  ActivationShape dense = x;
+  dense.llama = true;
+  dense.ffn_hidden = 0;  // the formula's SwiGLU term is taken out below
+  const double s = static_cast<double>(x.seq_len), b = static_cast<double>(x.micro_batch);
+  const double h = static_cast<double>(x.hidden), t = static_cast<double>(std::max(o.tp, 1));
+  const double tokens = s * b;
+  const double base = layer_activation_bytes(dense, o, bytes_per_element);
+  if (o.recompute == Recompute::kFull) return base;
+  // The dense formula's SwiGLU at f = 4 h: 4 f / t = 16 h / t elements a token.
+  const double swiglu = tokens * 16.0 * h / t * bytes_per_element;
+  const double E = static_cast<double>(x.experts), k = static_cast<double>(x.top_k);
+  const double f = static_cast<double>(x.expert_ffn);
+  const double elements =
+      E + 2.0 * k + 1.0 + 3.0 * k * h + 4.0 * k * f / t + (x.shared_expert ? 4.0 * f / t : 0.0);
+  const double fixed = (E + k) * 8.0 + E * k;  // int64 indices, bool masks
+  return base - swiglu + tokens * (elements * bytes_per_element + fixed);
+}
+
 double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
                              double bytes_per_element) {
   const double sb = static_cast<double>(m.seq_len * micro_batch);
@@ -78,12 +98,21 @@ int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, 
   return std::min<int64_t>(pp - stage, m);
 }
 
+ActivationShape activation_shape(const PlanModel& m, int64_t micro_batch) {
+  ActivationShape shape{m.seq_len, micro_batch, m.hidden, m.heads, m.llama, m.ffn_hidden};
+  shape.experts = m.moe_experts;
+  shape.top_k = m.moe_top_k;
+  shape.expert_ffn = m.expert_ffn();
+  shape.shared_expert = m.moe_shared_expert;
+  return shape;
+}
+
 namespace {
 
 /// Activation bytes the stage's device holds at its peak.
 double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
-  const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads, m.llama, m.ffn_hidden};
+  const ActivationShape shape = activation_shape(m, l.micro_batch);
   const int64_t layers = m.layers / l.pp;
   const bool last = stage == l.pp - 1;
   // One micro-batch's complete activations through this stage.
@@ -91,7 +120,10 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   options.tp = l.tp;
   options.sequence_parallel = l.sequence_parallel;
   options.recompute = l.selective ? Recompute::kSelective : Recompute::kNone;
-  double full = static_cast<double>(layers) * layer_activation_bytes(shape, options, b.activation);
+  const double moe = static_cast<double>(m.moe_layers_in(stage * layers, layers));
+  const double dense_layer = layer_activation_bytes(shape, options, b.activation);
+  const double moe_layer = moe > 0 ? moe_layer_activation_bytes(shape, options, b.activation) : 0.0;
+  double full = (static_cast<double>(layers) - moe) * dense_layer + moe * moe_layer;
   if (last) full += head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
   const int64_t v = m.schedule == "interleaved-1f1b" ? std::max<int64_t>(m.virtual_stages, 1) : 1;
   // In stage-sized units: an interleaved stage's in-flight count is of 1/v-sized chunks.
@@ -114,7 +146,7 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   // on a last stage that does not hold the embedding too: see GptStage::forward), and a
   // backward rebuilds one layer's activations at a time (the head's first).
   double kept = static_cast<double>(layers) * input + (stage == 0 ? ids : 0.0);
-  double rebuilt = layer_activation_bytes(shape, options, b.activation);
+  double rebuilt = moe > 0 ? std::max(dense_layer, moe_layer) : dense_layer;
   if (last) {
     const double head = head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
     if (stage != 0) {  // recomputed: its input kept, its activations rebuilt first
@@ -134,12 +166,19 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
 double bucket_buffers(const PlanModel& m, const Layout& l, int stage) {
   if (l.zero < 2 || l.dp <= 1) return 0;
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
-  const BucketLayout layout(stage_bucketed_numels(m, l.pp, l.tp, stage), m.bucket_size, l.dp);
-  int64_t largest = 0;
-  for (const Bucket& bucket : layout.buckets())
-    if (bucket.params.size() > 1) largest = std::max(largest, bucket.numel);
-  const double bucket = static_cast<double>(largest);
-  return 2.0 * (bucket + bucket / l.dp) * b.transport;
+  // The widest of the dp buffer's buckets and of the experts' (over expert-dp).
+  double widest = 0;
+  auto scan = [&](const std::vector<int64_t>& numels, int group) {
+    const BucketLayout layout(numels, m.bucket_size, group);
+    for (const Bucket& bucket : layout.buckets())
+      if (bucket.params.size() > 1) {
+        const double n = static_cast<double>(bucket.numel);
+        widest = std::max(widest, n + n / group);
+      }
+  };
+  scan(stage_bucketed_numels(m, l.pp, l.tp, stage), l.dp);
+  if (l.expert_dp() > 1) scan(stage_expert_numels(m, l.pp, l.tp, l.ep, stage), l.expert_dp());
+  return 2.0 * widest * b.transport;
 }
 
 /// The activation and the gradient being received from the neighbouring stages.
@@ -162,27 +201,27 @@ Stage3Split stage3_split(const PlanModel& m, const Layout& l, int stage) {
       gathered += n;
     }
   };
-  // One block, as in stage_parameters: per tp rank, in construction order.
-  int64_t block = 0, persistent_block = 0;
-  {
-    const int64_t before = out.persistent;
-    for (int64_t n : {h, h, 3 * h * h / t, 3 * h / t, h * h / t, h, h, h, 4 * h * h / t, 4 * h / t,
-                      4 * h * h / t, h})
-      add(n, block);
-    persistent_block = out.persistent - before;
+  // Each block, as the model constructs it on one tp rank (layer_numels): the experts of
+  // ep rank 0 are gathered over expert-dp with the rest of their layer.
+  const int64_t layers = m.layers / l.pp;
+  for (int64_t i = stage * layers; i < (stage + 1) * layers; ++i) {
+    const LayerNumels numels = layer_numels(m, l.tp, l.ep, i);
+    int64_t block = 0, experts = 0;
+    for (int64_t n : numels.dense) add(n, block);
+    for (int64_t n : numels.experts) add(n, experts);
+    out.expert_sharded += experts;
+    out.largest_layer = std::max(out.largest_layer, block + experts);
   }
-  out.persistent = persistent_block * (m.layers / l.pp);
-  out.largest_layer = block;
   const int64_t embedding = padded_vocab(m, t) / t * h;  // sharded whatever its size (tied)
   if (stage == 0) {
     int64_t layer = embedding;
-    add(m.seq_len * h, layer);
+    if (!m.llama) add(m.seq_len * h, layer);  // GPT-2's positions
     out.largest_layer = std::max(out.largest_layer, layer);
   }
   if (stage == l.pp - 1) {
-    int64_t layer = embedding;
-    add(h, layer);
-    add(h, layer);
+    int64_t layer = m.llama && m.tied && l.pp == 1 ? 0 : embedding;  // the head or its copy
+    add(h, layer);                                                   // the final norm's weight
+    if (!m.llama) add(h, layer);                                     // and GPT-2's bias
     out.largest_layer = std::max(out.largest_layer, layer);
   }
   return out;
@@ -204,8 +243,16 @@ bool offloaded_to_files(const std::string& tier, const char* key) {
 
 MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
-  const int64_t psi = stage_parameters(m, l.pp, l.tp, stage);
-  const ModelStates states = zero_model_states(static_cast<double>(psi), l.dp, l.zero, b);
+  const int64_t psi = stage_parameters(m, l.pp, l.tp, stage, l.ep);
+  // The routed experts' states are sharded over expert-dp, the rest over dp.
+  const int64_t experts = stage_expert_parameters(m, l.pp, l.tp, l.ep, stage);
+  ModelStates states = zero_model_states(static_cast<double>(psi - experts), l.dp, l.zero, b);
+  if (experts > 0) {
+    const ModelStates e = zero_model_states(static_cast<double>(experts), l.expert_dp(), l.zero, b);
+    states.parameters += e.parameters;
+    states.gradients += e.gradients;
+    states.optimizer_states += e.optimizer_states;
+  }
   MemoryBreakdown out;
   out.stage = stage;
   out.params_held = psi;
@@ -217,8 +264,10 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   if (l.zero == 3) {
     const Stage3Split split = stage3_split(m, l, stage);
     const double sharded = static_cast<double>(psi - split.persistent);
-    out.parameters =
-        b.param * (sharded / std::max(l.dp, 1) + static_cast<double>(split.persistent));
+    const double expert_sharded = static_cast<double>(split.expert_sharded);
+    out.parameters = b.param * ((sharded - expert_sharded) / std::max(l.dp, 1) +
+                                expert_sharded / std::max(l.expert_dp(), 1) +
+                                static_cast<double>(split.persistent));
     out.gather_buffers = b.param * (m.zero3_reshard_after_forward
                                         ? static_cast<double>(std::min<int64_t>(
                                               m.zero3_max_live_layers, m.layers / l.pp + 2)) *
@@ -250,16 +299,17 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
     // stages that hold a copy: a bucket's gradients stay until its last one arrives and
     // the bucket is reduced, so the largest bucket is the most gradient held at once.
     int64_t largest = 0, largest_shard = 0;
-    auto widest = [&](const std::vector<int64_t>& numels) {
-      const BucketLayout layout(numels, m.bucket_size, l.dp);
+    auto widest = [&](const std::vector<int64_t>& numels, int group) {
+      const BucketLayout layout(numels, m.bucket_size, group);
       for (const Bucket& bucket : layout.buckets()) {
         largest = std::max(largest, bucket.numel);
         largest_shard = std::max(largest_shard, bucket.shard_numel);
       }
     };
-    widest(stage_bucketed_numels(m, l.pp, l.tp, stage));
+    widest(stage_bucketed_numels(m, l.pp, l.tp, stage), l.dp);
+    if (experts > 0) widest(stage_expert_numels(m, l.pp, l.tp, l.ep, stage), l.expert_dp());
     if (m.tied && (stage == 0 || stage == l.pp - 1))
-      widest({padded_vocab(m, l.tp) / l.tp * m.hidden});
+      widest({padded_vocab(m, l.tp) / l.tp * m.hidden}, l.dp);
     out.transient = b.grad * static_cast<double>(largest);
     // A stage with both ends of a tied model: the head's share of the embedding's gradient
     // is produced first in backward and kept until the embedding's own arrives last.

@@ -32,7 +32,15 @@ struct ActivationShape {
   /// A Llama layer (RMSNorm, SwiGLU MLP of ffn_hidden, no dropout) instead of the GPT's.
   bool llama = false;
   int64_t ffn_hidden = 0;  ///< f, the SwiGLU width (0: 4 h)
+  // An MoE layer's MLP (moe_layer_activation_bytes).
+  int64_t experts = 0;     ///< E
+  int64_t top_k = 0;       ///< k
+  int64_t expert_ffn = 0;  ///< f_e, an expert's SwiGLU width
+  bool shared_expert = false;
 };
+
+/// The model's layer shape for micro-batches of `micro_batch` sequences.
+ActivationShape activation_shape(const PlanModel& m, int64_t micro_batch);
 
 /// Bytes one transformer layer keeps for backward for one micro-batch (Korthikanti et
 /// al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1-2):
@@ -77,6 +85,21 @@ struct ActivationOptions {
 double layer_activation_bytes(const ActivationShape& shape, const ActivationOptions& options,
                               double bytes_per_element);
 
+/// A Llama layer whose MLP is an MoE layer (models/moe.cpp), dropless, counted as the dense
+/// layer with the SwiGLU's 4 f / t elements a token replaced by what the MoE MLP keeps:
+/// the router's probabilities (E, in the activation dtype: float32 at least in trident,
+/// counted at the activation's), the k chosen scores, their sum and each choice's weight
+/// (2 k + 1), each choice's input row, output row and weighted output row (3 k h: the
+/// gathered input for the expert's matmuls, the output for its weight's gradient, the
+/// weighted output that the combine's index_add keeps), each choice's SwiGLU (4 k f_e / t),
+/// the shared expert's SwiGLU (4 f_e / t); plus bytes whatever the dtype: the router's
+/// sorted expert indices, of which the top k are a view (int64, E), each expert's row
+/// indices (int64, k) and each expert's mask of the choices (E k bools). At ep > 1 an expert's rows
+/// arrive from the ep group: the same k choices a token on average, so the same bytes when the load
+/// is balanced. Full recomputation keeps the layer's input only, as a dense layer.
+double moe_layer_activation_bytes(const ActivationShape& shape, const ActivationOptions& options,
+                                  double bytes_per_element);
+
 /// Activations of the output side of the last stage for one micro-batch: the final
 /// norm's input and output (2 s b h) and the logits with the softmax that the
 /// cross-entropy keeps (2 s b V / t), in elements times `bytes_per_element`.
@@ -111,11 +134,13 @@ struct MemoryBreakdown {
 };
 
 /// ZeRO stage 3's split of a stage's parameters (elements of one device): those kept whole
-/// (below zero3_persist_below, never the tied embedding), and the most elements of one
-/// layer that a gather brings in (the largest block, embeddings or head).
+/// (below zero3_persist_below, never the tied embedding), the most elements of one layer
+/// that a gather brings in (the largest block, embeddings or head), and the routed
+/// experts' elements among the sharded ones (sharded over dp / ep, the rest over dp).
 struct Stage3Split {
   int64_t persistent = 0;
   int64_t largest_layer = 0;
+  int64_t expert_sharded = 0;
 };
 Stage3Split stage3_split(const PlanModel& m, const Layout& layout, int stage);
 

@@ -15,9 +15,9 @@ int64_t Layout::micro_batches(const PlanModel& m) const {
 
 std::string Layout::name() const {
   std::ostringstream out;
-  out << "dp" << dp << " pp" << pp << " tp" << tp << " zero" << zero << " mb" << micro_batch
-      << (checkpointing ? " ckpt" : "") << (selective && !checkpointing ? " selective" : "")
-      << (sequence_parallel ? " sp" : "");
+  out << "dp" << dp << (ep > 1 ? " ep" + std::to_string(ep) : "") << " pp" << pp << " tp" << tp
+      << " zero" << zero << " mb" << micro_batch << (checkpointing ? " ckpt" : "")
+      << (selective && !checkpointing ? " selective" : "") << (sequence_parallel ? " sp" : "");
   return out.str();
 }
 
@@ -52,16 +52,39 @@ int64_t PlanModel::layer_matrix_params() const {
   return 2 * hidden * hidden + 2 * hidden * kv * (hidden / heads) + 3 * hidden * ffn;
 }
 
+bool PlanModel::moe_layer(int64_t index) const {
+  return moe_experts > 0 && (index + 1) % std::max<int64_t>(moe_layer_every, 1) == 0;
+}
+
+int64_t PlanModel::moe_layers_in(int64_t first, int64_t count) const {
+  int64_t n = 0;
+  for (int64_t i = first; i < first + count; ++i) n += moe_layer(i) ? 1 : 0;
+  return n;
+}
+
+int64_t PlanModel::moe_layer_active_params() const {
+  const int64_t ffn = ffn_hidden > 0 ? ffn_hidden : 4 * hidden;
+  const int64_t attention = layer_matrix_params() - 3 * hidden * ffn;
+  return attention + moe_experts * hidden +
+         (moe_top_k + (moe_shared_expert ? 1 : 0)) * expert_params();
+}
+
 namespace {
 
 /// A Llama stage: k and v are split over min(tp, kv_heads) (replicated beyond), the
 /// other matrices over tp; the two RMSNorm weights are whole; no biases, no positions.
-int64_t llama_stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
+/// An MoE layer's router is whole on every tp rank, its experts' matrices split over tp.
+int64_t llama_stage_parameters(const PlanModel& m, int pp, int tp, int stage, int ep) {
   const int64_t h = m.hidden, kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
   const int64_t kv_params = 2 * h * kv * (h / m.heads);
-  const int64_t per_layer =
-      (m.layer_matrix_params() - kv_params) / tp + kv_params / std::min<int64_t>(tp, kv) + 2 * h;
-  int64_t n = m.layers / pp * per_layer;
+  const int64_t ffn = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * h;
+  const int64_t attention = (m.layer_matrix_params() - 3 * h * ffn - kv_params) / tp +
+                            kv_params / std::min<int64_t>(tp, kv) + 2 * h;
+  const int64_t layers = m.layers / pp;
+  const int64_t moe = m.moe_layers_in(stage * layers, layers);
+  const int64_t moe_layer = m.moe_experts * h + (m.moe_shared_expert ? m.expert_params() / tp : 0) +
+                            m.moe_experts / std::max(ep, 1) * m.expert_params() / tp;
+  int64_t n = layers * attention + (layers - moe) * 3 * h * ffn / tp + moe * moe_layer;
   const int64_t embedding = padded_vocab(m, tp) / tp * h;
   if (stage == 0) n += embedding;
   if (stage == pp - 1) {
@@ -73,8 +96,8 @@ int64_t llama_stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
 
 }  // namespace
 
-int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
-  if (m.llama) return llama_stage_parameters(m, pp, tp, stage);
+int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage, int ep) {
+  if (m.llama) return llama_stage_parameters(m, pp, tp, stage, ep);
   const int64_t h = m.hidden;
   // Sharded over tp: qkv (3h^2 + 3h), attn.proj weight h^2, fc (4h^2 + 4h), mlp.proj
   // weight 4h^2. Whole on every tp rank: two norms (4h) and the row-parallel biases (2h).
@@ -89,39 +112,69 @@ int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage) {
   return n;
 }
 
-std::vector<int64_t> stage_bucketed_numels(const PlanModel& m, int pp, int tp, int stage) {
+LayerNumels layer_numels(const PlanModel& m, int tp, int ep, int64_t index) {
   const int64_t h = m.hidden, t = tp;
-  const int64_t embedding = padded_vocab(m, tp) / t * h;
-  const bool first = stage == 0, last = stage == pp - 1;
-  std::vector<int64_t> n;
-  const int64_t layers = m.layers / pp;
+  LayerNumels n;
   if (!m.llama) {
-    if (first) n.push_back(m.seq_len * h);  // positions; the token embedding is apart
-    for (int64_t i = 0; i < layers; ++i) {
-      // ln_1, qkv (column), attn.proj (row, whole bias), ln_2, fc (column), mlp.proj (row).
-      for (int64_t x : {h, h, 3 * h / t * h, 3 * h / t, h * h / t, h, h, h, 4 * h / t * h,
-                        4 * h / t, 4 * h / t * h, h})
-        n.push_back(x);
-    }
-    if (last) n.insert(n.end(), {h, h});  // ln_f
+    // ln_1, qkv (column), attn.proj (row, whole bias), ln_2, fc (column), mlp.proj (row).
+    n.dense = {h, h, 3 * h / t * h, 3 * h / t, h * h / t,     h,
+               h, h, 4 * h / t * h, 4 * h / t, 4 * h / t * h, h};
     return n;
   }
   const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads, hd = h / m.heads;
-  const int64_t ffn = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * h;
+  const int64_t ffn = m.ffn_hidden > 0 ? m.ffn_hidden : 4 * h, f = m.expert_ffn();
   const int64_t replicas = t > kv ? t / kv : 1;
-  if (first && !m.tied) n.push_back(embedding);  // an untied embedding is bucketed
-  for (int64_t i = 0; i < layers; ++i) {
-    // norm_1, q, k, v (column, k and v replicated beyond kv_heads), o (row), norm_2, gate,
-    // up (column), down (row); no biases.
-    for (int64_t x :
-         {h, m.heads * hd / t * h, kv * hd * replicas / t * h, kv * hd * replicas / t * h,
-          h * m.heads * hd / t, h, ffn / t * h, ffn / t * h, h * ffn / t})
-      n.push_back(x);
+  // norm_1, q, k, v (column, k and v replicated beyond kv_heads), o (row), norm_2; no biases.
+  n.dense = {h,
+             m.heads * hd / t * h,
+             kv * hd * replicas / t * h,
+             kv * hd * replicas / t * h,
+             h * m.heads * hd / t,
+             h};
+  if (!m.moe_layer(index)) {
+    n.dense.insert(n.dense.end(), {ffn / t * h, ffn / t * h, h * ffn / t});  // gate, up, down
+    return n;
   }
-  if (last) {
+  n.dense.push_back(m.moe_experts * h);  // the router, whole on every tp rank
+  if (m.moe_shared_expert) n.dense.insert(n.dense.end(), {f / t * h, f / t * h, h * f / t});
+  for (int64_t j = 0; j < m.moe_experts / std::max(ep, 1); ++j)
+    n.experts.insert(n.experts.end(), {f / t * h, f / t * h, h * f / t});  // gate, up, down
+  return n;
+}
+
+std::vector<int64_t> stage_bucketed_numels(const PlanModel& m, int pp, int tp, int stage) {
+  const int64_t h = m.hidden;
+  const int64_t embedding = padded_vocab(m, tp) / tp * h;
+  const bool first = stage == 0, last = stage == pp - 1;
+  const int64_t layers = m.layers / pp;
+  std::vector<int64_t> n;
+  if (first && !m.llama) n.push_back(m.seq_len * h);  // positions; the token embedding is apart
+  if (first && m.llama && !m.tied) n.push_back(embedding);  // an untied embedding is bucketed
+  for (int64_t i = stage * layers; i < (stage + 1) * layers; ++i) {
+    const LayerNumels layer = layer_numels(m, tp, 1, i);
+    n.insert(n.end(), layer.dense.begin(), layer.dense.end());
+  }
+  if (last && !m.llama) n.insert(n.end(), {h, h});  // ln_f
+  if (last && m.llama) {
     n.push_back(h);                       // norm_f
     if (!m.tied) n.push_back(embedding);  // lm_head
   }
+  return n;
+}
+
+std::vector<int64_t> stage_expert_numels(const PlanModel& m, int pp, int tp, int ep, int stage) {
+  std::vector<int64_t> n;
+  const int64_t layers = m.layers / pp;
+  for (int64_t i = stage * layers; i < (stage + 1) * layers; ++i) {
+    const LayerNumels layer = layer_numels(m, tp, ep, i);
+    n.insert(n.end(), layer.experts.begin(), layer.experts.end());
+  }
+  return n;
+}
+
+int64_t stage_expert_parameters(const PlanModel& m, int pp, int tp, int ep, int stage) {
+  int64_t n = 0;
+  for (int64_t x : stage_expert_numels(m, pp, tp, ep, stage)) n += x;
   return n;
 }
 
@@ -135,13 +188,29 @@ double layer_forward_flops_per_token(const PlanModel& m) {
   return 2.0 * static_cast<double>(m.layer_matrix_params()) + 2.0 * 2.0 * s * h;
 }
 
+int64_t active_parameters(const PlanModel& m) {
+  return total_parameters(m) -
+         m.moe_layers_in(0, m.layers) * (m.moe_experts - m.moe_top_k) * m.expert_params();
+}
+
+double moe_layer_forward_flops_per_token(const PlanModel& m) {
+  const double h = static_cast<double>(m.hidden), s = static_cast<double>(m.seq_len);
+  return 2.0 * static_cast<double>(m.moe_layer_active_params()) + 2.0 * 2.0 * s * h;
+}
+
+double layers_forward_flops_per_token(const PlanModel& m, int64_t first, int64_t count) {
+  const double moe = static_cast<double>(m.moe_layers_in(first, count));
+  return (static_cast<double>(count) - moe) * layer_forward_flops_per_token(m) +
+         moe * moe_layer_forward_flops_per_token(m);
+}
+
 double head_forward_flops_per_token(const PlanModel& m, int tp) {
   return 2.0 * static_cast<double>(padded_vocab(m, tp)) * static_cast<double>(m.hidden);
 }
 
 double model_flops_per_step(const PlanModel& m, int tp) {
-  const double per_token = 3.0 * (static_cast<double>(m.layers) * layer_forward_flops_per_token(m) +
-                                  head_forward_flops_per_token(m, tp));
+  const double per_token =
+      3.0 * (layers_forward_flops_per_token(m, 0, m.layers) + head_forward_flops_per_token(m, tp));
   return per_token * static_cast<double>(m.global_batch * m.seq_len);
 }
 

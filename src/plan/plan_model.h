@@ -3,9 +3,10 @@
 // arithmetic that follows from them (parameters per device, FLOPs per token).
 // Plain structs: the CLI fills them from a TrainConfig, so this module needs no config.
 #pragma once
-#include <cstdint>  // int64_t
-#include <string>   // std::string
-#include <vector>   // std::vector
+#include <algorithm>  // std::max
+#include <cstdint>    // int64_t
+#include <string>     // std::string
+#include <vector>     // std::vector
 
 namespace trident::plan {
 
@@ -42,10 +43,27 @@ struct PlanModel {
   int64_t kv_heads = 0;    ///< 0: heads
   int64_t ffn_hidden = 0;  ///< 0: 4 * hidden (GPT-2)
   bool tied = true;        ///< GPT-2 always ties the head to the token embedding
+  // Mixture-of-Experts MLPs (Llama only, docs/moe.md): 0 experts is the dense model.
+  int64_t moe_experts = 0;
+  int64_t moe_top_k = 2;
+  int64_t moe_ffn_hidden = 0;   ///< an expert's SwiGLU width; 0: ffn_hidden
+  int64_t moe_layer_every = 1;  ///< layer i is MoE when (i + 1) % moe_layer_every == 0
+  bool moe_shared_expert = false;
 
-  /// Weights of the matrices of one layer, whole: GPT-2 12 h^2; Llama 2 h^2 (q, o) +
+  /// Weights of the matrices of one dense layer, whole: GPT-2 12 h^2; Llama 2 h^2 (q, o) +
   /// 2 h * kv_heads * head_dim (k, v) + 3 h * ffn_hidden (gate, up, down).
   int64_t layer_matrix_params() const;
+  /// Whether layer `index` (0-based, of the whole model) has an MoE MLP.
+  bool moe_layer(int64_t index) const;
+  /// The MoE layers among layers [first, first + count).
+  int64_t moe_layers_in(int64_t first, int64_t count) const;
+  /// An expert's SwiGLU width.
+  int64_t expert_ffn() const { return moe_ffn_hidden > 0 ? moe_ffn_hidden : ffn_hidden; }
+  /// Weights of one expert's three matrices, whole: 3 h * expert_ffn.
+  int64_t expert_params() const { return 3 * hidden * expert_ffn(); }
+  /// Weights an MoE layer's token multiplies by, whole: attention, the router (E h), its
+  /// top-k experts and the shared expert.
+  int64_t moe_layer_active_params() const;
 };
 
 /// One way to run the job: the process grid, ZeRO stage, micro-batch size and
@@ -57,11 +75,15 @@ struct Layout {
   bool checkpointing = false;      ///< "full": keep each micro-batch's stage input, recompute
   bool selective = false;          ///< without full: recompute attention's core only
   bool sequence_parallel = false;  ///< with tp > 1: norms and residual stream split by sequence
+  int ep = 1;  ///< expert parallelism: ep consecutive dp ranks split each MoE layer's experts
 
   int world() const { return dp * pp * tp; }
+  /// The ranks that hold the same experts and reduce and shard their states: dp / ep.
+  int expert_dp() const { return dp / std::max(ep, 1); }
   /// Micro-batches per step on each dp rank: global_batch / (micro_batch * dp).
   int64_t micro_batches(const PlanModel& m) const;
-  /// "dp4 pp2 tp1 zero1 mb2 ckpt" : a short name for messages and tables.
+  /// "dp4 pp2 tp1 zero1 mb2 ckpt" : a short name for messages and tables ("dp4 ep2 ..."
+  /// with expert parallelism).
   std::string name() const;
 };
 
@@ -92,22 +114,51 @@ int64_t padded_vocab(const PlanModel& m, int tp);
 /// Parameters held by the device at pipeline stage `stage` of `pp` and tp rank 0
 /// (its tp shard, plus the norms and row-parallel biases every tp rank keeps whole).
 /// The first stage holds the token and position embeddings, the last the final norm and
-/// (when pp > 1) its copy of the tied token embedding.
-int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage);
+/// (when pp > 1) its copy of the tied token embedding. With MoE layers, the E / ep routed
+/// experts of each that ep rank 0 holds (stage_expert_numels) are included.
+int64_t stage_parameters(const PlanModel& m, int pp, int tp, int stage, int ep = 1);
+
+/// One layer's parameters on one tp rank in the order the model constructs them: those in
+/// the dp-sharded buffer (an MoE layer's router and shared expert among them) and the
+/// routed experts that ep rank 0 holds (gate, up, down of each), apart.
+struct LayerNumels {
+  std::vector<int64_t> dense, experts;
+};
+LayerNumels layer_numels(const PlanModel& m, int tp, int ep, int64_t index);
 
 /// The element counts of the stage's parameters on one tp rank in the order the model
 /// constructs them (models/gpt.cpp, models/llama.cpp), without the tied token embedding
-/// (or its head's copy), which ZeRO keeps in a flat buffer of its own: the buffer ZeRO
-/// buckets. stage_parameters() is their sum plus the tied embedding.
+/// (or its head's copy), which ZeRO keeps in a flat buffer of its own, and without the
+/// routed experts, which have theirs: the buffer ZeRO buckets over dp. An MoE layer adds
+/// its router (whole on every tp rank) and its shared expert.
 std::vector<int64_t> stage_bucketed_numels(const PlanModel& m, int pp, int tp, int stage);
+
+/// The routed experts' element counts on one tp rank of ep rank 0 in construction order
+/// (gate, up, down of each of the E / ep local experts of each MoE layer): the buffer ZeRO
+/// reduces and shards over expert-dp (zero/buffer_assignment.h). Empty for a dense model.
+std::vector<int64_t> stage_expert_numels(const PlanModel& m, int pp, int tp, int ep, int stage);
+
+/// Their sum: the stage's parameters that are sharded over dp / ep instead of dp.
+int64_t stage_expert_parameters(const PlanModel& m, int pp, int tp, int ep, int stage);
 
 /// Parameters of the whole model, each counted once.
 int64_t total_parameters(const PlanModel& m);
 
-/// Forward FLOPs of one token through one transformer layer, whole (not divided by tp):
-/// 2 per multiply-add of the layer's matrix weights (12 h^2 for GPT-2), and 2 * 2 * s * h
+/// Parameters a token is multiplied by: the total less the E - k experts of each MoE layer
+/// it does not go to.
+int64_t active_parameters(const PlanModel& m);
+
+/// Forward FLOPs of one token through one dense transformer layer, whole (not divided by
+/// tp): 2 per multiply-add of the layer's matrix weights (12 h^2 for GPT-2), and 2 * 2 * s * h
 /// for attention's two (s x s) products (trident computes the full square, masked).
 double layer_forward_flops_per_token(const PlanModel& m);
+
+/// The same through an MoE layer: its active weights (moe_layer_active_params) instead of
+/// the dense MLP's, dropless (every choice computed).
+double moe_layer_forward_flops_per_token(const PlanModel& m);
+
+/// Forward FLOPs of one token through layers [first, first + count), dense and MoE.
+double layers_forward_flops_per_token(const PlanModel& m, int64_t first, int64_t count);
 
 /// Forward FLOPs of one token through the output head: 2 * padded_vocab * hidden.
 double head_forward_flops_per_token(const PlanModel& m, int tp);

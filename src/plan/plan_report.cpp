@@ -52,6 +52,11 @@ std::string describe_job(const PlanModel& m, const Cluster& c, int devices) {
       << " heads, vocab " << m.vocab << ", seq " << m.seq_len << "; "
       << si(static_cast<double>(total_parameters(m))) << " parameters; " << m.precision
       << ", schedule " << m.schedule << "\n";
+  if (m.moe_experts > 0)
+    out << "experts: " << m.moe_layers_in(0, m.layers) << " MoE layers of " << m.moe_experts
+        << " experts (width " << m.expert_ffn() << "), top " << m.moe_top_k
+        << (m.moe_shared_expert ? " and a shared expert" : "") << "; "
+        << si(static_cast<double>(active_parameters(m))) << " parameters active per token\n";
   out << "batch: " << m.global_batch << " sequences (" << m.global_batch * m.seq_len
       << " tokens) per step\n";
   out << "cluster: " << c.name;
@@ -79,28 +84,35 @@ std::string plan_text(const PlanModel& m, const Cluster& c, int devices, const P
     }
     const auto [mu, ms] = bytes_unit(mem_max);
     const auto [tu, ts] = seconds_unit(time_max);
+    // An MoE model's layouts differ in ep too, and spend time in its all-to-alls.
+    const bool moe = m.moe_experts > 0;
     char line[512];
     std::snprintf(line, sizeof line,
-                  "%3s %3s %3s %3s %4s %4s %4s %5s | memory per device, %s: %7s %7s %7s %7s %7s "
-                  "%7s | step time, %s: %8s %8s %8s %8s %8s %8s %8s | %7s\n",
-                  "#", "dp", "pp", "tp", "zero", "mb", "ckpt", "m", mu, "params", "grads", "optim",
-                  "activ", "comm", "total", tu, "compute", "tp", "pp", "dp", "bubble", "optim",
-                  "total", "tok/s");
+                  "%3s %3s %s%3s %3s %4s %4s %4s %5s | memory per device, %s: %7s %7s %7s %7s %7s "
+                  "%7s | step time, %s: %8s %8s %s%8s %8s %8s %8s %8s | %7s\n",
+                  "#", "dp", moe ? " ep " : "", "pp", "tp", "zero", "mb", "ckpt", "m", mu, "params",
+                  "grads", "optim", "activ", "comm", "total", tu, "compute", "tp",
+                  moe ? "      ep " : "", "pp", "dp", "bubble", "optim", "total", "tok/s");
     out << line;
     for (int i = 0; i < shown; ++i) {
       const Evaluation& e = plan.ranked[i];
       const Layout& l = e.layout;
       const MemoryBreakdown& b = e.memory;
       const TimeBreakdown& t = e.time;
-      std::snprintf(line, sizeof line,
-                    "%3d %3d %3d %3d %4d %4lld %4s %5lld | %22s%7.3g %7.3g %7.3g %7.3g %7.3g %7.3g "
-                    "| %16s%8.4g %8.4g %8.4g %8.4g %8.4g %8.4g %8.4g | %7s\n",
-                    i + 1, l.dp, l.pp, l.tp, l.zero, static_cast<long long>(l.micro_batch),
-                    l.checkpointing ? "full" : "none", static_cast<long long>(l.micro_batches(m)),
-                    "", b.parameters / ms, b.gradients / ms, b.optimizer_states / ms,
-                    b.activations / ms, b.communication / ms, b.total() / ms, "", t.compute / ts,
-                    t.tp / ts, t.pp / ts, t.dp / ts, t.bubble / ts, t.optimizer / ts,
-                    t.total() / ts, si(e.tokens_per_s).c_str());
+      char ep_column[16] = "", ep_time[24] = "";
+      if (moe) {
+        std::snprintf(ep_column, sizeof ep_column, "%3d ", l.ep);
+        std::snprintf(ep_time, sizeof ep_time, "%8.4g ", t.ep / ts);
+      }
+      std::snprintf(
+          line, sizeof line,
+          "%3d %3d %s%3d %3d %4d %4lld %4s %5lld | %22s%7.3g %7.3g %7.3g %7.3g %7.3g "
+          "%7.3g | %16s%8.4g %8.4g %s%8.4g %8.4g %8.4g %8.4g %8.4g | %7s\n",
+          i + 1, l.dp, ep_column, l.pp, l.tp, l.zero, static_cast<long long>(l.micro_batch),
+          l.checkpointing ? "full" : "none", static_cast<long long>(l.micro_batches(m)), "",
+          b.parameters / ms, b.gradients / ms, b.optimizer_states / ms, b.activations / ms,
+          b.communication / ms, b.total() / ms, "", t.compute / ts, t.tp / ts, ep_time, t.pp / ts,
+          t.dp / ts, t.bubble / ts, t.optimizer / ts, t.total() / ts, si(e.tokens_per_s).c_str());
       out << line;
     }
     out << "\n(m: micro-batches per step per dp rank; memory: the pipeline stage that holds the "
@@ -147,9 +159,9 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
   out << "  " << (e.fits ? "fits in " : "does NOT fit in ")
       << format("%.4g", c.usable_memory_bytes() / 1e9) << " GB\n\nstep time:\n";
   const std::pair<const char*, double> times[] = {
-      {"compute", t.compute},     {"tp communication", t.tp}, {"pp communication", t.pp},
-      {"dp communication", t.dp}, {"bubble", t.bubble},       {"optimizer", t.optimizer},
-      {"offload tier", t.tier},   {"total", t.total()}};
+      {"compute", t.compute},     {"tp communication", t.tp}, {"ep all-to-all", t.ep},
+      {"pp communication", t.pp}, {"dp communication", t.dp}, {"bubble", t.bubble},
+      {"optimizer", t.optimizer}, {"offload tier", t.tier},   {"total", t.total()}};
   for (const auto& [name, v] : times)
     out << "  " << name << std::string(22 - std::string(name).size(), ' ')
         << format("%12.6g s\n", v);
@@ -165,6 +177,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
   return {{"dp", l.dp},
           {"pp", l.pp},
           {"tp", l.tp},
+          {"ep", l.ep},
           {"zero", l.zero},
           {"micro_batch", l.micro_batch},
           {"micro_batches", l.micro_batches(m)},
@@ -187,6 +200,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
           {"time_s",
            {{"compute", t.compute},
             {"tp", t.tp},
+            {"ep", t.ep},
             {"pp", t.pp},
             {"dp", t.dp},
             {"bubble", t.bubble},
@@ -217,6 +231,8 @@ nlohmann::json plan_json(const PlanModel& m, const Cluster& c, int devices, cons
                           {"precision", m.precision},
                           {"schedule", m.schedule},
                           {"parameters", total_parameters(m)},
+                          {"moe_experts", m.moe_experts},
+                          {"active_parameters", active_parameters(m)},
                           {"releases_host_memory", m.releases_host_memory}}},
                         {"cluster",
                          {{"name", c.name},

@@ -27,6 +27,10 @@ std::string layout_problem(const PlanModel& m, const Layout& l, int devices, int
   } else if (l.micro_batch < 1 || m.global_batch % (l.micro_batch * l.dp) != 0) {
     why << "the global batch " << m.global_batch << " is not a multiple of micro_batch "
         << l.micro_batch << " x dp " << l.dp;
+  } else if (l.ep < 1 || (l.ep > 1 && m.moe_experts == 0)) {
+    why << "ep " << l.ep << " needs MoE layers (model.moe_experts > 0)";
+  } else if (l.ep > 1 && (m.moe_experts % l.ep != 0 || l.dp % l.ep != 0)) {
+    why << "ep " << l.ep << " must divide both the " << m.moe_experts << " experts and dp " << l.dp;
   } else if (l.zero < 0 || l.zero > 3) {
     why << "ZeRO stage " << l.zero << " does not exist";
   }
@@ -45,8 +49,13 @@ std::vector<Layout> enumerate_layouts(const PlanModel& m, int devices, int devic
         if (dp == 1 && zero != 0) continue;
         for (bool ckpt : space.checkpointing) {
           for (int64_t mb = 1; mb * dp <= m.global_batch; ++mb) {
-            const Layout l{dp, pp, tp, zero, mb, ckpt};
-            if (layout_problem(m, l, devices, devices_per_node).empty()) out.push_back(l);
+            // Every ep that divides both dp and the experts (1 only for a dense model).
+            for (int ep = 1; ep <= dp; ++ep) {
+              if (dp % ep != 0 || (ep > 1 && m.moe_experts % ep != 0)) continue;
+              Layout l{dp, pp, tp, zero, mb, ckpt};
+              l.ep = ep;
+              if (layout_problem(m, l, devices, devices_per_node).empty()) out.push_back(l);
+            }
           }
         }
       }
@@ -117,11 +126,14 @@ std::string percent(double fraction) {
 
 std::pair<std::string, double> largest_part_difference(const TimeBreakdown& a,
                                                        const TimeBreakdown& b) {
-  const std::pair<const char*, double> parts[] = {
-      {"compute", b.compute - a.compute},  {"tp communication", b.tp - a.tp},
-      {"pp communication", b.pp - a.pp},   {"dp communication", b.dp - a.dp},
-      {"the bubble", b.bubble - a.bubble}, {"the optimizer", b.optimizer - a.optimizer},
-      {"the nvme tier", b.tier - a.tier}};
+  const std::pair<const char*, double> parts[] = {{"compute", b.compute - a.compute},
+                                                  {"tp communication", b.tp - a.tp},
+                                                  {"the all-to-all over ep", b.ep - a.ep},
+                                                  {"pp communication", b.pp - a.pp},
+                                                  {"dp communication", b.dp - a.dp},
+                                                  {"the bubble", b.bubble - a.bubble},
+                                                  {"the optimizer", b.optimizer - a.optimizer},
+                                                  {"the nvme tier", b.tier - a.tier}};
   const auto* worst = std::max_element(std::begin(parts), std::end(parts),
                                        [](auto& x, auto& y) { return x.second < y.second; });
   return {worst->first, worst->second};

@@ -12,16 +12,22 @@ TierTraffic tier_traffic(const PlanModel& m, const Layout& l, int stage) {
   if (m.offload_optimizer != "nvme") return t;
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const double state = m.precision == "fp64" ? 8.0 : 4.0;
-  const int64_t psi = stage_parameters(m, l.pp, l.tp, stage);
-  const int dp = std::max(l.dp, 1);
-  // The optimizer's domain: the whole buffer in stage 0, the rank's shard from stage 1.
-  const double domain = l.zero == 0 ? static_cast<double>(psi) : static_cast<double>(psi) / dp;
+  const int64_t psi = stage_parameters(m, l.pp, l.tp, stage, l.ep);
+  const int64_t experts = stage_expert_parameters(m, l.pp, l.tp, l.ep, stage);
+  const int dp = std::max(l.dp, 1), expert_dp = std::max(l.expert_dp(), 1);
+  // The optimizer's domain: the whole buffers in stage 0, the rank's shards from stage 1
+  // (the routed experts' over expert-dp).
+  const double domain = l.zero == 0 ? static_cast<double>(psi)
+                                    : static_cast<double>(psi - experts) / dp +
+                                          static_cast<double>(experts) / expert_dp;
   const double states = domain * (2.0 + (b.param < state ? 1.0 : 0.0)) * state;
   const double grad = l.zero >= 2 ? domain * b.grad_shard : 0.0;
   double param = 0.0;
   if (m.offload_params == "nvme" && l.zero == 3) {
     const Stage3Split split = stage3_split(m, l, stage);
-    param = static_cast<double>(psi - split.persistent) / dp * b.param;
+    param = (static_cast<double>(psi - split.persistent - split.expert_sharded) / dp +
+             static_cast<double>(split.expert_sharded) / expert_dp) *
+            b.param;
     t.layer_read = static_cast<double>(split.largest_layer) / dp * b.param;
   }
   t.stream_read = states + grad + param;

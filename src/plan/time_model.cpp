@@ -115,11 +115,27 @@ double all_reduce_s(double bytes, int n, const Link& link) {
   return std::min(2.0 * reduce_scatter_rounds_s(bytes, n, link), doubling) + link.sync_s;
 }
 
+double all_to_all_s(double bytes, int n, const Link& link) {
+  if (n <= 1) return 0;
+  return (n - 1) * link.exchange_s(bytes / n) + link.sync_s;
+}
+
 namespace {
 
 /// The members of each group of `dim`.
 int group_size(const Layout& l, Dim dim) {
-  return dim == Dim::kTp ? l.tp : dim == Dim::kDp ? l.dp : l.pp;
+  switch (dim) {
+    case Dim::kTp:
+      return l.tp;
+    case Dim::kDp:
+      return l.dp;
+    case Dim::kEp:
+      return std::max(l.ep, 1);
+    case Dim::kExpertDp:
+      return l.expert_dp();
+    default:
+      return l.pp;
+  }
 }
 
 /// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
@@ -132,6 +148,19 @@ void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
   auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
   const int n = group_size(l, dim);
   std::vector<int> on(static_cast<size_t>(n));
+  if (dim == Dim::kEp || dim == Dim::kExpertDp) {
+    // Within each dp group: ep consecutive dp ranks, or those ep apart.
+    const int ep = std::max(l.ep, 1), groups = l.dp / n;
+    for (int t = 0; t < l.tp; ++t)
+      for (int p = 0; p < l.pp; ++p)
+        for (int g = 0; g < groups; ++g) {
+          for (int i = 0; i < n; ++i)
+            on[static_cast<size_t>(i)] =
+                node_of(rank(t, dim == Dim::kEp ? g * ep + i : i * ep + g, p));
+          f(on);
+        }
+    return;
+  }
   for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
     for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
       for (int i = 0; i < n; ++i) {
@@ -297,6 +326,7 @@ struct MicroBatchTime {
   double backward = 0;    ///< the backward's share, without recomputation
   double tp = 0;          ///< tp collectives of the whole micro-batch
   double tp_forward = 0;  ///< of which the forward's
+  double ep = 0;          ///< the MoE layers' all-to-alls over ep
   double flops = 0;
 };
 
@@ -350,22 +380,44 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const bool first = stage == 0, last = stage == l.pp - 1;
   const double tokens = static_cast<double>(m.seq_len * l.micro_batch);
-  const double layers = static_cast<double>(m.layers / l.pp);
-  double forward = tokens * layers * layer_forward_flops_per_token(m) / l.tp;
+  const int64_t stage_layers = m.layers / l.pp;
+  const double layers = static_cast<double>(stage_layers);
+  const double moe = static_cast<double>(m.moe_layers_in(stage * stage_layers, stage_layers));
+  const double h = static_cast<double>(m.hidden);
+  // The routed experts' matmuls apart: each expert multiplies only its own rows, about
+  // tokens k ep / E of them (the ep group's tokens), at the rate of that smaller matmul.
+  const double ep = static_cast<double>(std::max(l.ep, 1));
+  const double expert_rows =
+      moe > 0 ? tokens * static_cast<double>(m.moe_top_k) * ep / static_cast<double>(m.moe_experts)
+              : 0.0;
+  const double expert_flops = moe * tokens * static_cast<double>(m.moe_top_k) * 2.0 *
+                              static_cast<double>(m.expert_params()) / l.tp;
+  double forward =
+      tokens * layers_forward_flops_per_token(m, stage * stage_layers, stage_layers) / l.tp -
+      expert_flops;
   if (last) forward += tokens * head_forward_flops_per_token(m, l.tp) / l.tp;
   // The rate of the stage's largest matmul, (tokens x h) times (h x 4h/tp).
-  const double h = static_cast<double>(m.hidden);
   const double size = std::cbrt(tokens * h * 4.0 * h / l.tp);
   const double rate = c.matmul_flops(m.precision, size);
+  const double expert_rate =
+      moe > 0
+          ? c.matmul_flops(m.precision,
+                           std::cbrt(expert_rows * h * static_cast<double>(m.expert_ffn()) / l.tp))
+          : rate;
+  const double forward_s = forward / rate + expert_flops / expert_rate;
+  forward += expert_flops;
   // Forward and backward (twice the forward); recomputation comes on top.
-  double base = 3.0 * forward / rate;
+  double base = 3.0 * forward_s;
   double recompute_flops = l.checkpointing ? forward : 0.0;
-  double recompute = recompute_flops / rate;
-  const ActivationShape shape{m.seq_len, l.micro_batch, m.hidden, m.heads, m.llama, m.ffn_hidden};
+  double recompute = l.checkpointing ? forward_s : 0.0;
+  const ActivationShape shape = activation_shape(m, l.micro_batch);
   ActivationOptions options;
   options.tp = l.tp;
   options.sequence_parallel = l.sequence_parallel;
-  const double layer_act = layer_activation_bytes(shape, options, b.activation);
+  const double dense_act = layer_activation_bytes(shape, options, b.activation);
+  const double moe_act = moe > 0 ? moe_layer_activation_bytes(shape, options, b.activation) : 0.0;
+  // A layer's activations on average over the stage's dense and MoE layers.
+  const double layer_act = ((layers - moe) * dense_act + moe * moe_act) / layers;
   const double stream = c.elementwise_bytes_per_s(layer_act);
   if (l.selective && !l.checkpointing) {
     // Attention's core runs again in backward: its two (s x s) products, 2 * 2 * s * h
@@ -393,8 +445,14 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   const double overhead_us =
       l.tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us : c.layer_overhead_us;
   const double ends_us = c.ends_overhead_us > 0 ? c.ends_overhead_us : 2.0 * overhead_us;
-  const double fixed_s =
-      (layers * overhead_us + ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us) * 1e-6;
+  // An MoE layer issues more operator calls than a dense one (about 40 forward): the
+  // router's ten, a dozen to pick each of the E experts' rows, weights and combine, five for
+  // each local expert's SwiGLU, in place of the dense MLP's five.
+  const double E = static_cast<double>(m.moe_experts);
+  const double moe_calls = moe > 0 ? (10.0 + 12.0 * E + 5.0 * E / ep - 5.0) / 40.0 : 0.0;
+  const double fixed_s = ((layers + moe * moe_calls) * overhead_us +
+                          ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us) *
+                         1e-6;
   base += fixed_s;
   if (l.checkpointing) recompute += fixed_s / 3.0;
   if (m.schedule == "zb-h1" && l.pp > 1) {
@@ -411,13 +469,38 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   t.forward = contention * base / 3.0;
   t.backward = contention * base * 2.0 / 3.0;
   t.compute = contention * (base + recompute);
+  const double passes = l.checkpointing ? 2.0 : 1.0;  // forwards per micro-batch
+  if (moe > 0 && l.ep > 1) {
+    // Each MoE layer's forward exchanges the counts, sends each choice's row to its
+    // expert's rank and the output back; backward sends both gradients back the same way.
+    // Every tp rank exchanges its own copy of the rows.
+    const Link link = link_for(c, l, Dim::kEp);
+    const double rows = tokens * static_cast<double>(m.moe_top_k) * h * b.activation;
+    const double counts = E * 8.0;
+    t.ep = moe * ((passes * 2.0 + 2.0) * all_to_all_s(rows, l.ep, link) +
+                  passes * all_to_all_s(counts, l.ep, link));
+  }
   if (l.tp > 1) {
     TpCounts fwd, bwd;
-    tp_counts(m, l, first, last, layers, fwd, bwd);
+    tp_counts(m, l, first, last, layers - moe, fwd, bwd);
     const Link link = link_for(c, l, Dim::kTp);
     const double bytes = tokens * h * b.activation;
     t.tp_forward = tp_seconds(fwd, bytes, l.tp, link);
     t.tp = t.tp_forward + tp_seconds(bwd, bytes, l.tp, link);
+    if (moe > 0) {
+      // An MoE layer: attention's q, k, v and o, the shared expert's three, and each local
+      // expert's own all-reduces over its rows (down's output forward, gate's and up's
+      // input gradients backward).
+      const double shared = m.moe_shared_expert ? 1.0 : 0.0;
+      const double local = E / ep;
+      const double expert_bytes = expert_rows * h * b.activation;
+      const double fwd_s = (1.0 + shared) * all_reduce_s(bytes, l.tp, link) +
+                           local * all_reduce_s(expert_bytes, l.tp, link);
+      const double bwd_s = (3.0 + 2.0 * shared) * all_reduce_s(bytes, l.tp, link) +
+                           2.0 * local * all_reduce_s(expert_bytes, l.tp, link);
+      t.tp_forward += moe * fwd_s;
+      t.tp += moe * (fwd_s + bwd_s + (passes - 1.0) * fwd_s);
+    }
     if (last) {
       // The vocabulary-parallel cross-entropy: the logits' maximum, the sum of their
       // exponentials and the target's logit, a value a token each.
@@ -444,24 +527,32 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   const double mbs = static_cast<double>(micro_batches);
   // The slowest stage sets the pace of the pipeline.
   MicroBatchTime slow = micro_batch_time(m, l, c, 0);
-  int64_t psi = stage_parameters(m, l.pp, l.tp, 0);
+  int64_t psi = stage_parameters(m, l.pp, l.tp, 0, l.ep);
+  int64_t experts = stage_expert_parameters(m, l.pp, l.tp, l.ep, 0);
   double mean_compute = slow.compute / l.pp;  // a micro-batch's compute, averaged over stages
   std::vector<StageWork> stages;              // each stage's forward and backward per micro-batch
   auto add_stage = [&](const MicroBatchTime& t) {
     // Waiting on the tp collectives takes no core.
-    stages.push_back({t.forward, t.compute - t.forward, t.tp_forward, t.tp - t.tp_forward});
+    // Waiting on the ep all-to-alls, as on tp's, counted with the forward (what ZB-H1 and
+    // the shared-core simulation cannot hide).
+    stages.push_back({t.forward, t.compute - t.forward, t.tp_forward + t.ep, t.tp - t.tp_forward});
   };
   add_stage(slow);
   for (int s = 1; s < l.pp; ++s) {
     const MicroBatchTime t = micro_batch_time(m, l, c, s);
     add_stage(t);
-    if (t.compute + t.tp > slow.compute + slow.tp) slow = t;
-    psi = std::max(psi, stage_parameters(m, l.pp, l.tp, s));
+    if (t.compute + t.tp + t.ep > slow.compute + slow.tp + slow.ep) slow = t;
+    const int64_t here = stage_parameters(m, l.pp, l.tp, s, l.ep);
+    if (here > psi) {
+      psi = here;
+      experts = stage_expert_parameters(m, l.pp, l.tp, l.ep, s);
+    }
     mean_compute += t.compute / l.pp;
   }
   TimeBreakdown out;
   out.compute = mbs * slow.compute;
   out.tp = mbs * slow.tp;
+  out.ep = mbs * slow.ep;
   out.flops = mbs * slow.flops;
   double pp_per_mb = 0;
   if (l.pp > 1) {
@@ -477,13 +568,13 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   // with v interleaved chunks, whose sends are v times as many; ZB-H1 fills the
   // cool-down with deferred weight gradients, leaving (p - 1)(F + B - W) (Qi et al.),
   // the forward when B and W cost the same, as trident's each cost a backward.
-  double idle_per_mb = slow.compute + slow.tp + pp_per_mb;
+  double idle_per_mb = slow.compute + slow.tp + slow.ep + pp_per_mb;
   if (m.schedule == "interleaved-1f1b" && m.virtual_stages > 1) {
     const double v = static_cast<double>(m.virtual_stages);
     out.pp += (v - 1.0) * mbs * pp_per_mb;
-    idle_per_mb = (slow.compute + slow.tp) / v + pp_per_mb;
+    idle_per_mb = (slow.compute + slow.tp + slow.ep) / v + pp_per_mb;
   } else if (m.schedule == "zb-h1") {
-    idle_per_mb = slow.forward + slow.tp_forward + pp_per_mb;
+    idle_per_mb = slow.forward + slow.tp_forward + slow.ep + pp_per_mb;
   }
   out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
   const double share = core_share(l, c);
@@ -503,41 +594,47 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
       sim.cores = static_cast<double>(l.world()) / share;
       sim.send_s = pp_per_mb / 2;
       // What the step pays beyond its tp and pp traffic, charged apart.
-      pipeline = shared_pipeline_s(stages, sim) - out.tp - mbs * pp_per_mb;
+      pipeline = shared_pipeline_s(stages, sim) - out.tp - out.ep - mbs * pp_per_mb;
     }
     out.compute = std::max(out.compute, shared);
     out.bubble = std::max(0.0, pipeline - out.compute);
   }
 
-  const double grads = static_cast<double>(psi) * b.transport;
-  if (l.dp > 1) {
-    const Link link = link_for(c, l, Dim::kDp);
-    const double bucket = static_cast<double>(std::min<int64_t>(m.bucket_size, psi)) * b.transport;
-    const double params = static_cast<double>(psi) * b.param;
-    if (l.zero == 0) {
-      out.dp = exposed(all_reduce_s(grads, l.dp, link), all_reduce_s(bucket, l.dp, link),
-                       slow.backward, c.dp_overlap);
-    } else if (l.zero == 1) {
-      out.dp = exposed(reduce_scatter_s(grads, l.dp, link), reduce_scatter_s(bucket, l.dp, link),
-                       slow.backward, c.dp_overlap) +
-               all_gather_s(params, l.dp, link);
-    } else {
-      // Stages 2 and 3 reduce-scatter every micro-batch's gradients during its backward.
-      out.dp = mbs * exposed(reduce_scatter_s(grads, l.dp, link),
-                             reduce_scatter_s(bucket, l.dp, link), slow.backward, c.dp_overlap);
-      if (l.zero == 2) out.dp += all_gather_s(params, l.dp, link);
-      if (l.zero == 3) {
-        // Parameters gathered before each micro-batch's forward, its recomputation and its
-        // backward (once per step when layers stay gathered), prefetched behind the
-        // previous layer's compute as far as dp_overlap allows.
-        const double gather = all_gather_s(params, l.dp, link);
-        const double gathers =
-            m.zero3_reshard_after_forward ? mbs * (l.checkpointing ? 3.0 : 2.0) : 1.0;
-        out.dp += gathers * exposed(gather, all_gather_s(bucket, l.dp, link), slow.backward / 2.0,
-                                    c.dp_overlap);
-      }
+  // The gradient reductions (and parameter gathers) of one buffer of `n` elements over a
+  // group of `ranks`: the dp buffer over dp, the routed experts' over expert-dp.
+  auto reductions = [&](double n, int ranks, const Link& link) {
+    if (ranks <= 1 || n <= 0) return 0.0;
+    const double grads = n * b.transport;
+    const double bucket = std::min(static_cast<double>(m.bucket_size), n) * b.transport;
+    const double params = n * b.param;
+    if (l.zero == 0)
+      return exposed(all_reduce_s(grads, ranks, link), all_reduce_s(bucket, ranks, link),
+                     slow.backward, c.dp_overlap);
+    if (l.zero == 1)
+      return exposed(reduce_scatter_s(grads, ranks, link), reduce_scatter_s(bucket, ranks, link),
+                     slow.backward, c.dp_overlap) +
+             all_gather_s(params, ranks, link);
+    // Stages 2 and 3 reduce-scatter every micro-batch's gradients during its backward.
+    double t = mbs * exposed(reduce_scatter_s(grads, ranks, link),
+                             reduce_scatter_s(bucket, ranks, link), slow.backward, c.dp_overlap);
+    if (l.zero == 2) t += all_gather_s(params, ranks, link);
+    if (l.zero == 3) {
+      // Parameters gathered before each micro-batch's forward, its recomputation and its
+      // backward (once per step when layers stay gathered), prefetched behind the
+      // previous layer's compute as far as dp_overlap allows.
+      const double gather = all_gather_s(params, ranks, link);
+      const double gathers =
+          m.zero3_reshard_after_forward ? mbs * (l.checkpointing ? 3.0 : 2.0) : 1.0;
+      t += gathers *
+           exposed(gather, all_gather_s(bucket, ranks, link), slow.backward / 2.0, c.dp_overlap);
     }
-  }
+    return t;
+  };
+  const double dense = static_cast<double>(psi - experts);
+  if (l.dp > 1) out.dp = reductions(dense, l.dp, link_for(c, l, Dim::kDp));
+  if (experts > 0 && l.expert_dp() > 1)
+    out.dp +=
+        reductions(static_cast<double>(experts), l.expert_dp(), link_for(c, l, Dim::kExpertDp));
   // One-element collectives every step: the gradient norm over the world, the loss
   // summed over dp and broadcast over pp.
   if (l.world() > 1) {
@@ -547,10 +644,14 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
         all_reduce_s(8.0, l.world(), world) + all_reduce_s(8.0, l.dp, link_for(c, l, Dim::kDp));
     out.pp += all_gather_s(8.0, l.pp, link_for(c, l, Dim::kPp));
   }
+  // The rank's shard of the optimizer's domain: the dp buffer's over dp, the experts'
+  // over expert-dp.
+  const double shard_elements =
+      dense / l.dp + static_cast<double>(experts) / std::max(l.expert_dp(), 1);
   if (c.memory_gbps > 0 && l.zero >= 2) {
     // Every micro-batch, stage 2 copies the gradients into bucket buffers (read and
     // write) and adds the reduced shard into its gradient shard (read, read, write).
-    const double shard = static_cast<double>(psi) / l.dp;
+    const double shard = shard_elements;
     out.dp += std::max(1.0, share) * mbs *
               (2.0 * static_cast<double>(psi) * b.grad + 3.0 * shard * b.grad_shard) /
               (c.memory_gbps * 1e9);
@@ -560,7 +661,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     // state dtype: weight decay 2, the scaled gradient 2, each moment 5, the denominator
     // 6, the update 4, the gradient norm 1. 16-bit parameters add the master's rounding
     // (read the master, write the parameter); the gradient buffer is zeroed after.
-    const double shard = l.zero == 0 ? static_cast<double>(psi) : static_cast<double>(psi) / l.dp;
+    const double shard = l.zero == 0 ? static_cast<double>(psi) : shard_elements;
     const double state = m.precision == "fp64" ? 8.0 : 4.0;
     double bytes = shard * 25.0 * state;
     if (b.param < state) bytes += shard * (state + b.param);

@@ -89,9 +89,14 @@ double all_gather_s(double bytes, int n, const Link& link);
 /// binomial reduce and broadcast instead (link.binomial), and reduce-scatter and
 /// all-gather the ring.
 double all_reduce_s(double bytes, int n, const Link& link);
+/// All-to-all of `bytes` per device spread evenly over n devices: n - 1 pairwise exchanges
+/// of bytes / n (what MPI_Ialltoallv's and NCCL's grouped sends move), and one sync.
+double all_to_all_s(double bytes, int n, const Link& link);
 
-/// The parallel dimensions whose groups the rank order lays out.
-enum class Dim { kTp, kDp, kPp };
+/// The parallel dimensions whose groups the rank order lays out. kEp: ep consecutive dp
+/// ranks (an MoE layer's all-to-all); kExpertDp: the dp ranks ep apart, which hold the
+/// same experts (their gradients' reduction).
+enum class Dim { kTp, kDp, kPp, kEp, kExpertDp };
 
 /// True when some group of `dim` has members on two nodes. Ranks are numbered
 /// rank = tp_rank + tp * (dp_rank + dp * pp_rank) and node = rank / devices_per_node
@@ -110,11 +115,12 @@ int pipeline_streams_leaving_a_node(const Layout& layout, int devices_per_node, 
 /// The link the collectives of `dim` use: across nodes when any of its groups crosses.
 Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);
 
-/// Step time by part, in seconds. total() = compute + tp + pp + dp + bubble + optimizer
-/// + tier.
+/// Step time by part, in seconds. total() = compute + tp + ep + pp + dp + bubble +
+/// optimizer + tier.
 struct TimeBreakdown {
   double compute = 0;    ///< matmuls (and elementwise work) of the slowest stage, m micro-batches
   double tp = 0;         ///< tp all-reduces, not overlapped
+  double ep = 0;         ///< MoE layers' all-to-alls over ep, not overlapped
   double pp = 0;         ///< activation and gradient sends between stages, not overlapped
   double dp = 0;         ///< the part of the dp gradient reduction and parameter gather exposed
   double bubble = 0;     ///< pipeline fill and drain: (p-1) micro-batch times
@@ -123,7 +129,7 @@ struct TimeBreakdown {
                          ///< the AdamW step and the compute it overlaps (tier_wait_s)
 
   double flops = 0;  ///< FLOPs the slowest stage's device runs per step (with recompute)
-  double total() const { return compute + tp + pp + dp + bubble + optimizer + tier; }
+  double total() const { return compute + tp + ep + pp + dp + bubble + optimizer + tier; }
   /// The bubble's share of the step: (p-1)/(m+p-1) of the pipeline's time.
   double bubble_fraction() const { return total() > 0 ? bubble / total() : 0; }
 };

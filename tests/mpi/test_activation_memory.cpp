@@ -206,6 +206,79 @@ TEST_F(ActivationMemory, llama_block_matches_the_swiglu_formula) {
   }
 }
 
+/// An MoE layer's shape: experts, top k, an expert's width, a shared expert.
+struct MoeShape {
+  int64_t experts, top_k, ffn;
+  bool shared;
+};
+
+/// kept_bytes of a Llama block whose MLP is an MoE layer (ep 1), dropless.
+int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, plan::Recompute recompute) {
+  LlamaOptions o;
+  o.layers = 2;
+  o.hidden = kHidden;
+  o.heads = kHeads;
+  o.kv_heads = 2;
+  o.ffn_hidden = 96;
+  o.vocab = 64;
+  o.padded_vocab = 64;
+  o.seq_len = kSeq;
+  o.dtype = at::kFloat;
+  o.recompute_attention = recompute == plan::Recompute::kSelective;
+  o.moe.experts = shape.experts;
+  o.moe.top_k = shape.top_k;
+  o.moe.ffn_hidden = shape.ffn;
+  o.moe.shared_expert = shape.shared;
+  const RopeTables rope = rope_tables(kSeq, o.head_dim(), o.rope_theta, o.dtype);
+  ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
+  LlamaBlock block(params, tp, nullptr, o, 0, rope);
+  at::manual_seed(11);  // the same input on every tp rank: they must route alike
+  return kept_bytes(block, kSeq, recompute);
+}
+
+// The MoE block against the planner's MoE formula (plan::moe_layer_activation_bytes), which
+// takes the dense formula's SwiGLU out and counts what the router, the dispatch, the experts
+// and the combine keep. Dropless routing sends exactly k rows a token whatever the router
+// chooses, so the bytes do not depend on the weights. Left out, as for the dense Llama
+// block: the norms' statistics, the causal mask and the key repetition's indices; and the
+// layer's load statistics for the metrics (E floats). The
+// formula's terms were read off the first shape at tp 1; the second (8 experts, top 1,
+// f_e = 80, a shared expert) and the tp 2 rows were not looked at.
+TEST_F(ActivationMemory, moe_block_matches_the_moe_formula) {
+  using plan::Recompute;
+  for (const MoeShape& ms : {MoeShape{4, 2, 48, false}, MoeShape{8, 1, 80, true}}) {
+    plan::ActivationShape shape{kSeq, kBatch, kHidden, kHeads, /*llama=*/true, 96};
+    shape.experts = ms.experts;
+    shape.top_k = ms.top_k;
+    shape.expert_ffn = ms.ffn;
+    shape.shared_expert = ms.shared;
+    for (const Case& c : layout_cases(solo, tp2)) {
+      if (c.sp) continue;  // trident refuses sequence parallelism with MoE layers
+      const int t = c.ctx->grid().tp();
+      plan::ActivationOptions options;
+      options.tp = t;
+      options.recompute = c.recompute;
+      options.dropout = false;
+      const double formula = plan::moe_layer_activation_bytes(shape, options, 4.0);
+      const double measured = static_cast<double>(moe_block_bytes(c.ctx->tp(), ms, c.recompute));
+      const double extra = c.recompute == Recompute::kFull
+                               ? 0.0
+                               : 2.0 * kSeq * kBatch * 4.0 +
+                                     (c.recompute == Recompute::kNone ? kSeq * kSeq : 0.0) +
+                                     2.0 * static_cast<double>(kHeads / t) * 8.0 +
+                                     static_cast<double>(ms.experts) * 4.0;
+      if (rank == 0)
+        std::printf(
+            "moe E%lld k%lld f%lld%s %-17s measured %8.0f bytes, formula %8.0f + "
+            "norms/mask %5.0f: ratio %.4f\n",
+            static_cast<long long>(ms.experts), static_cast<long long>(ms.top_k),
+            static_cast<long long>(ms.ffn), ms.shared ? " shared" : "", c.name, measured, formula,
+            extra, measured / (formula + extra));
+      EXPECT_DOUBLE_EQ(measured, formula + extra) << c.name << ", experts " << ms.experts;
+    }
+  }
+}
+
 struct PipelineStep {
   int64_t sent_bytes = 0;  // what this rank sent to its neighbouring stage
   double loss = 0;         // the last stage's summed micro-batch losses

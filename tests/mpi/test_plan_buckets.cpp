@@ -22,13 +22,44 @@ namespace {
 const bool kRegistered =
     testing::register_mpi_cases({{"plan_bucketed_parameters_tp2", 2, "PlanBuckets.*"}});
 
+/// The planner's view of a Llama's options.
+plan::PlanModel plan_of(const LlamaOptions& o) {
+  plan::PlanModel m;
+  m.llama = true;
+  m.layers = o.layers;
+  m.hidden = o.hidden;
+  m.heads = o.heads;
+  m.kv_heads = o.kv_heads;
+  m.ffn_hidden = o.ffn_hidden;
+  m.vocab = o.vocab;
+  m.seq_len = o.seq_len;
+  m.tied = o.tie_embeddings;
+  m.moe_experts = o.moe.experts;
+  m.moe_top_k = o.moe.top_k;
+  m.moe_ffn_hidden = o.moe.ffn_hidden;
+  m.moe_layer_every = o.moe_every;
+  m.moe_shared_expert = o.moe.shared_expert;
+  return m;
+}
+
 constexpr int kTp = 2;
 
-/// The element counts of the stage's parameters outside the embedding's own buffer.
+/// The element counts of the stage's parameters outside the embedding's own buffer and
+/// the routed experts' buffer.
 std::vector<int64_t> bucketed(const std::vector<Parameter>& params) {
   std::vector<int64_t> out;
+  for (const Parameter& p : params) {
+    const size_t buffer = buffer_of(p.spec, p.tensor.numel(), 2, 0);
+    if (buffer != kEmbeddingBuffer && !is_expert_buffer(buffer)) out.push_back(p.tensor.numel());
+  }
+  return out;
+}
+
+/// The element counts of the routed experts' buffer.
+std::vector<int64_t> experts(const std::vector<Parameter>& params) {
+  std::vector<int64_t> out;
   for (const Parameter& p : params)
-    if (buffer_of(p.spec, p.tensor.numel(), 2, 0) != kEmbeddingBuffer)
+    if (is_expert_buffer(buffer_of(p.spec, p.tensor.numel(), 2, 0)))
       out.push_back(p.tensor.numel());
   return out;
 }
@@ -91,6 +122,45 @@ TEST(PlanBuckets, LlamaStagesMatchTheModel) {
           EXPECT_EQ(plan::stage_parameters(m, pp, kTp, s), total(stage.params().params()))
               << "tied " << tied << " kv " << kv << " pp " << pp << " stage " << s;
         }
+      }
+    }
+  }
+}
+
+// MoE layers (every second one, a shared expert) at tp 2 and at ep 2 (dp 2): the router
+// and the shared expert in the dp buffer, the rank's own experts in theirs.
+TEST(PlanBuckets, MoeStagesMatchTheModel) {
+  LlamaOptions o;
+  o.layers = 4;
+  o.hidden = 32;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.ffn_hidden = 48;
+  o.vocab = o.padded_vocab = 50;
+  o.seq_len = 16;
+  o.moe.experts = 4;
+  o.moe.top_k = 2;
+  o.moe.ffn_hidden = 40;
+  o.moe.shared_expert = true;
+  o.moe_every = 2;
+  const plan::PlanModel m = plan_of(o);
+  ParallelContext tp2(MPI_COMM_WORLD, 1, 1, kTp, 120.0);
+  ParallelContext ep2(MPI_COMM_WORLD, 2, 1, 1, 120.0, /*ep=*/2);
+  struct Row {
+    ParallelContext* ctx;
+    int tp, ep;
+  };
+  for (const Row& r : {Row{&tp2, kTp, 1}, Row{&ep2, 1, 2}}) {
+    for (int pp : {1, 2}) {
+      for (int s = 0; s < pp; ++s) {
+        LlamaStage stage(o, r.ctx->tp(), s, pp, r.ep > 1 ? &r.ctx->ep() : nullptr);
+        const std::vector<Parameter>& params = stage.params().params();
+        const std::string where = "tp " + std::to_string(r.tp) + " ep " + std::to_string(r.ep) +
+                                  " pp " + std::to_string(pp) + " stage " + std::to_string(s);
+        EXPECT_EQ(plan::stage_bucketed_numels(m, pp, r.tp, s), bucketed(params)) << where;
+        EXPECT_EQ(plan::stage_expert_numels(m, pp, r.tp, r.ep, s), experts(params)) << where;
+        EXPECT_EQ(plan::stage_parameters(m, pp, r.tp, s, r.ep), total(params)) << where;
+        EXPECT_FALSE(experts(params).empty()) << where;
       }
     }
   }

@@ -149,7 +149,8 @@ TEST(AutoConfig, the_choice_becomes_the_config_keys_of_its_layout_and_placement)
                                          "parallel.schedule=1f1b",
                                          "parallel.virtual_stages=1",
                                          "parallel.offload_optimizer=nvme",
-                                         "parallel.offload_params=nvme"};
+                                         "parallel.offload_params=nvme",
+                                         "parallel.ep=1"};
   EXPECT_EQ(keys, want);
   c.layout = {1, 2, 2, 1, 2, false};
   c.layout.selective = true;
@@ -163,6 +164,11 @@ TEST(AutoConfig, the_choice_becomes_the_config_keys_of_its_layout_and_placement)
   EXPECT_EQ(c.name(),
             "dp1 pp2 tp2 zero1 mb2 selective sp interleaved-1f1b v3, everything in the "
             "nvme tier");
+  c.layout = {4, 1, 1, 2, 1, false};
+  c.layout.ep = 2;
+  c.schedule = {"1f1b", 1};
+  EXPECT_EQ(overrides_of(c).back(), "parallel.ep=2");
+  EXPECT_EQ(c.name(), "dp4 ep2 pp1 tp1 zero2 mb1, everything in the nvme tier");
 }
 
 TEST(AutoConfig, searches_recomputation_sequence_parallelism_and_schedules) {
