@@ -127,9 +127,45 @@ CASES = {
                  "dp1 pp2 tp1 zero0 mb1 zb-h1, in memory",
                  "dp1 pp2 tp1 zero0 mb2 1f1b, in memory"],
     },
+    # Mixture-of-Experts: layouts that differ in ep too (experts over ep dp ranks).
+    "llama-moe-4x256-8experts-4ranks": {
+        "ranks": 4,
+        "model": ["model.arch=llama", "model.layers=4", "model.hidden=256", "model.heads=8",
+                  "model.kv_heads=4", "model.ffn_hidden=512", "model.seq_len=128",
+                  "model.vocab=2048", "train.global_batch_size=16", "model.moe_experts=8",
+                  "model.moe_top_k=2", "model.moe_ffn_hidden=384"],
+        "grid": ["dp4 pp1 tp1 zero1 mb4", "dp4 ep2 pp1 tp1 zero1 mb4", "dp4 ep4 pp1 tp1 zero1 mb4",
+                 "dp4 ep4 pp1 tp1 zero1 mb2", "dp4 ep4 pp1 tp1 zero2 mb4",
+                 "dp4 ep4 pp1 tp1 zero3 mb4", "dp2 ep2 pp1 tp2 zero1 mb8",
+                 "dp2 ep2 pp2 tp1 zero1 mb4 1f1b", "dp1 pp4 tp1 zero0 mb4 1f1b",
+                 "dp1 pp1 tp4 zero0 mb16"],
+    },
+    "llama-moe-4x192-16experts-2x2nodes": {
+        "ranks": 4, "nodes": 2,
+        "model": ["model.arch=llama", "model.layers=4", "model.hidden=192", "model.heads=6",
+                  "model.kv_heads=2", "model.ffn_hidden=512", "model.seq_len=96",
+                  "model.vocab=1024", "train.global_batch_size=16", "model.moe_experts=16",
+                  "model.moe_top_k=2", "model.moe_ffn_hidden=256", "model.moe_layer_every=2",
+                  "model.moe_shared_expert=true"],
+        "grid": ["dp4 pp1 tp1 zero1 mb4", "dp4 ep2 pp1 tp1 zero1 mb4", "dp4 ep4 pp1 tp1 zero1 mb4",
+                 "dp4 ep2 pp1 tp1 zero2 mb4", "dp2 ep2 pp2 tp1 zero1 mb4 1f1b",
+                 "dp2 pp2 tp1 zero1 mb4 1f1b", "dp2 ep2 pp1 tp2 zero1 mb8",
+                 "dp1 pp4 tp1 zero0 mb4 1f1b"],
+    },
+    "llama-moe-6x320-4experts-top1-2ranks": {
+        "ranks": 2,
+        "model": ["model.arch=llama", "model.layers=6", "model.hidden=320", "model.heads=5",
+                  "model.kv_heads=5", "model.ffn_hidden=864", "model.seq_len=64",
+                  "model.vocab=4096", "train.global_batch_size=16", "model.moe_experts=4",
+                  "model.moe_top_k=1", "model.moe_ffn_hidden=640"],
+        "grid": ["dp2 pp1 tp1 zero1 mb8", "dp2 pp1 tp1 zero1 mb4", "dp2 ep2 pp1 tp1 zero1 mb8",
+                 "dp2 ep2 pp1 tp1 zero1 mb4", "dp2 ep2 pp1 tp1 zero2 mb8",
+                 "dp2 ep2 pp1 tp1 zero3 mb8", "dp2 pp1 tp1 zero3 mb8",
+                 "dp1 pp2 tp1 zero0 mb4 1f1b", "dp1 pp1 tp2 zero0 mb16"],
+    },
 }
 
-NAME = re.compile(r"^dp(\d+) pp(\d+) tp(\d+) zero(\d+) mb(\d+)( ckpt)?( selective)?( sp)?"
+NAME = re.compile(r"^dp(\d+)(?: ep(\d+))? pp(\d+) tp(\d+) zero(\d+) mb(\d+)( ckpt)?( selective)?( sp)?"
                   r"(?: (1f1b|interleaved-1f1b|zb-h1|gpipe)(?: v(\d+))?)?(?:, (.+))?$")
 PLACEMENTS = {"in memory": ("none", "none"),
               "optimizer states in the nvme tier": ("nvme", "none"),
@@ -146,15 +182,16 @@ def keys_of(name):
     m = NAME.match(canonical(name))
     if not m:
         raise SystemExit("autotune: cannot read the configuration %r" % name)
-    dp, pp, tp, zero, mb = (int(m[i]) for i in range(1, 6))
-    recompute = "full" if m[6] else "selective" if m[7] else "none"
-    opt, params = PLACEMENTS[m[11]]
+    dp, ep, pp, tp, zero, mb = (int(m[i] or 1) for i in range(1, 7))
+    recompute = "full" if m[7] else "selective" if m[8] else "none"
+    opt, params = PLACEMENTS[m[12]]
     return ["parallel.dp=%d" % dp, "parallel.pp=%d" % pp, "parallel.tp=%d" % tp,
             "parallel.zero_stage=%d" % zero, "train.micro_batch_size=%d" % mb,
             "parallel.activation_checkpointing=%s" % recompute,
-            "parallel.sequence_parallel=%s" % ("true" if m[8] else "false"),
-            "parallel.schedule=%s" % (m[9] or "1f1b"), "parallel.virtual_stages=%s" % (m[10] or 1),
-            "parallel.offload_optimizer=%s" % opt, "parallel.offload_params=%s" % params]
+            "parallel.sequence_parallel=%s" % ("true" if m[9] else "false"),
+            "parallel.schedule=%s" % (m[10] or "1f1b"), "parallel.virtual_stages=%s" % (m[11] or 1),
+            "parallel.offload_optimizer=%s" % opt, "parallel.offload_params=%s" % params,
+            "parallel.ep=%d" % ep]
 
 
 def short(name):
@@ -342,8 +379,15 @@ def describe(spec):
     heads = keys["model.heads"] + ("/" + keys["model.kv_heads"] if "model.kv_heads" in keys else "")
     where = ("%d emulated nodes" % spec["nodes"]) if spec.get("nodes") else "one node"
     cap = (", cap %.1f GB" % spec["cap_gb"]) if spec.get("cap_gb") else ""
-    return "%s %s × %s, heads %s, seq %s, vocab %s, batch %s; %d ranks, %s%s" % (
-        arch, keys["model.layers"], keys["model.hidden"], heads, keys["model.seq_len"],
+    moe = ""
+    if "model.moe_experts" in keys:
+        every = keys.get("model.moe_layer_every", "1")
+        moe = ", %s experts top %s%s%s" % (
+            keys["model.moe_experts"], keys.get("model.moe_top_k", "2"),
+            "" if every == "1" else " every %s layers" % every,
+            " + shared" if keys.get("model.moe_shared_expert") == "true" else "")
+    return "%s %s × %s%s, heads %s, seq %s, vocab %s, batch %s; %d ranks, %s%s" % (
+        arch, keys["model.layers"], keys["model.hidden"], moe, heads, keys["model.seq_len"],
         keys["model.vocab"], keys["train.global_batch_size"], spec["ranks"], where, cap)
 
 

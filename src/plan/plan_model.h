@@ -49,6 +49,11 @@ struct PlanModel {
   int64_t moe_ffn_hidden = 0;   ///< an expert's SwiGLU width; 0: ffn_hidden
   int64_t moe_layer_every = 1;  ///< layer i is MoE when (i + 1) % moe_layer_every == 0
   bool moe_shared_expert = false;
+  /// The spread of the experts' loads, their standard deviation over their mean: at ep > 1
+  /// the ep rank whose experts got the most choices sets its group's pace (time_model.h).
+  /// 0.5 is what a router near its initialisation gives (docs/planner.md); the balancing
+  /// loss lowers it as training goes, and the progress line's `expert load` shows it.
+  double moe_load_cv = 0.5;
 
   /// Weights of the matrices of one dense layer, whole: GPT-2 12 h^2; Llama 2 h^2 (q, o) +
   /// 2 h * kv_heads * head_dim (k, v) + 3 h * ffn_hidden (gate, up, down).

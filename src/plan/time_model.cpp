@@ -3,7 +3,7 @@
 #include "plan/time_model.h"
 
 #include <algorithm>   // std::max, std::min
-#include <cmath>       // std::cbrt, std::log, std::exp
+#include <cmath>       // std::cbrt, std::log, std::exp, std::erfc, std::sqrt
 #include <functional>  // std::function
 #include <iterator>    // std::prev
 #include <map>         // std::map
@@ -113,6 +113,29 @@ double all_reduce_s(double bytes, int n, const Link& link) {
   double doubling = 0;  // partners 1, 2, 4, ... apart, the whole buffer each round
   for (int k = 0; k < rounds(n); ++k) doubling += link.round_message_s(bytes, k);
   return std::min(2.0 * reduce_scatter_rounds_s(bytes, n, link), doubling) + link.sync_s;
+}
+
+double expected_max_of_normals(int n) {
+  if (n <= 1) return 0;
+  if (n == 2) return 1.0 / std::sqrt(M_PI);
+  // Blom: the inverse normal CDF at (n - 0.375) / (n + 0.25), by bisection on erfc.
+  const double p = (n - 0.375) / (n + 0.25);
+  double lo = 0, hi = 10;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    if (1.0 - 0.5 * std::erfc(mid / std::sqrt(2.0)) < p) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return (lo + hi) / 2;
+}
+
+double expert_imbalance(double load_cv, int64_t experts, int ep) {
+  if (ep <= 1 || experts <= 0) return 0;
+  const double per_rank = static_cast<double>(experts) / ep;
+  return load_cv / std::sqrt(per_rank) * expected_max_of_normals(ep);
 }
 
 double all_to_all_s(double bytes, int n, const Link& link) {
@@ -438,6 +461,13 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
     double act = layers * layer_act;
     if (last) act += head_activation_bytes(m, l.micro_batch, l.tp, b.activation);
     base += 6.0 * act / stream;
+    if (moe > 0 && l.ep > 1) {
+      // Expert parallelism copies each choice's row about six times a pass (the rows
+      // concatenated to send, received, gathered per expert, the outputs zero-filled and
+      // scattered, received back), read and written; backward does the same twice.
+      const double rows = tokens * static_cast<double>(m.moe_top_k) * h * b.activation;
+      base += moe * 3.0 * 6.0 * 2.0 * rows / stream;
+    }
     if (l.checkpointing) recompute += 2.0 * act / stream;
   }
   // The fixed cost of each layer's operator calls, and of the model's ends (embedding on
@@ -479,6 +509,10 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
     const double counts = E * 8.0;
     t.ep = moe * ((passes * 2.0 + 2.0) * all_to_all_s(rows, l.ep, link) +
                   passes * all_to_all_s(counts, l.ep, link));
+    // The others wait in the all-to-all that returns the outputs (and in backward's) for
+    // the rank whose experts got the most rows.
+    const double expert_s = (2.0 + passes) * expert_flops / expert_rate;
+    t.ep += contention * expert_imbalance(m.moe_load_cv, m.moe_experts, l.ep) * expert_s;
   }
   if (l.tp > 1) {
     TpCounts fwd, bwd;

@@ -93,6 +93,17 @@ double all_reduce_s(double bytes, int n, const Link& link);
 /// of bytes / n (what MPI_Ialltoallv's and NCCL's grouped sends move), and one sync.
 double all_to_all_s(double bytes, int n, const Link& link);
 
+/// The expected largest of n independent standard normal draws (0 for n = 1): exact for
+/// n = 2 (1 / sqrt(pi)), Blom's approximation otherwise.
+double expected_max_of_normals(int n);
+
+/// How much longer than the mean the busiest of ep ranks computes its experts, as a
+/// fraction: each rank holds E / ep experts whose loads spread by `load_cv` (standard
+/// deviation over mean), so a rank's load spreads by load_cv / sqrt(E / ep), and the
+/// busiest of ep is expected_max_of_normals(ep) of those above the mean. 0 at ep 1, where
+/// every rank computes every expert on its own tokens.
+double expert_imbalance(double load_cv, int64_t experts, int ep);
+
 /// The parallel dimensions whose groups the rank order lays out. kEp: ep consecutive dp
 /// ranks (an MoE layer's all-to-all); kExpertDp: the dp ranks ep apart, which hold the
 /// same experts (their gradients' reduction).

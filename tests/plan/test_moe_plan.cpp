@@ -90,7 +90,8 @@ TEST(MoePlan, the_experts_states_are_sharded_over_dp_over_ep) {
 }
 
 TEST(MoePlan, the_all_to_all_costs_at_ep_above_one_only) {
-  const PlanModel m = moe_model();
+  PlanModel m = moe_model();
+  m.moe_load_cv = 0;  // balanced experts: the all-to-alls alone
   const Cluster c = machine();
   Layout l{4, 1, 1, 1, 2, false};
   const TimeBreakdown ep1 = step_time(m, l, c);
@@ -108,6 +109,25 @@ TEST(MoePlan, the_all_to_all_costs_at_ep_above_one_only) {
   EXPECT_EQ(all_to_all_s(4e6, 1, link), 0.0);
   // The same FLOPs: balanced routing gives each rank k choices a token whatever ep.
   EXPECT_DOUBLE_EQ(ep2.flops, ep1.flops);
+  // Spread loads: the others wait for the busiest rank's experts, in the all-to-all.
+  m.moe_load_cv = 0.5;
+  const TimeBreakdown spread = step_time(m, l, c);
+  EXPECT_GT(spread.ep, ep2.ep);
+  EXPECT_DOUBLE_EQ(spread.compute, ep2.compute);
+}
+
+TEST(MoePlan, the_busiest_ep_rank_is_further_above_the_mean_with_more_ranks_and_fewer_experts) {
+  EXPECT_EQ(expected_max_of_normals(1), 0.0);
+  EXPECT_NEAR(expected_max_of_normals(2), 0.5642, 1e-4);  // 1 / sqrt(pi)
+  // Blom's approximation against the expectations integrated numerically: within 0.03.
+  EXPECT_NEAR(expected_max_of_normals(4), 1.0294, 0.02);
+  EXPECT_NEAR(expected_max_of_normals(8), 1.4236, 0.02);
+  EXPECT_NEAR(expected_max_of_normals(64), 2.3437, 0.03);
+  EXPECT_EQ(expert_imbalance(0.5, 8, 1), 0.0);
+  // 8 experts over 2 ranks: 4 each, a rank's load spreads by 0.5 / 2.
+  EXPECT_NEAR(expert_imbalance(0.5, 8, 2), 0.25 * 0.5642, 1e-4);
+  EXPECT_GT(expert_imbalance(0.5, 8, 4), expert_imbalance(0.5, 8, 2));
+  EXPECT_GT(expert_imbalance(0.5, 8, 2), expert_imbalance(0.5, 64, 2));
 }
 
 TEST(MoePlan, layouts_vary_ep_over_the_divisors_of_dp_and_the_experts) {
@@ -129,15 +149,20 @@ TEST(MoePlan, layouts_vary_ep_over_the_divisors_of_dp_and_the_experts) {
 
 TEST(MoePlan, auto_chooses_expert_parallelism_where_it_is_faster) {
   // A model that is mostly experts: 16 experts of width 2048 in every layer. At ep 1 each
-  // rank holds all of them, reduces their gradients over dp and steps a quarter of them;
-  // at ep 4 it holds four, and their gradients stay on the rank (expert-dp is 1).
+  // rank holds all of them and reduces their gradients over dp; at ep e it holds 16 / e
+  // and reduces theirs over dp / e, and sends its tokens to them instead.
   PlanModel m = moe_model();
   m.moe_experts = 16, m.moe_ffn_hidden = 2048, m.moe_layer_every = 1;
   m.releases_host_memory = true;
   Cluster c = machine();
   c.process_base_gb = 0.2;
+  // One device a node (no tp), nodes linked at 1 GB/s: moving all the experts' gradients
+  // costs more than moving the tokens to them.
+  c.devices_per_node = 1;
+  c.inter_node_gbps = 1;
   AutoBudget b;
-  b.ranks = b.ranks_per_node = 4;
+  b.ranks = 4;
+  b.ranks_per_node = 1;
   b.memory_per_rank = 4e9;
   const AutoChoice choice = choose_configuration(m, c, b);
   ASSERT_FALSE(choice.ranked.empty()) << choice.suggestion;
