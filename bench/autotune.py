@@ -154,8 +154,8 @@ CASES = {
     },
     "llama-moe-6x320-4experts-top1-2ranks": {
         "ranks": 2,
-        "model": ["model.arch=llama", "model.layers=6", "model.hidden=320", "model.heads=5",
-                  "model.kv_heads=5", "model.ffn_hidden=864", "model.seq_len=64",
+        "model": ["model.arch=llama", "model.layers=6", "model.hidden=320", "model.heads=4",
+                  "model.kv_heads=2", "model.ffn_hidden=864", "model.seq_len=64",
                   "model.vocab=4096", "train.global_batch_size=16", "model.moe_experts=4",
                   "model.moe_top_k=1", "model.moe_ffn_hidden=640"],
         "grid": ["dp2 pp1 tp1 zero1 mb8", "dp2 pp1 tp1 zero1 mb4", "dp2 ep2 pp1 tp1 zero1 mb8",
