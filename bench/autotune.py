@@ -7,7 +7,8 @@ configuration of the case's fixed grid (listed with the case; the choice is adde
 is not in it) for a few steps, rounds in alternating order, the choice through
 `trident train --auto` itself. Report the choice's measured step against the best
 measured, whether the best is in the predicted top 3, the predicted and measured peak RSS
-of the choice, and which configurations the memory cap killed.
+of the choice, and which configurations the memory cap killed. The Mixture-of-Experts
+cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
                                   [--markdown FILE]
