@@ -162,9 +162,14 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
       {"compute", t.compute},     {"tp communication", t.tp}, {"ep all-to-all", t.ep},
       {"pp communication", t.pp}, {"dp communication", t.dp}, {"bubble", t.bubble},
       {"optimizer", t.optimizer}, {"offload tier", t.tier},   {"total", t.total()}};
-  for (const auto& [name, v] : times)
-    out << "  " << name << std::string(22 - std::string(name).size(), ' ')
-        << format("%12.6g s\n", v);
+  for (const auto& [name, v] : times) {
+    const bool all_to_all = std::string(name) == "ep all-to-all";
+    if (all_to_all && m.moe_experts == 0) continue;  // a dense model has none
+    out << "  " << name << std::string(22 - std::string(name).size(), ' ') << format("%12.6g s", v);
+    if (all_to_all && t.all_to_all_bytes > 0)
+      out << format(" (%.4g MB sent a step)", t.all_to_all_bytes / 1e6);
+    out << "\n";
+  }
   out << "  " << si(e.tokens_per_s) << " tokens/s, " << format("%.4g", t.flops / t.total() / 1e12)
       << " TFLOP/s per device, bubble " << format("%.1f%%", 100 * t.bubble_fraction()) << "\n";
   return out.str();
@@ -209,6 +214,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
             {"total", t.total()}}},
           {"bubble_fraction", t.bubble_fraction()},
           {"flops_per_device", t.flops},
+          {"all_to_all_bytes", t.all_to_all_bytes},
           {"tokens_per_s", e.tokens_per_s},
           {"links",
            {{"tp", link_name(e.tp_inter_node)},

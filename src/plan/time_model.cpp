@@ -350,6 +350,7 @@ struct MicroBatchTime {
   double tp = 0;          ///< tp collectives of the whole micro-batch
   double tp_forward = 0;  ///< of which the forward's
   double ep = 0;          ///< the MoE layers' all-to-alls over ep
+  double ep_bytes = 0;    ///< what this rank sends in them (to the other ep ranks)
   double flops = 0;
 };
 
@@ -509,6 +510,7 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
     const double counts = E * 8.0;
     t.ep = moe * ((passes * 2.0 + 2.0) * all_to_all_s(rows, l.ep, link) +
                   passes * all_to_all_s(counts, l.ep, link));
+    t.ep_bytes = moe * ((passes * 2.0 + 2.0) * rows + passes * counts) * (ep - 1.0) / ep;
     // The others wait in the all-to-all that returns the outputs (and in backward's) for
     // the rank whose experts got the most rows.
     const double expert_s = (2.0 + passes) * expert_flops / expert_rate;
@@ -587,6 +589,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   out.compute = mbs * slow.compute;
   out.tp = mbs * slow.tp;
   out.ep = mbs * slow.ep;
+  out.all_to_all_bytes = mbs * slow.ep_bytes;
   out.flops = mbs * slow.flops;
   double pp_per_mb = 0;
   if (l.pp > 1) {

@@ -139,7 +139,8 @@ struct TimeBreakdown {
   double tier = 0;       ///< nvme offload: the tier's traffic at the disk's bandwidth beyond
                          ///< the AdamW step and the compute it overlaps (tier_wait_s)
 
-  double flops = 0;  ///< FLOPs the slowest stage's device runs per step (with recompute)
+  double flops = 0;             ///< FLOPs the slowest stage's device runs per step (with recompute)
+  double all_to_all_bytes = 0;  ///< bytes the slowest stage's device sends in all-to-alls
   double total() const { return compute + tp + ep + pp + dp + bubble + optimizer + tier; }
   /// The bubble's share of the step: (p-1)/(m+p-1) of the pipeline's time.
   double bubble_fraction() const { return total() > 0 ? bubble / total() : 0; }

@@ -104,6 +104,9 @@ TEST(MoePlan, the_all_to_all_costs_at_ep_above_one_only) {
   const double per_layer = 4 * all_to_all_s(rows, 2, link) + all_to_all_s(8 * 8.0, 2, link);
   EXPECT_DOUBLE_EQ(ep2.ep, 2 /* micro-batches */ * 2 /* MoE layers */ * per_layer);
   EXPECT_GT(ep2.ep, 0.0);
+  // What a rank sends: half of each exchange goes to the other rank.
+  EXPECT_DOUBLE_EQ(ep2.all_to_all_bytes, 2 * 2 * (4 * rows + 8 * 8.0) / 2);
+  EXPECT_EQ(ep1.all_to_all_bytes, 0.0);
   // n - 1 exchanges of bytes / n.
   EXPECT_DOUBLE_EQ(all_to_all_s(4e6, 4, link), 3 * link.exchange_s(1e6) + link.sync_s);
   EXPECT_EQ(all_to_all_s(4e6, 1, link), 0.0);
