@@ -38,7 +38,7 @@ check_file() {  # FILE: what every calibration must hold
 }
 
 one_node() {
-  mpirun -np 2 --oversubscribe --bind-to none "$trident" calibrate --threads 1 --rounds 1 \
+  mpirun -np 2 --oversubscribe --bind-to none "$trident" calibrate --threads 1 --rounds 1 --quick \
     --disk-dir none --out "$tmp/one.toml" > "$tmp/one.log" 2>&1 || fail "calibrate failed: $(cat "$tmp/one.log")"
   check_file "$tmp/one.toml"
   [ "$(key devices_per_node "$tmp/one.toml")" = 2 ] || fail "one node: devices_per_node is not 2"
@@ -86,7 +86,7 @@ two_nodes() {
   require_netns "$name-probe"
   "$root/scripts/cluster.sh" up --name "$name" --nodes 2 --slots 2 --link-rate 1gbit >/dev/null ||
     fail "cluster.sh up failed"
-  "$root/scripts/cluster.sh" run --name "$name" -np 4 "$trident" calibrate --threads 1 --rounds 1 \
+  "$root/scripts/cluster.sh" run --name "$name" -np 4 "$trident" calibrate --threads 1 --rounds 1 --quick \
     --disk-dir none --out "$tmp/two.toml" > "$tmp/two.log" 2>&1 || fail "calibrate on 2 nodes failed: $(cat "$tmp/two.log")"
   check_file "$tmp/two.toml"
   [ "$(key devices_per_node "$tmp/two.toml")" = 2 ] || fail "two nodes: devices_per_node is not 2"

@@ -17,21 +17,22 @@
 
 namespace trident::calibrate {
 
-double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world) {
+double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world, double budget) {
   const auto opts = at::TensorOptions().dtype(dtype);
   at::Tensor a = at::randn({n, n}, opts), b = at::randn({n, n}, opts), c = at::empty({n, n}, opts);
-  const double s = time_per_call([&] { at::matmul_out(c, a, b); }, 0.5, world);
+  const double s = time_per_call([&] { at::matmul_out(c, a, b); }, 0.5 * budget, world);
   return mean_over_ranks(2.0 * n * n * n / s / 1e12, world);
 }
 
-double memory_gbps(Communicator& world) {
+double memory_gbps(Communicator& world, double budget) {
   const int64_t n = 16 << 20;
   at::Tensor a = at::ones({n}), b = at::ones({n}), c = at::empty({n});
-  const double s = time_per_call([&] { at::add_out(c, a, b); }, 0.5, world);
+  const double s = time_per_call([&] { at::add_out(c, a, b); }, 0.5 * budget, world);
   return mean_over_ranks(3.0 * n * 4 / s / 1e9, world);
 }
 
-TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world) {
+TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world,
+                              double budget) {
   GptOptions o;
   o.hidden = shape.hidden;
   o.heads = shape.heads;
@@ -45,16 +46,16 @@ TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communi
     ++calls;
   };
   const double wait_before = tp.total_wait_seconds();
-  const double seconds = time_per_call(step, 1.0, world);
+  const double seconds = time_per_call(step, 1.0 * budget, world);
   const double wait = (tp.total_wait_seconds() - wait_before) / static_cast<double>(calls);
   return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
 }
 
-double block_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
-  return tp_block_timing(shape, tp, world).seconds;
+double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget) {
+  return tp_block_timing(shape, tp, world, budget).seconds;
 }
 
-double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
+double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget) {
   GptOptions o;
   o.layers = 1;
   o.hidden = shape.hidden;
@@ -65,7 +66,7 @@ double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world) {
   const at::Tensor ids = at::randint(o.vocab, {shape.batch, shape.seq + 1}, at::kLong);
   const at::Tensor input = ids.narrow(1, 0, shape.seq), targets = ids.narrow(1, 1, shape.seq);
   auto step = [&] { stage.forward(input, targets, 1.0).backward(); };
-  return mean_over_ranks(time_per_call(step, 1.0, world), world);
+  return mean_over_ranks(time_per_call(step, 1.0 * budget, world), world);
 }
 
 double block_matmul_s(const BlockShape& x, const plan::Cluster& c) {

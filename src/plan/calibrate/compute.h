@@ -1,5 +1,6 @@
 // Compute measurements for the planner, every rank measuring at once: matmul rate,
 // memory bandwidth, and the forward and backward of trident's own GPT block and stage.
+// `budget` scales each measurement's timing (1: the full time, under 1: rougher, faster).
 #pragma once
 #include <c10/core/ScalarType.h>  // at::ScalarType
 
@@ -14,10 +15,10 @@ class Communicator;
 namespace trident::calibrate {
 
 /// TFLOP/s of an n x n times n x n matmul in `dtype`, per rank while all run (the mean).
-double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world);
+double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world, double budget);
 
 /// GB/s of c = a + b over 64 MB fp32 tensors (three tensors' bytes per call), per rank.
-double memory_gbps(Communicator& world);
+double memory_gbps(Communicator& world, double budget);
 
 /// The shape of a GPT-2 block's input.
 struct BlockShape {
@@ -27,19 +28,20 @@ struct BlockShape {
 /// Seconds of the forward and backward of one of trident's GPT-2 blocks (models/gpt.h,
 /// the code training runs) on an input of `shape`, its weights sharded over `tp`; per
 /// rank while all run.
-double block_s(const BlockShape& shape, Communicator& tp, Communicator& world);
+double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget);
 
 /// A tp block's forward and backward: its seconds, and the seconds of them spent inside
 /// its tp all-reduces (posting, polling, waiting for the peer), per call; the ranks' mean.
 struct TpBlockTiming {
   double seconds = 0, tp_wait_s = 0;
 };
-TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world);
+TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world,
+                              double budget);
 
 /// Seconds of the forward and backward of a one-layer GptStage (embedding, the block,
 /// final norm, tied head, loss) on token ids of `shape` and a 64-token vocabulary, over
 /// `tp`; per rank while all run.
-double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world);
+double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget);
 
 /// The planner's prediction for one block's forward and backward on `c` without the
 /// elementwise term: matmul FLOPs at the measured rate, plus the fixed overhead.

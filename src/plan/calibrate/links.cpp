@@ -21,14 +21,16 @@ void exchange(at::Tensor& out, at::Tensor& in, int partner, int tag, Communicato
 
 }  // namespace
 
-double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing) {
+double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing,
+                  double budget) {
   at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
   const double s = time_per_call([&] { exchange(out, in, partner, 7, world); },
-                                 bytes >= (16 << 20) ? 1.0 : 0.3, timing);
+                                 (bytes >= (16 << 20) ? 1.0 : 0.3) * budget, timing);
   return mean_over_ranks(s, timing);
 }
 
-double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Communicator& timing) {
+double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Communicator& timing,
+              double budget) {
   at::Tensor message = at::ones({bytes}, at::kByte), answer = at::zeros({1}, at::kByte);
   const double s = time_per_call(
       [&] {
@@ -41,7 +43,7 @@ double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Com
           world.send(answer, partner, 10)->wait();
         }
       },
-      bytes >= (16 << 20) ? 1.0 : 0.3, timing);
+      (bytes >= (16 << 20) ? 1.0 : 0.3) * budget, timing);
   return mean_over_ranks(s, timing);
 }
 

@@ -9,15 +9,19 @@ class Communicator;
 
 namespace trident::calibrate {
 
+// `budget` scales each measurement's timing, as in compute.h.
+
 /// Seconds per exchange of `bytes` each way with `partner` (a rank of `world`; itself when
 /// it has none) — a send and a receive posted together, both waited on — averaged over,
 /// and the trials agreed between, the ranks of `timing` (those measuring; collective over
 /// them).
-double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing);
+double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing,
+                  double budget);
 
 /// Seconds per message of `bytes` one way, from the sender to `partner` (`sending`), or to
 /// this rank from `partner`, which then answers with one byte so that the sender sees the
 /// message delivered; averaged over, and the trials agreed between, the ranks of `timing`.
-double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Communicator& timing);
+double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Communicator& timing,
+              double budget);
 
 }  // namespace trident::calibrate

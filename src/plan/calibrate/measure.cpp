@@ -83,14 +83,14 @@ double from_rank0(double value, Communicator& world) {
 /// system as training's ranks do): matmul rates, memory and disk bandwidth, the fixed and
 /// elementwise costs of a block and of the model's ends.
 void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
-                     const std::string& disk_dir) {
+                     const std::string& disk_dir, double budget) {
   char line[160];
   {
     // What a training process holds beyond its model: measured first, after a tiny
     // block's forward and backward (autograd, the BLAS's buffers), before any large
     // measurement buffer enters the heap, which trident never trims.
     const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
-    block_s(BlockShape{1, 4, 16, 2}, *alone, world);
+    block_s(BlockShape{1, 4, 16, 2}, *alone, world, budget);
     c.process_base_gb = resident_bytes() / 1e9;
     std::snprintf(line, sizeof line, "process base (resident after a tiny block): %.0f MB",
                   c.process_base_gb * 1e3);
@@ -100,7 +100,7 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
        {std::pair{"fp32", at::kFloat}, std::pair{"fp64", at::kDouble}}) {
     double best = 0;
     for (int64_t n : {32, 64, 128, 256, 512, 1024}) {
-      const double tflops = matmul_tflops(n, dtype, world);
+      const double tflops = matmul_tflops(n, dtype, world, budget);
       c.matmul_tflops[name][static_cast<int>(n)] = tflops;
       best = std::max(best, tflops);
       std::snprintf(line, sizeof line, "matmul %s %4lld^3: %8.2f GFLOP/s per rank", name,
@@ -109,7 +109,7 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
     }
     c.peak_tflops[name] = best;
   }
-  c.memory_gbps = memory_gbps(world);
+  c.memory_gbps = memory_gbps(world, budget);
   std::snprintf(line, sizeof line, "stream bandwidth (c = a + b, 64 MB fp32): %.2f GB/s per rank",
                 c.memory_gbps);
   say(line);
@@ -134,13 +134,14 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
   // operator calls and their autograd nodes.
   const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
   const BlockShape tiny{1, 4, 16, 2};
-  c.layer_overhead_us = block_s(tiny, *alone, world) * 1e6;
+  c.layer_overhead_us = block_s(tiny, *alone, world, budget) * 1e6;
   std::snprintf(line, sizeof line,
                 "fixed cost of one layer's forward + backward (operator calls): %.1f us per rank",
                 c.layer_overhead_us);
   say(line);
   // And the model's ends: a one-layer stage less its layer.
-  c.ends_overhead_us = std::max(0.0, stage_s(tiny, *alone, world) * 1e6 - c.layer_overhead_us);
+  c.ends_overhead_us =
+      std::max(0.0, stage_s(tiny, *alone, world, budget) * 1e6 - c.layer_overhead_us);
   std::snprintf(line, sizeof line,
                 "fixed cost of the ends (embedding, final norm, head, loss): %.1f us per rank",
                 c.ends_overhead_us);
@@ -150,7 +151,7 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
   // over an effective rate: measured at three sizes, as caches make small layers faster.
   for (const BlockShape& x :
        {BlockShape{2, 32, 64, 4}, BlockShape{4, 64, 128, 4}, BlockShape{8, 128, 256, 4}}) {
-    const double measured = block_s(x, *alone, world), matmuls = block_matmul_s(x, c);
+    const double measured = block_s(x, *alone, world, budget), matmuls = block_matmul_s(x, c);
     const double rest = measured - matmuls;
     const double gbps = rest > 0 ? 6.0 * block_activation_bytes(x) / rest / 1e9 : 0;
     std::snprintf(line, sizeof line,
@@ -171,11 +172,11 @@ plan::Cluster cluster_from_rank0(const plan::Cluster& c, Communicator& world) {
 /// The tp block's fixed cost beyond its four all-reduces, from the tiny block at tp 2 on
 /// pairs of ranks with a core each (`pair`, every pair of `world` at once): its time less
 /// the time its ranks spent inside the all-reduces.
-void measure_tp_overhead(Communicator& pair, Communicator& world, plan::Cluster& c,
-                         const Say& say) {
+void measure_tp_overhead(Communicator& pair, Communicator& world, plan::Cluster& c, const Say& say,
+                         double budget) {
   char line[200];
   const BlockShape tiny{1, 4, 16, 2};
-  const TpBlockTiming t = tp_block_timing(tiny, pair, world);
+  const TpBlockTiming t = tp_block_timing(tiny, pair, world, budget);
   c.layer_overhead_tp_us = std::max(c.layer_overhead_us, (t.seconds - t.tp_wait_s) * 1e6);
   std::snprintf(line, sizeof line,
                 "tiny block with tp 2: %.1f us, of which inside its 4 all-reduces %.1f us: "
@@ -191,13 +192,13 @@ void measure_tp_overhead(Communicator& pair, Communicator& world, plan::Cluster&
 /// core the other ranks compute during most of that wait, and the step loses 1/share of
 /// it: what sync_us holds.
 void measure_sync(Communicator& pair, Communicator& world, double share, plan::Cluster& c,
-                  const Say& say) {
+                  const Say& say, double budget) {
   char line[200];
   const BlockShape mid{4, 64, 128, 4};
   plan::Link raw{c.intra_node_gbps * 1e9, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
   raw.collectives = plan::Collectives::kMpi;  // the block's all-reduces: binomial over 2
   const double message = plan::all_reduce_s(mid.batch * mid.seq * mid.hidden * 4.0, 2, raw);
-  const TpBlockTiming t = tp_block_timing(mid, pair, world);
+  const TpBlockTiming t = tp_block_timing(mid, pair, world, budget);
   c.sync_us = std::max(0.0, t.tp_wait_s / 4 - message) / share * 1e6;
   std::snprintf(line, sizeof line,
                 "block b4 s64 h128 with tp 2, %d ranks at once: %.2f ms, inside each of its 4 "
@@ -209,7 +210,7 @@ void measure_sync(Communicator& pair, Communicator& world, double share, plan::C
 }
 
 plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
-                           const std::string& disk_dir) {
+                           const std::string& disk_dir, double budget) {
   const int rank = world.rank(), size = world.size();
   const NodeMap where = node_map(world);
   plan::Cluster c;
@@ -230,7 +231,8 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
   {
     const std::unique_ptr<Communicator> busy =
         world.split(rank < computing ? 0 : 1, rank, "computing", kTimeoutS);
-    with_others_idle(world, rank < computing, [&] { measure_compute(*busy, c, say, disk_dir); });
+    with_others_idle(world, rank < computing,
+                     [&] { measure_compute(*busy, c, say, disk_dir, budget); });
     c = cluster_from_rank0(c, world);
   }
   char line[200];
@@ -255,7 +257,7 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
         const std::unique_ptr<Communicator> active =
             world.split(rank < k ? 0 : 1, rank, "contention", kTimeoutS);
         double t = 0;
-        with_others_idle(world, rank < k, [&] { t = block_s(mid, *alone, *active); });
+        with_others_idle(world, rank < k, [&] { t = block_s(mid, *alone, *active, budget); });
         times[k].push_back(from_rank0(t, world));
       }
     const double reference = median(times[computing]);
@@ -278,7 +280,7 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
   const int intra_partner =
       neighbour < size && where.node[neighbour] == where.node[rank] ? neighbour : rank;
   for (int64_t bytes = 1 << 10; bytes <= largest; bytes *= 4) {
-    const double s = sendrecv_s(bytes, intra_partner, world, world);
+    const double s = sendrecv_s(bytes, intra_partner, world, world, budget);
     c.sendrecv_seconds[static_cast<double>(bytes)] = s;
     if (bytes == 1 << 10) small = s;
     large = s;
@@ -316,8 +318,8 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     with_others_idle(world, paired, [&] {
       for (int64_t bytes = 1 << 10; bytes <= inter_largest; bytes *= 2) {
         const double b = static_cast<double>(bytes);
-        one_way[b] = send_s(bytes, partner, where.node[rank] % 2 == 0, world, *pairs);
-        exchange[b] = sendrecv_s(bytes, partner, world, *pairs);
+        one_way[b] = send_s(bytes, partner, where.node[rank] % 2 == 0, world, *pairs, budget);
+        exchange[b] = sendrecv_s(bytes, partner, world, *pairs, budget);
       }
     });
     // Rank 0 measured; a rank that sat out has nothing yet.
@@ -353,15 +355,16 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     const std::unique_ptr<Communicator> busy =
         world.split(in_pair ? 0 : 1, rank, "computing pairs", kTimeoutS);
     const std::unique_ptr<Communicator> pair = world.split(rank / 2, rank, "pair", kTimeoutS);
-    with_others_idle(world, in_pair, [&] { measure_tp_overhead(*pair, *busy, c, say); });
+    with_others_idle(world, in_pair, [&] { measure_tp_overhead(*pair, *busy, c, say, budget); });
     c = cluster_from_rank0(c, world);
     // Then every rank, when every rank's neighbour is on its node; else the pairs above.
     bool all_paired = size % 2 == 0;
     for (int r = 0; r + 1 < size && all_paired; r += 2)
       all_paired = where.node[r] == where.node[r + 1];
     const double share = all_paired ? std::max(1.0, static_cast<double>(sharing) / cores) : 1.0;
-    with_others_idle(world, all_paired || in_pair,
-                     [&] { measure_sync(*pair, all_paired ? world : *busy, share, c, say); });
+    with_others_idle(world, all_paired || in_pair, [&] {
+      measure_sync(*pair, all_paired ? world : *busy, share, c, say, budget);
+    });
     c = cluster_from_rank0(c, world);
   } else {
     say("no two ranks on one node: sync_us and layer_overhead_tp_us not measured");

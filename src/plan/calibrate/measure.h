@@ -20,9 +20,10 @@ using Say = std::function<void(const std::string&)>;
 /// `cores` cores — or, when every node is the same machine (emulated nodes), `cores`
 /// shared by all; `say` receives a line per figure. Collective over `world`.
 /// The disk under `disk_dir` is measured too (every rank at once, each its own file), for
-/// the nvme offload tier; an empty `disk_dir` skips it.
+/// the nvme offload tier; an empty `disk_dir` skips it. `budget` scales the time each
+/// figure is measured for: 1 is the full calibration, --quick's 0.2 a rougher one.
 plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
-                           const std::string& disk_dir = "");
+                           const std::string& disk_dir, double budget);
 
 /// The rounds' median, figure by figure: the typical machine, as the step times the
 /// planner is compared with are medians.
