@@ -25,12 +25,15 @@ set_tests_properties(calibrate_one_node calibrate_two_emulated_nodes PROPERTIES 
 set_tests_properties(calibrate_two_emulated_nodes PROPERTIES SKIP_RETURN_CODE 77)
 trident_script_test(slurm_two_emulated_nodes_srun_parity_and_clean_down slurm_cluster.sh)
 trident_script_test(slurm_preempt_requeue_and_elastic_resume_on_fewer_nodes slurm_preempt.sh)
-# Much of their time they wait on Slurm (scheduling, a requeue's credential lifetime): one
-# core's claim lets another test use the other meanwhile. One after the other: side by
-# side they held both cores for 104 s, where alone they take 75 and 29 s.
+# The srun test waits on Slurm most of its time (29 s alone, 8 s of it on a core): one
+# core's claim lets another test use the other meanwhile. The preemption test trains 8
+# ranks three times over (75 s alone): beside other tests it held a core's claim for 93 s
+# and slowed them, so it claims both.
 set_tests_properties(slurm_two_emulated_nodes_srun_parity_and_clean_down
   slurm_preempt_requeue_and_elastic_resume_on_fewer_nodes PROPERTIES
-  SKIP_RETURN_CODE 77 TIMEOUT 300 PROCESSORS 1 RESOURCE_LOCK slurm)
+  SKIP_RETURN_CODE 77 TIMEOUT 300)
+set_tests_properties(slurm_two_emulated_nodes_srun_parity_and_clean_down PROPERTIES
+  PROCESSORS 1)
 set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity
   scale_emulated_nodes_tp_inside_and_across calibrate_two_emulated_nodes
   slurm_two_emulated_nodes_srun_parity_and_clean_down
