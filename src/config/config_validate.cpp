@@ -97,11 +97,6 @@ void check_moe(TrainConfig& c, const Origins& origins, int, Errors& errors) {
   if (m.moe_ffn_hidden > 0)
     check_divisible(origins, errors, "model.moe_ffn_hidden", m.moe_ffn_hidden, "parallel.tp",
                     c.parallel.tp);
-  if (c.parallel.sequence_parallel)
-    errors.push_back(origins.where("parallel.sequence_parallel") +
-                     ": parallel.sequence_parallel = true with model.moe_experts > 0 is not "
-                     "built yet (the router would see one tp rank's slice of the sequence); "
-                     "set sequence_parallel = false");
 }
 
 /// Sequence parallelism splits the sequence over the tp ranks: it needs some to split over

@@ -99,6 +99,13 @@ at::Tensor LlamaBlock::attention(const at::Tensor& x) {
 at::Tensor LlamaBlock::forward(const at::Tensor& x, double loss_scale) {
   at::Tensor h = x + attention(rms_norm(x, replicated(norm_1_weight_), o_.norm_eps));
   at::Tensor m = rms_norm(h, replicated(norm_2_weight_), o_.norm_eps);
+  if (moe_ && o_.sequence_parallel) {
+    // The router and the experts see the whole sequence, as without sequence parallelism
+    // (routing, capacity and the balancing loss are per sequence); the output goes back
+    // to this rank's slice.
+    const at::Tensor whole = gather_from_sequence_region_whole_grad(m, tp_);
+    return h + split_to_sequence_region(moe_->forward(whole, loss_scale), tp_);
+  }
   if (moe_) return h + moe_->forward(m, loss_scale);
   return h + down_->forward(at::silu(gate_->forward(m)) * up_->forward(m));  // (B, T, C)
 }

@@ -65,8 +65,7 @@ std::vector<Placement> placements_for(const Layout& l, bool tier) {
 
 /// Every layout of the planner's enumeration, and on one dp rank ZeRO 3 too (the only
 /// stage whose parameters can go to the tier); each without recomputation also with
-/// selective recomputation, and each with tp > 1 also with sequence parallelism (not with
-/// MoE layers, which trident does not run with it).
+/// selective recomputation, and each with tp > 1 also with sequence parallelism.
 std::vector<Layout> layouts_for(const PlanModel& m, const AutoBudget& b, bool tier) {
   SearchSpace space;
   std::vector<Layout> out = enumerate_layouts(m, b.ranks, b.ranks_per_node, space);
@@ -85,7 +84,7 @@ std::vector<Layout> layouts_for(const PlanModel& m, const AutoBudget& b, bool ti
       out.push_back(l);
     }
   for (size_t i = 0, end = out.size(); i < end; ++i)
-    if (out[i].tp > 1 && m.seq_len % out[i].tp == 0 && m.moe_experts == 0) {
+    if (out[i].tp > 1 && m.seq_len % out[i].tp == 0) {
       Layout l = out[i];
       l.sequence_parallel = true;
       out.push_back(l);

@@ -76,7 +76,10 @@ double moe_layer_activation_bytes(const ActivationShape& x, const ActivationOpti
   const double elements =
       E + 2.0 * k + 1.0 + 3.0 * k * h + 4.0 * k * f / t + (x.shared_expert ? 4.0 * f / t : 0.0);
   const double fixed = (E + k) * 8.0 + E * k;  // int64 indices, bool masks
-  return base - swiglu + tokens * (elements * bytes_per_element + fixed);
+  // With sequence parallelism the layer runs on the gathered sequence, which the router
+  // keeps whole, while the norm's output slice, counted in the dense formula, is not kept.
+  const double gathered = o.sequence_parallel ? h - h / t : 0.0;
+  return base - swiglu + tokens * ((elements + gathered) * bytes_per_element + fixed);
 }
 
 double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,

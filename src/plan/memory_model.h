@@ -94,9 +94,11 @@ double layer_activation_bytes(const ActivationShape& shape, const ActivationOpti
 /// weighted output that the combine's index_add keeps), each choice's SwiGLU (4 k f_e / t),
 /// the shared expert's SwiGLU (4 f_e / t); plus bytes whatever the dtype: the router's
 /// sorted expert indices, of which the top k are a view (int64, E), each expert's row
-/// indices (int64, k) and each expert's mask of the choices (E k bools). At ep > 1 an expert's rows
-/// arrive from the ep group: the same k choices a token on average, so the same bytes when the load
-/// is balanced. Full recomputation keeps the layer's input only, as a dense layer.
+/// indices (int64, k) and each expert's mask of the choices (E k bools). At ep > 1 an
+/// expert's rows arrive from the ep group: the same k choices a token on average, so the
+/// same bytes when the load is balanced. With sequence parallelism the layer runs on the
+/// gathered sequence, which the router keeps whole (h a token), and the norm's output
+/// slice (h / t) is no longer kept. Full recomputation keeps the layer's input only.
 double moe_layer_activation_bytes(const ActivationShape& shape, const ActivationOptions& options,
                                   double bytes_per_element);
 

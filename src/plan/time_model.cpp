@@ -524,16 +524,26 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
     t.tp_forward = tp_seconds(fwd, bytes, l.tp, link);
     t.tp = t.tp_forward + tp_seconds(bwd, bytes, l.tp, link);
     if (moe > 0) {
-      // An MoE layer: attention's q, k, v and o, the shared expert's three, and each local
-      // expert's own all-reduces over its rows (down's output forward, gate's and up's
-      // input gradients backward).
+      // An MoE layer: the shared expert's and each local expert's own all-reduces over
+      // their rows (down's output forward, gate's and up's input gradients backward), and
+      // attention's: q, k and v's input gradients and o's output as all-reduces, or with
+      // sequence parallelism as the gathers and reduce-scatters above, with the gather of
+      // the sequence before the MoE layer (and of its output's gradient, backward).
       const double shared = m.moe_shared_expert ? 1.0 : 0.0;
       const double local = E / ep;
       const double expert_bytes = expert_rows * h * b.activation;
-      const double fwd_s = (1.0 + shared) * all_reduce_s(bytes, l.tp, link) +
-                           local * all_reduce_s(expert_bytes, l.tp, link);
-      const double bwd_s = (3.0 + 2.0 * shared) * all_reduce_s(bytes, l.tp, link) +
-                           2.0 * local * all_reduce_s(expert_bytes, l.tp, link);
+      const double reduce = all_reduce_s(bytes, l.tp, link);
+      double fwd_s = shared * reduce + local * all_reduce_s(expert_bytes, l.tp, link);
+      double bwd_s = 2.0 * shared * reduce + 2.0 * local * all_reduce_s(expert_bytes, l.tp, link);
+      if (l.sequence_parallel) {
+        const double gather = all_gather_s(bytes, l.tp, link);
+        const double scatter = reduce_scatter_s(bytes, l.tp, link);
+        fwd_s += 4.0 * gather + scatter;
+        bwd_s += 5.0 * gather + 3.0 * scatter;
+      } else {
+        fwd_s += reduce;
+        bwd_s += 3.0 * reduce;
+      }
       t.tp_forward += moe * fwd_s;
       t.tp += moe * (fwd_s + bwd_s + (passes - 1.0) * fwd_s);
     }

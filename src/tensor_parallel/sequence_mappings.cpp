@@ -40,6 +40,32 @@ struct ReduceScatterToSequence : torch::autograd::Function<ReduceScatterToSequen
   }
 };
 
+/// This rank's slice of dimension 1, (B, T, ...) -> (B, T/tp, ...), as a new tensor.
+at::Tensor own_slice(const at::Tensor& x, Communicator& tp) {
+  const int64_t n = x.size(1) / tp.size();
+  return x.narrow(1, tp.rank() * n, n).contiguous();
+}
+
+struct GatherWholeGrad : torch::autograd::Function<GatherWholeGrad> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return all_gather_sequence(x, unstash(comm));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {own_slice(grad[0], unstash(ctx)), at::Tensor()};
+  }
+};
+
+struct SplitToSequence : torch::autograd::Function<SplitToSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return own_slice(x, unstash(comm));
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {all_gather_sequence(grad[0], unstash(ctx)), at::Tensor()};
+  }
+};
+
 }  // namespace
 
 // The collectives concatenate flat chunks, one per rank, while the sequence is dimension
@@ -72,6 +98,12 @@ at::Tensor gather_from_sequence_region(const at::Tensor& x, Communicator& tp) {
 }
 at::Tensor reduce_scatter_to_sequence_region(const at::Tensor& x, Communicator& tp) {
   return tp.size() == 1 ? x : ReduceScatterToSequence::apply(x, stash(tp));
+}
+at::Tensor gather_from_sequence_region_whole_grad(const at::Tensor& x, Communicator& tp) {
+  return tp.size() == 1 ? x : GatherWholeGrad::apply(x, stash(tp));
+}
+at::Tensor split_to_sequence_region(const at::Tensor& x, Communicator& tp) {
+  return tp.size() == 1 ? x : SplitToSequence::apply(x, stash(tp));
 }
 at::Tensor sum_grad_over_sequence(const at::Tensor& w, Communicator& tp) {
   // The conjugate pair of copy_to_tp_region is exactly this: identity forward, all-reduce

@@ -16,6 +16,16 @@ at::Tensor gather_from_sequence_region(const at::Tensor& x, Communicator& tp);
 /// slice of the sequence, (B, T, ...) -> (B, T/tp, ...). Backward: all-gather.
 at::Tensor reduce_scatter_to_sequence_region(const at::Tensor& x, Communicator& tp);
 
+/// For a layer every tp rank computes whole on the whole sequence (an MoE layer: its router
+/// and experts see every token, as without sequence parallelism). Forward: all-gather the
+/// sequence, (B, T/tp, ...) -> (B, T, ...). Backward: this rank's slice of the gradient,
+/// which is the whole gradient on every rank (the layer's own tp layers sum their parts).
+at::Tensor gather_from_sequence_region_whole_grad(const at::Tensor& x, Communicator& tp);
+
+/// Its way back: forward, this rank's slice of a sequence every rank holds whole, (B, T,
+/// ...) -> (B, T/tp, ...); backward, all-gather the slices' gradients.
+at::Tensor split_to_sequence_region(const at::Tensor& x, Communicator& tp);
+
 /// For a parameter replicated over tp but applied to this rank's slice of the sequence
 /// (norm weights, row-parallel biases, GPT's position embedding). Forward: identity.
 /// Backward: all-reduce the gradient over tp, so that every copy gets the gradient of the

@@ -213,7 +213,8 @@ struct MoeShape {
 };
 
 /// kept_bytes of a Llama block whose MLP is an MoE layer (ep 1), dropless.
-int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, plan::Recompute recompute) {
+int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, bool sequence_parallel,
+                        plan::Recompute recompute) {
   LlamaOptions o;
   o.layers = 2;
   o.hidden = kHidden;
@@ -225,6 +226,7 @@ int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, plan::Recompute
   o.seq_len = kSeq;
   o.dtype = at::kFloat;
   o.recompute_attention = recompute == plan::Recompute::kSelective;
+  o.sequence_parallel = sequence_parallel;
   o.moe.experts = shape.experts;
   o.moe.top_k = shape.top_k;
   o.moe.ffn_hidden = shape.ffn;
@@ -233,7 +235,7 @@ int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, plan::Recompute
   ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
   LlamaBlock block(params, tp, nullptr, o, 0, rope);
   at::manual_seed(11);  // the same input on every tp rank: they must route alike
-  return kept_bytes(block, kSeq, recompute);
+  return kept_bytes(block, sequence_parallel ? kSeq / tp.size() : kSeq, recompute);
 }
 
 // The MoE block against the planner's MoE formula (plan::moe_layer_activation_bytes), which
@@ -243,7 +245,8 @@ int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, plan::Recompute
 // block: the norms' statistics, the causal mask and the key repetition's indices; and the
 // layer's load statistics for the metrics (E floats). The
 // formula's terms were read off the first shape at tp 1; the second (8 experts, top 1,
-// f_e = 80, a shared expert) and the tp 2 rows were not looked at.
+// f_e = 80, a shared expert) and the tp 2 rows were not looked at; the sequence-parallel
+// rows' gathered-sequence term was read off the first shape, the second matched it.
 TEST_F(ActivationMemory, moe_block_matches_the_moe_formula) {
   using plan::Recompute;
   for (const MoeShape& ms : {MoeShape{4, 2, 48, false}, MoeShape{8, 1, 80, true}}) {
@@ -253,17 +256,19 @@ TEST_F(ActivationMemory, moe_block_matches_the_moe_formula) {
     shape.expert_ffn = ms.ffn;
     shape.shared_expert = ms.shared;
     for (const Case& c : layout_cases(solo, tp2)) {
-      if (c.sp) continue;  // trident refuses sequence parallelism with MoE layers
       const int t = c.ctx->grid().tp();
       plan::ActivationOptions options;
       options.tp = t;
+      options.sequence_parallel = c.sp;
       options.recompute = c.recompute;
       options.dropout = false;
       const double formula = plan::moe_layer_activation_bytes(shape, options, 4.0);
-      const double measured = static_cast<double>(moe_block_bytes(c.ctx->tp(), ms, c.recompute));
+      const double measured =
+          static_cast<double>(moe_block_bytes(c.ctx->tp(), ms, c.sp, c.recompute));
+      const double norm_rows = static_cast<double>(c.sp ? kSeq / t : kSeq) * kBatch;
       const double extra = c.recompute == Recompute::kFull
                                ? 0.0
-                               : 2.0 * kSeq * kBatch * 4.0 +
+                               : 2.0 * norm_rows * 4.0 +
                                      (c.recompute == Recompute::kNone ? kSeq * kSeq : 0.0) +
                                      2.0 * static_cast<double>(kHeads / t) * 8.0 +
                                      static_cast<double>(ms.experts) * 4.0;

@@ -241,6 +241,10 @@ const Layout kMoeLayouts[] = {
     moe(ep({"dp4_ep2_pp2_1f1b_ckpt_zero2", 4, 2, 1, 2, "1f1b", true, 1}, 2), {"z", "shared"}),
     moe(ep({"dp4_ep2_pp2_1f1b_zero3", 4, 2, 1, 3, "1f1b", false, 1}, 2), {"top1", "every2"}),
     moe(ep({"dp2_ep2_pp2_tp2_1f1b_ckpt_zero2", 2, 2, 2, 2, "1f1b", true, 1}, 2), {"z"}),
+    // Sequence parallelism: the MoE layer gathers the sequence and gives back the slice.
+    moe(with({"sp_tp2_shared", 1, 1, 2, 0, "1f1b", false, 2}, {"sp"}), {"shared", "z"}),
+    moe(ep(with({"sp_dp2_ep2_tp2_zero3_capacity", 2, 1, 2, 3, "1f1b", false, 1}, {"sp"}), 2),
+        {"capacity", "top1"}),
 };
 
 /// Every row of the tables.
