@@ -5,16 +5,14 @@
 #include <string>  // std::string
 #include <vector>  // std::vector
 
-#include "cli/args.h"          // Args
-#include "config/config.h"     // TrainConfig
-#include "plan/auto_config.h"  // AutoBudget
-#include "plan/cluster.h"      // Cluster
-#include "plan/plan_model.h"   // PlanModel
+#include "cli/args.h"              // Args
+#include "config/config.h"         // TrainConfig
+#include "plan/auto_config.h"      // AutoBudget
+#include "plan/cluster.h"          // Cluster
+#include "plan/plan_model.h"       // PlanModel
+#include "train/plan_of_config.h"  // plan_model
 
 namespace trident::cli {
-
-/// The config's model, batch and the keys the planner reads.
-plan::PlanModel plan_model(const TrainConfig& c);
 
 /// --cluster (a file or a preset name; default `fallback`), --devices-per-node and
 /// --placement; throws UsageError naming what is wrong.

@@ -20,6 +20,7 @@
 #include "pipeline/rendezvous_checker.h"
 #include "pipeline/schedule_checker.h"
 #include "train/lr_schedule.h"
+#include "train/plan_of_config.h"  // plan_model, for the FLOPs
 #include "zero/zero_optimizer.h"
 
 namespace trident {
@@ -109,31 +110,9 @@ std::optional<double> Trainer::loss_floor() const { return source_->loss_floor()
 std::string Trainer::data_description() const { return source_->describe(); }
 
 double Trainer::flops_per_step() const {
-  const auto& m = config_.model;
-  const double h = static_cast<double>(m.hidden), L = static_cast<double>(m.layers);
-  const double T = static_cast<double>(m.seq_len), V = static_cast<double>(config_.padded_vocab());
-  const double tokens = static_cast<double>(config_.train.global_batch_size) * T;
-  // Matmul weights of the layers (GPT-2: 12 h^2 each; Llama: q and o h^2 each, k and v
-  // h * kv_heads * head_dim each, SwiGLU's three h * ffn_hidden) and the head, and
-  // attention's two T x T products: 2 FLOPs per multiply-add forward, twice that backward.
-  double matrices = 12.0 * h * h * L;
-  if (m.arch == ModelArch::kLlama) {
-    const double kv_dim = static_cast<double>(m.kv_head_count() * (m.hidden / m.heads));
-    const double attention = 2.0 * h * h + 2.0 * h * kv_dim;
-    // An MoE layer's token meets the router (E h) and its top k experts (and the shared
-    // one) in place of the dense MLP: the active weights, dropless.
-    const double expert_ffn =
-        static_cast<double>(m.moe_ffn_hidden > 0 ? m.moe_ffn_hidden : m.ffn_hidden);
-    const double moe_mlp =
-        static_cast<double>(m.moe_experts) * h +
-        static_cast<double>(m.moe_top_k + (m.moe_shared_expert ? 1 : 0)) * 3.0 * h * expert_ffn;
-    matrices = 0.0;
-    for (int64_t i = 0; i < m.layers; ++i)
-      matrices +=
-          attention + (m.moe_layer(i) ? moe_mlp : 3.0 * h * static_cast<double>(m.ffn_hidden));
-  }
-  const double per_token = 6.0 * (matrices + V * h) + 6.0 * 2.0 * L * T * h;
-  return per_token * tokens;
+  // The planner's count (plan::model_flops_per_step): forward and backward through each
+  // layer's matrices (an MoE layer's active ones) and the head, and attention's products.
+  return plan::model_flops_per_step(plan_model(config_), static_cast<int>(config_.parallel.tp));
 }
 
 void Trainer::restore_progress() {
