@@ -105,7 +105,7 @@ ConvertSummary convert_checkpoint(const std::string& in, const std::string& chec
   const int me = comm.rank(), procs = comm.size();
   const auto& p = target.parallel;
   const ProcessGrid grid(static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
-                         static_cast<int>(p.ep));
+                         static_cast<int>(p.ep), static_cast<int>(p.cp));
   CheckpointIndex source;
   std::string tmp;
   run_agreed(comm, [&] {

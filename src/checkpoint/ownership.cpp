@@ -16,7 +16,8 @@ bool stores_param(const ParamSpec& spec, int tp_rank, int dp_rank, int zero_stag
 
 std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
                                           const ParallelConfig& p, int dp_rank) {
-  const int zero_stage = static_cast<int>(p.zero_stage), dp = static_cast<int>(p.dp),
+  // ZeRO shards over the dp x cp ranks holding the same slice of the model.
+  const int zero_stage = static_cast<int>(p.zero_stage), dp = static_cast<int>(p.dp * p.cp),
             ep = static_cast<int>(p.ep);
   std::vector<int64_t> all_numels;
   for (const Parameter& param : params) {

@@ -129,8 +129,9 @@ nlohmann::json layout_json(const TrainConfig& c) {
           {"pp", p.pp},
           {"tp", p.tp},
           {"ep", p.ep},
+          {"cp", p.cp},
           {"zero_stage", p.zero_stage},
-          {"world_size", p.dp * p.pp * p.tp},
+          {"world_size", p.dp * p.cp * p.pp * p.tp},
           {"schedule", name_of(p.schedule)},
           {"micro_batches", c.micro_batches()}};
 }

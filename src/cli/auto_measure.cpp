@@ -53,7 +53,8 @@ size_t measure_fastest(const std::string& config_path, std::vector<MeasuredCandi
       const auto& p = config.parallel;
       ParallelContext ctx(job, static_cast<int>(p.dp), static_cast<int>(p.pp),
                           static_cast<int>(p.tp), p.timeout_s,
-                          run_device(config.train.device, local_rank()), static_cast<int>(p.ep));
+                          run_device(config.train.device, local_rank()), static_cast<int>(p.ep),
+                          static_cast<int>(p.cp));
       std::unique_ptr<Trainer> trainer;
       run_agreed(job, [&] { trainer = std::make_unique<Trainer>(config, ctx); });
       for (int s = 0; s < kMeasureSteps; ++s) {

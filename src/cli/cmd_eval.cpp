@@ -28,6 +28,7 @@ int cmd_eval(const Args& args) {
 
   // The saving run's layout and batch do not apply: one rank unless --set says otherwise.
   std::vector<std::string> sets = {"parallel.dp=0",
+                                   "parallel.cp=1",
                                    "parallel.pp=1",
                                    "parallel.tp=1",
                                    "parallel.zero_stage=0",

@@ -103,7 +103,7 @@ int cmd_train(const Args& args) {
   const auto& p = config.parallel;
   ParallelContext ctx(*job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
                       p.timeout_s, run_device(config.train.device, local_rank()),
-                      static_cast<int>(p.ep));
+                      static_cast<int>(p.ep), static_cast<int>(p.cp));
   const std::vector<std::string> nodes = node_names(ctx.world());
   const Placement placement = placement_of(ctx.grid(), nodes);
   for (Communicator* group : ctx.all_groups()) group->set_nodes(nodes);

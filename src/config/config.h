@@ -59,7 +59,8 @@ struct ParallelConfig {
   int64_t dp = 0;  ///< 0 in the file means: derive from world size
   int64_t pp = 1;
   int64_t tp = 1;
-  int64_t ep = 1;  ///< expert parallelism: ep consecutive dp ranks share out the experts
+  int64_t ep = 1;  ///< expert parallelism: ep consecutive dp x cp ranks share out the experts
+  int64_t cp = 1;  ///< context parallelism: cp consecutive ranks split each sequence
   int64_t zero_stage = 0;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaved-1f1b)
@@ -111,6 +112,10 @@ struct DataConfig {
   std::string source = "synthetic";  ///< "synthetic" or a token file path
   int64_t markov_successors = 8;
   std::string skip = "";  ///< batches of the data stream to leave out: "101-300,501-520"
+  /// The end-of-document token: the loss leaves out the prediction made from it (the next
+  /// document's first token), and a step's loss is the mean over the tokens it counts.
+  /// -1: every token counts.
+  int64_t eod_token = -1;
 };
 
 /// [checkpoint]: saving and resuming.

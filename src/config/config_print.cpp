@@ -43,8 +43,10 @@ nearest valid name suggested. Besides each key's own range, these must hold:
 
 - `model.hidden` is divisible by `model.heads`, `model.heads` by `parallel.tp`, and
   `model.layers` by `parallel.pp`;
-- `parallel.dp * parallel.pp * parallel.tp` equals the number of ranks; `dp = 0` (the
-  default) derives dp as ranks / (pp * tp);
+- `parallel.dp * parallel.cp * parallel.pp * parallel.tp` equals the number of ranks;
+  `dp = 0` (the default) derives dp as ranks / (cp * pp * tp);
+- with `parallel.cp > 1`, `model.seq_len` is divisible by `2 * cp` (and by `cp * tp`
+  with sequence parallelism);
 - `train.global_batch_size` is divisible by `train.micro_batch_size * parallel.dp`
   (each dp rank runs global / (micro * dp) micro-batches per step);
 - `optimizer.min_lr <= optimizer.lr` and `train.stop_at <= train.steps`;

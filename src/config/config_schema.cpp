@@ -196,7 +196,7 @@ std::vector<KeySpec> build_schema() {
        "at hand, as --auto does (it needs --cluster FILE, this machine's calibration); the "
        "choice is written to logging.run_dir/resolved_config.toml"},
       {"parallel", "dp", field(kParallel, &P::dp), at_least(0),
-       "data-parallel ranks; 0 derives it as world size / (pp * tp)"},
+       "data-parallel ranks; 0 derives it as world size / (cp * pp * tp)"},
       {"parallel", "pp", field(kParallel, &P::pp), at_least(1),
        "pipeline stages; divides model.layers"},
       {"parallel", "tp", field(kParallel, &P::tp), at_least(1),
@@ -205,7 +205,14 @@ std::vector<KeySpec> build_schema() {
        "expert parallelism (Mixture-of-Experts): each MoE layer's experts are shared out among "
        "ep consecutive dp ranks, which send each token to its experts' rank and back by "
        "all-to-all; the experts' gradients are reduced (and their ZeRO shards cut) over the "
-       "dp / ep ranks holding the same experts; divides parallel.dp and model.moe_experts"},
+       "dp * cp / ep ranks holding the same experts; divides parallel.dp * parallel.cp and "
+       "model.moe_experts"},
+      {"parallel", "cp", field(kParallel, &P::cp), at_least(1),
+       "context parallelism: each sequence is cut into 2 * cp chunks and cp consecutive ranks "
+       "hold two each (rank i chunks i and 2cp-1-i, so that causal attention's work is even); "
+       "attention passes keys and values around the cp ranks' ring, and gradients are reduced "
+       "(and ZeRO states sharded) over dp * cp ranks; model.seq_len divisible by 2 * cp "
+       "(docs/context.md)"},
       {"parallel", "zero_stage", field(kParallel, &P::zero_stage), one_of(zero_stages),
        "ZeRO: 0 all-reduce gradients, 1 shard optimizer states, 2 also shard gradients, "
        "3 also shard parameters (gathered per layer on use)"},
@@ -308,6 +315,10 @@ std::vector<KeySpec> build_schema() {
       {"data", "skip", field(kData, &D::skip), any(),
        "batches of the data stream to leave out, \"FIRST-LAST\" separated by commas (step s "
        "trains on the s-th batch not left out); a rollback of the guard adds to them"},
+      {"data", "eod_token", field(kData, &D::eod_token), at_least(-1),
+       "the end-of-document token (Megatron's --eod-mask-loss): the loss leaves out each "
+       "prediction made from it, and a step's loss is the mean over the tokens it counts, "
+       "however the sequence is split; -1 counts every token"},
 
       {"checkpoint", "dir", field(kCkpt, &C::dir), any(),
        "directory to save checkpoints in; empty disables saving"},

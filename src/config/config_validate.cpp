@@ -111,7 +111,7 @@ void check_sequence_parallel(TrainConfig& c, const Origins& origins, int, Errors
                      std::to_string(p.tp) + "; set tp to 2 or more, or sequence_parallel = false");
     return;
   }
-  if (c.model.seq_len % p.tp != 0)
+  if (p.cp <= 1 && c.model.seq_len % p.tp != 0)
     errors.push_back(origins.where("model.seq_len") +
                      ": parallel.sequence_parallel = true splits the sequence over parallel.tp = " +
                      std::to_string(p.tp) +
@@ -119,6 +119,39 @@ void check_sequence_parallel(TrainConfig& c, const Origins& origins, int, Errors
                      " is not divisible by it; use a seq_len "
                      "that is a multiple of " +
                      std::to_string(p.tp) + ", or sequence_parallel = false");
+}
+
+/// Context parallelism cuts each sequence into 2 * cp equal chunks (each rank holds two, the
+/// causal balancing), which sequence parallelism splits further over tp; the MoE layer's
+/// per-sequence routing statistics are not summed over the cp ranks yet.
+void check_context_parallel(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  const ParallelConfig& p = c.parallel;
+  if (p.cp <= 1) return;
+  const std::string cp = "parallel.cp = " + std::to_string(p.cp);
+  const std::string where = origins.where("parallel.cp");
+  if (c.model.seq_len % (2 * p.cp) != 0) {
+    errors.push_back(origins.where("model.seq_len") + ": " + cp + " cuts each sequence into 2 * " +
+                     std::to_string(p.cp) + " = " + std::to_string(2 * p.cp) +
+                     " equal chunks, but model.seq_len = " + std::to_string(c.model.seq_len) +
+                     " is not divisible by " + std::to_string(2 * p.cp) +
+                     "; use a seq_len that is a multiple of it, or cp in " +
+                     divisors_of(c.model.seq_len / 2));
+    return;
+  }
+  const int64_t local = c.model.seq_len / p.cp;
+  if (p.sequence_parallel && p.tp > 1 && local % p.tp != 0)
+    errors.push_back(origins.where("parallel.sequence_parallel") +
+                     ": parallel.sequence_parallel = true splits each cp rank's " +
+                     std::to_string(local) +
+                     " tokens (model.seq_len / parallel.cp) over tp = " + std::to_string(p.tp) +
+                     " ranks, which does not divide them; use a seq_len "
+                     "that is a multiple of " +
+                     std::to_string(p.cp * p.tp) + ", or sequence_parallel = false");
+  if (c.model.moe_experts > 0)
+    errors.push_back(where + ": " + cp +
+                     " does not run with a Mixture-of-Experts model (model.moe_experts = " +
+                     std::to_string(c.model.moe_experts) +
+                     ") yet: its routing statistics are per sequence; set cp = 1");
 }
 
 /// Interleaved 1F1B splits each stage into virtual_stages chunks of equal layers and, as in
@@ -173,14 +206,16 @@ void check_schedule_micro_batches(TrainConfig& c, const Origins& origins, int, E
 
 void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Errors& errors) {
   ParallelConfig& p = c.parallel;
-  const int64_t model_parallel = p.pp * p.tp;
+  const int64_t model_parallel = p.cp * p.pp * p.tp;
   if (world_size <= 0) {
     if (p.dp == 0) p.dp = 1;
     return;
   }
   const std::string where = origins.where("parallel.dp");
-  const std::string pp_tp = "parallel.pp * parallel.tp = " + std::to_string(p.pp) + " * " +
-                            std::to_string(p.tp) + " = " + std::to_string(model_parallel);
+  const std::string cp = p.cp > 1 ? "parallel.cp * " : "";
+  const std::string cp_value = p.cp > 1 ? std::to_string(p.cp) + " * " : "";
+  const std::string pp_tp = cp + "parallel.pp * parallel.tp = " + cp_value + std::to_string(p.pp) +
+                            " * " + std::to_string(p.tp) + " = " + std::to_string(model_parallel);
   if (p.dp == 0) {
     if (world_size % model_parallel == 0) {
       p.dp = world_size / model_parallel;
@@ -188,7 +223,7 @@ void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Er
       errors.push_back(where + ": cannot derive parallel.dp: the world size " +
                        std::to_string(world_size) + " is not divisible by " + pp_tp +
                        "; run on a multiple of " + std::to_string(model_parallel) +
-                       " ranks or change pp/tp");
+                       " ranks or change " + (p.cp > 1 ? "cp/" : "") + "pp/tp");
     }
     return;
   }
@@ -198,10 +233,10 @@ void check_world_size(TrainConfig& c, const Origins& origins, int world_size, Er
   if (world_size % model_parallel == 0)
     fix += ", or set parallel.dp = " + std::to_string(world_size / model_parallel) +
            " (or 0 to derive it)";
-  errors.push_back(where + ": parallel.dp * parallel.pp * parallel.tp = " + std::to_string(p.dp) +
-                   " * " + std::to_string(p.pp) + " * " + std::to_string(p.tp) + " = " +
-                   std::to_string(layout) + " does not match the world size " +
-                   std::to_string(world_size) + "; " + fix);
+  errors.push_back(where + ": parallel.dp * " + cp + "parallel.pp * parallel.tp = " +
+                   std::to_string(p.dp) + " * " + cp_value + std::to_string(p.pp) + " * " +
+                   std::to_string(p.tp) + " = " + std::to_string(layout) +
+                   " does not match the world size " + std::to_string(world_size) + "; " + fix);
 }
 
 /// Expert parallelism shares the experts out among ep of the dp ranks: it needs experts,
@@ -223,10 +258,12 @@ void check_expert_parallel(TrainConfig& c, const Origins& origins, int world_siz
                      " (every ep rank holds as many experts); use ep in " +
                      divisors_of(c.model.moe_experts));
   // dp is known once the world is (without one, a dp of 0 reads as 1 here).
-  if (world_size > 0 && p.dp > 0 && p.dp % p.ep != 0)
-    errors.push_back(where + ": " + ep + " does not divide parallel.dp = " + std::to_string(p.dp) +
+  const int64_t replicas = p.dp * p.cp;
+  const std::string dp = p.cp > 1 ? "parallel.dp * parallel.cp = " : "parallel.dp = ";
+  if (world_size > 0 && p.dp > 0 && replicas % p.ep != 0)
+    errors.push_back(where + ": " + ep + " does not divide " + dp + std::to_string(replicas) +
                      " (the ep ranks are carved out of the dp ranks); use ep in " +
-                     divisors_of(p.dp) + ", or run on more ranks");
+                     divisors_of(replicas) + ", or run on more ranks");
 }
 
 void check_batch(TrainConfig& c, const Origins& origins, int, Errors& errors) {
@@ -294,6 +331,11 @@ void check_data_and_guard(TrainConfig& c, const Origins& origins, int, Errors& e
   } catch (const std::invalid_argument& e) {
     errors.push_back(origins.where("data.skip") + ": data.skip = " + e.what());
   }
+  if (c.data.eod_token >= c.model.vocab)
+    errors.push_back(
+        origins.where("data.eod_token") + ": data.eod_token = " + std::to_string(c.data.eod_token) +
+        " is not a token of the vocabulary (model.vocab = " + std::to_string(c.model.vocab) +
+        "); use the tokenizer's end-of-document id, or -1 for none");
   if (c.guard.min_history > c.guard.window)
     errors.push_back(origins.where("guard.min_history") +
                      ": guard.min_history = " + std::to_string(c.guard.min_history) +
@@ -308,6 +350,7 @@ constexpr CrossCheck kCrossChecks[] = {check_keys_apply,
                                        check_llama_shape,
                                        check_moe,
                                        check_sequence_parallel,
+                                       check_context_parallel,
                                        check_virtual_stages,
                                        check_world_size,
                                        check_expert_parallel,

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "models/attention_core.h"
+#include "models/context_split.h"   // context_positions, context_size
+#include "models/ring_attention.h"  // ring_attention
 #include "parallel/communicator.h"
 #include "tensor_parallel/cross_entropy.h"
 #include "tensor_parallel/mappings.h"
@@ -66,7 +68,9 @@ at::Tensor GptBlock::attention(const at::Tensor& x) {
   const int64_t B = qkv.size(0), T = qkv.size(1);
   // (B, T, 3C/tp) -> (3, B, nh/tp, T, hd): this rank's q heads, then k, then v.
   qkv = qkv.view({B, T, 3, local_heads_, hd}).permute({2, 0, 3, 1, 4});
-  at::Tensor y = causal_attention(qkv[0], qkv[1], qkv[2], o_.recompute_attention);
+  at::Tensor y = context_size(o_.cp) > 1
+                     ? ring_attention(qkv[0], qkv[1], qkv[2], *o_.cp)
+                     : causal_attention(qkv[0], qkv[1], qkv[2], o_.recompute_attention);
   y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
   return attn_proj_->forward(y);
 }
@@ -82,9 +86,10 @@ at::Tensor GptBlock::forward(const at::Tensor& x) {
 
 GptStage::GptStage(const GptOptions& o, Communicator& tp, int stage, int stages)
     : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype,
-                           o.sequence_parallel ? tp.size() : 1, o.device},
+                           o.sequence_parallel ? tp.size() : 1, context_size(o.cp), o.device},
                  o.seed, tp, stage, stages),
-      o_(o) {
+      o_(o),
+      positions_(context_positions(o.seq_len, context_rank(o.cp), context_size(o.cp), o.device)) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
               " is not divisible by parallel.pp = ", stages);
   TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,
@@ -147,7 +152,11 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
       const int64_t first = sp ? tp_.rank() * n : 0;
       // With the head on this stage too, the lookup's gradient may leave as rows.
       RowGradSink* sink = is_last() ? row_sink_ : nullptr;
-      return wte_->forward(ids, sink) + replicated(wpe_).narrow(0, first, n);  // (B, n, C)
+      // Context parallel: the tokens' original positions, not their places on this rank.
+      const at::Tensor positions =
+          context_size(o_.cp) > 1 ? replicated(wpe_).index_select(0, positions_.narrow(0, first, n))
+                                  : replicated(wpe_).narrow(0, first, n);
+      return wte_->forward(ids, sink) + positions;  // (B, n, C)
     });
   }
   for (auto& block : blocks_)

@@ -30,6 +30,10 @@ struct GptOptions {
   bool sequence_parallel = false;
   /// Recompute attention's core in backward instead of keeping it ("selective").
   bool recompute_attention = false;
+  /// Context parallelism: the ranks splitting each sequence (null or a group of one: none).
+  /// This rank holds its balanced chunks of every sequence (models/context_split.h), and
+  /// attention meets the others' around a ring (models/ring_attention.h).
+  Communicator* cp = nullptr;
   static constexpr double kLayerNormEps = 1e-5;
 };
 
@@ -67,6 +71,7 @@ class GptStage : public ModelStage {
 
  private:
   GptOptions o_;
+  at::Tensor positions_;                         // the original positions of this cp rank's tokens
   std::shared_ptr<VocabParallelEmbedding> wte_;  // first stage, and the last (tied head)
   at::Tensor wpe_;
   std::vector<std::shared_ptr<GptBlock>> blocks_;

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "models/attention_core.h"
+#include "models/context_split.h"   // context_positions, context_size
+#include "models/ring_attention.h"  // ring_attention
 #include "parallel/communicator.h"
 #include "tensor_parallel/cross_entropy.h"
 #include "tensor_parallel/mappings.h"
@@ -86,6 +88,12 @@ at::Tensor LlamaBlock::attention(const at::Tensor& x) {
   k = apply_rope(k, rope_);
   // This rank's query heads are consecutive and so are its kv heads: local query head i
   // reads local kv head i / group, as global head j reads kv head j / (heads / kv_heads).
+  // Context parallel: only the kv heads travel around the ring, each read by its group.
+  if (context_size(o_.cp) > 1) {
+    at::Tensor y = ring_attention(q, k, v, *o_.cp);            // (B, H/tp, T, hd)
+    y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
+    return o_proj_->forward(y);
+  }
   const int64_t group = local_heads_ / local_kv_heads_;
   if (group > 1) {
     k = k.repeat_interleave(group, 1);  // (B, H/tp, T, hd)
@@ -110,13 +118,27 @@ at::Tensor LlamaBlock::forward(const at::Tensor& x, double loss_scale) {
   return h + down_->forward(at::silu(gate_->forward(m)) * up_->forward(m));  // (B, T, C)
 }
 
+namespace {
+
+/// RoPE's tables for the tokens this rank holds, in its order: with context parallelism
+/// the rows of their original positions.
+RopeTables context_rope(const LlamaOptions& o) {
+  RopeTables all = rope_tables(o.seq_len, o.head_dim(), o.rope_theta, o.dtype, o.device);
+  if (context_size(o.cp) == 1) return all;
+  const at::Tensor rows =
+      context_positions(o.seq_len, context_rank(o.cp), context_size(o.cp), o.device);
+  return {all.cos.index_select(0, rows), all.sin.index_select(0, rows)};
+}
+
+}  // namespace
+
 LlamaStage::LlamaStage(const LlamaOptions& o, Communicator& tp, int stage, int stages,
                        Communicator* ep)
     : ModelStage(StageDims{o.hidden, o.vocab, o.seq_len, o.dtype,
-                           o.sequence_parallel ? tp.size() : 1, o.device},
+                           o.sequence_parallel ? tp.size() : 1, context_size(o.cp), o.device},
                  o.seed, tp, stage, stages),
       o_(o),
-      rope_(rope_tables(o.seq_len, o.head_dim(), o.rope_theta, o.dtype, o.device)) {
+      rope_(context_rope(o)) {
   TORCH_CHECK(o.layers % stages == 0, "model.layers = ", o.layers,
               " is not divisible by parallel.pp = ", stages);
   TORCH_CHECK(o.padded_vocab % tp.size() == 0, "padded vocabulary ", o.padded_vocab,

@@ -36,6 +36,10 @@ struct LlamaOptions {
   bool sequence_parallel = false;
   /// Recompute attention's core in backward instead of keeping it ("selective").
   bool recompute_attention = false;
+  /// Context parallelism: the ranks splitting each sequence (null or a group of one: none).
+  /// This rank holds its balanced chunks of every sequence (models/context_split.h), and
+  /// attention meets the others' around a ring (models/ring_attention.h).
+  Communicator* cp = nullptr;
   /// Mixture-of-Experts MLPs (moe.experts > 0) in the layers i with (i + 1) % moe_every == 0.
   MoeOptions moe;
   int64_t moe_every = 1;

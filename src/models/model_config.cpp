@@ -100,18 +100,20 @@ namespace {
 
 std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communicator& tp, int stage,
                                              int stages, at::Device device, bool defer_init,
-                                             Communicator* ep) {
+                                             Communicator* ep, Communicator* cp) {
   switch (config.model.arch) {
     case ModelArch::kGpt2: {
       GptOptions o = gpt_options(config);
       o.device = device;
       o.defer_init = defer_init;
+      o.cp = cp;
       return std::make_unique<GptStage>(o, tp, stage, stages);
     }
     case ModelArch::kLlama: {
       LlamaOptions o = llama_options(config);
       o.device = device;
       o.defer_init = defer_init;
+      o.cp = cp;
       return std::make_unique<LlamaStage>(o, tp, stage, stages, ep);
     }
   }
@@ -122,15 +124,15 @@ std::unique_ptr<ModelStage> make_plain_stage(const TrainConfig& config, Communic
 
 std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
                                              int stages, at::Device device, bool defer_init,
-                                             Communicator* ep) {
+                                             Communicator* ep, Communicator* cp) {
   const int chunks = static_cast<int>(config.parallel.virtual_stages);
-  if (chunks <= 1) return make_plain_stage(config, tp, stage, stages, device, defer_init, ep);
+  if (chunks <= 1) return make_plain_stage(config, tp, stage, stages, device, defer_init, ep, cp);
   // Megatron's assignment: chunk c of stage s is virtual stage c * stages + s, so the
   // embedding goes with stage 0's first chunk and the head with the last stage's last.
   std::vector<std::unique_ptr<ModelStage>> parts;
   for (int c = 0; c < chunks; ++c)
-    parts.push_back(
-        make_plain_stage(config, tp, c * stages + stage, stages * chunks, device, defer_init, ep));
+    parts.push_back(make_plain_stage(config, tp, c * stages + stage, stages * chunks, device,
+                                     defer_init, ep, cp));
   return std::make_unique<ChunkedStage>(std::move(parts), tp, stage, stages);
 }
 

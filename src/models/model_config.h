@@ -38,9 +38,11 @@ LlamaOptions llama_options(const TrainConfig& config);
 /// (a ChunkedStage): chunk c is virtual stage c * stages + stage of stages * v.
 /// `defer_init`: parameters without values (ParamRegistry::defer_init), for an optimizer
 /// that draws each rank's shard of them itself (ZeRO stage 3). `ep`: the expert-parallel
-/// group among which an MoE model's experts are shared out (parallel.ep), or null.
+/// group among which an MoE model's experts are shared out (parallel.ep), or null. `cp`:
+/// the ranks splitting each sequence (parallel.cp), or null for whole sequences.
 std::unique_ptr<ModelStage> make_model_stage(const TrainConfig& config, Communicator& tp, int stage,
                                              int stages, at::Device device = at::kCPU,
-                                             bool defer_init = false, Communicator* ep = nullptr);
+                                             bool defer_init = false, Communicator* ep = nullptr,
+                                             Communicator* cp = nullptr);
 
 }  // namespace trident

@@ -29,6 +29,9 @@ struct StageDims {
   /// Sequence parallelism: the activations between layers and stages are this many
   /// slices of the sequence, one per tp rank (1 without it).
   int64_t sequence_shards = 1;
+  /// Context parallelism: each rank holds 1 / context_shards of every sequence's tokens
+  /// (models/context_split.h), which sequence parallelism splits further.
+  int64_t context_shards = 1;
   /// Where the parameters and activations live (train.device).
   at::Device device = at::kCPU;
 };
@@ -52,10 +55,11 @@ class ModelStage : public torch::nn::Module {
   virtual at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
                              double loss_scale) = 0;
 
-  /// The shape of the activations this stage receives or sends for a micro-batch: with
-  /// sequence parallelism, this tp rank's slice of the sequence.
+  /// The shape of the activations this stage receives or sends for a micro-batch: this
+  /// cp rank's tokens, with sequence parallelism this tp rank's slice of them.
   std::vector<int64_t> activation_shape(int64_t micro_batch_size) const {
-    return {micro_batch_size, dims_.seq_len / dims_.sequence_shards, dims_.hidden};
+    return {micro_batch_size, dims_.seq_len / dims_.context_shards / dims_.sequence_shards,
+            dims_.hidden};
   }
 
   /// Adds the statistics of this stage's MoE layers since the last call to `into`, by

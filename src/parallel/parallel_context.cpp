@@ -83,18 +83,19 @@ const char* transport_name(DeviceTransport transport) {
 }
 
 #if TRIDENT_HAVE_MPI
-ParallelContext::ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s, int ep)
-    : ParallelContext(*borrow(base, timeout_s), dp, pp, tp, timeout_s, at::kCPU, ep) {}
+ParallelContext::ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s, int ep,
+                                 int cp)
+    : ParallelContext(*borrow(base, timeout_s), dp, pp, tp, timeout_s, at::kCPU, ep, cp) {}
 #endif
 
 ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s,
-                                 at::Device device, int ep)
-    : grid_(dp, pp, tp, ep), device_(device) {
+                                 at::Device device, int ep, int cp)
+    : grid_(dp, pp, tp, ep, cp), device_(device) {
   rank_ = base.rank();
   const int size = base.size();
-  TORCH_CHECK(size == grid_.world_size(), "the job has ", size, " ranks but dp*pp*tp = ", dp, "*",
-              pp, "*", tp, " = ", grid_.world_size(), "; launch with mpirun -np ",
-              grid_.world_size(), " or change parallel.dp/pp/tp");
+  TORCH_CHECK(size == grid_.world_size(), "the job has ", size, " ranks but dp*cp*pp*tp = ", dp,
+              "*", cp, "*", pp, "*", tp, " = ", grid_.world_size(), "; launch with mpirun -np ",
+              grid_.world_size(), " or change parallel.dp/cp/pp/tp");
   coord_ = grid_.coord_of(rank_);
   if (device.is_cuda())
     transport_ = gpu_shared(base, device) ? DeviceTransport::kHostStaged : DeviceTransport::kNccl;
@@ -110,6 +111,10 @@ ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, dou
   } else {  // no device communicator (NCCL's cost memory) for groups nothing uses
     ep_ = std::make_unique<LocalCommunicator>(group_name(GroupKind::kEp), rank_);
   }
+  if (grid_.cp() > 1)
+    cp_ = split(base, grid_, GroupKind::kCp, rank_, timeout_s, device, transport_);
+  else
+    cp_ = std::make_unique<LocalCommunicator>(group_name(GroupKind::kCp), rank_);
 }
 
 std::vector<Communicator*> ParallelContext::all_groups() const {
@@ -117,6 +122,7 @@ std::vector<Communicator*> ParallelContext::all_groups() const {
   if (embedding_) groups.push_back(embedding_.get());
   groups.push_back(ep_.get());
   if (edp_) groups.push_back(edp_.get());
+  groups.push_back(cp_.get());
   return groups;
 }
 

@@ -31,13 +31,14 @@ class ParallelContext {
   /// byte strings still through `base`'s backend), or, when two ranks of the job share a
   /// GPU, through `base`'s backend with host copies; the choice is the job's, the same on
   /// every rank.
-  /// `ep` (dividing dp) shares each layer's experts out among ep consecutive dp ranks.
+  /// `ep` (dividing dp * cp) shares each layer's experts out among ep consecutive dp x cp
+  /// ranks; `cp` splits each sequence among cp consecutive ranks (context parallelism).
   ParallelContext(Communicator& base, int dp, int pp, int tp, double timeout_s,
-                  at::Device device = at::kCPU, int ep = 1);
+                  at::Device device = at::kCPU, int ep = 1, int cp = 1);
 #if TRIDENT_HAVE_MPI
   /// The same over an MPI communicator (borrowed, not freed): MPI_COMM_WORLD, MPI_COMM_SELF
   /// or a sub-communicator in tests.
-  ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s, int ep = 1);
+  ParallelContext(MPI_Comm base, int dp, int pp, int tp, double timeout_s, int ep = 1, int cp = 1);
 #endif
 
   const ProcessGrid& grid() const { return grid_; }
@@ -49,7 +50,11 @@ class ParallelContext {
 
   Communicator& world() const { return *world_; }
   Communicator& tp() const { return *tp_; }
+  /// The dp x cp ranks holding the same slice of the model: gradients are summed and ZeRO
+  /// states sharded over it.
   Communicator& dp() const { return *dp_; }
+  /// The ranks splitting each sequence (a group of this rank alone when cp = 1).
+  Communicator& cp() const { return *cp_; }
   Communicator& pp() const { return *pp_; }
   Communicator& model_parallel() const { return *mp_; }
   /// Expert parallelism: the ranks sharing out the experts (a group of this rank alone
@@ -70,7 +75,7 @@ class ParallelContext {
   GridCoord coord_;
   at::Device device_;
   DeviceTransport transport_ = DeviceTransport::kHost;
-  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_, ep_;
+  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_, ep_, cp_;
   std::unique_ptr<Communicator> edp_;  // only when ep > 1
 };
 

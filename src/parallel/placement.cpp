@@ -30,7 +30,8 @@ std::string Placement::describe() const {
   auto where = [](bool across) { return across ? "across nodes" : "inside nodes"; };
   return std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") + " x " +
          std::to_string(max_ranks_per_node) + (max_ranks_per_node == 1 ? " rank" : " ranks") +
-         ": tp " + where(tp_across) + ", dp " + where(dp_across) + ", pp " + where(pp_across);
+         ": tp " + where(tp_across) + (cp > 1 ? std::string(", cp ") + where(cp_across) : "") +
+         ", dp " + where(dp_across) + ", pp " + where(pp_across);
 }
 
 Placement placement_of(const ProcessGrid& grid, const std::vector<std::string>& node_of_rank) {
@@ -43,6 +44,8 @@ Placement placement_of(const ProcessGrid& grid, const std::vector<std::string>& 
   p.tp_across = crosses_nodes(grid, GroupKind::kTp, node_of_rank);
   p.dp_across = crosses_nodes(grid, GroupKind::kDp, node_of_rank);
   p.pp_across = crosses_nodes(grid, GroupKind::kPp, node_of_rank);
+  p.cp = grid.cp();
+  p.cp_across = crosses_nodes(grid, GroupKind::kCp, node_of_rank);
   return p;
 }
 

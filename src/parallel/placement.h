@@ -14,6 +14,8 @@ struct Placement {
   int nodes = 1;
   int max_ranks_per_node = 1;
   bool tp_across = false, dp_across = false, pp_across = false;
+  bool cp_across = false;
+  int cp = 1;  // context-parallel ranks per sequence (described only when more than one)
 
   /// "2 nodes x 4 ranks: tp inside nodes, dp inside nodes, pp across nodes".
   std::string describe() const;

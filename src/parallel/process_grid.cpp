@@ -1,4 +1,4 @@
-// Rank arithmetic of the (dp, pp, tp) grid.
+// Rank arithmetic of the (dp, cp, pp, tp) grid.
 #include "parallel/process_grid.h"
 
 #include <sstream>    // std::ostringstream
@@ -24,29 +24,32 @@ const char* group_name(GroupKind kind) {
       return "ep";
     case GroupKind::kExpertDp:
       return "expert-dp";
+    case GroupKind::kCp:
+      return "cp";
   }
   return "?";
 }
 
-ProcessGrid::ProcessGrid(int dp, int pp, int tp, int ep) : dp_(dp), pp_(pp), tp_(tp), ep_(ep) {
-  if (dp < 1 || pp < 1 || tp < 1) {
-    throw std::invalid_argument(
-        "process grid: dp, pp and tp must each be at least 1 (got dp=" + std::to_string(dp) +
-        " pp=" + std::to_string(pp) + " tp=" + std::to_string(tp) + ")");
+ProcessGrid::ProcessGrid(int data, int pp, int tp, int ep, int cp)
+    : data_(data), pp_(pp), tp_(tp), ep_(ep), cp_(cp) {
+  if (data < 1 || pp < 1 || tp < 1 || cp < 1) {
+    throw std::invalid_argument("process grid: dp, cp, pp and tp must each be at least 1 (got dp=" +
+                                std::to_string(data) + " cp=" + std::to_string(cp) +
+                                " pp=" + std::to_string(pp) + " tp=" + std::to_string(tp) + ")");
   }
-  if (ep < 1 || dp % ep != 0) {
+  if (ep < 1 || dp() % ep != 0) {
     throw std::invalid_argument("process grid: ep = " + std::to_string(ep) +
-                                " must be at least 1 and divide dp = " + std::to_string(dp));
+                                " must be at least 1 and divide dp * cp = " + std::to_string(dp()));
   }
 }
 
-int ProcessGrid::rank_of(GridCoord c) const { return c.tp + tp_ * (c.dp + dp_ * c.pp); }
+int ProcessGrid::rank_of(GridCoord c) const { return c.tp + tp_ * (c.dp + dp() * c.pp); }
 
 GridCoord ProcessGrid::coord_of(int rank) const {
   GridCoord c;
   c.tp = rank % tp_;
-  c.dp = (rank / tp_) % dp_;
-  c.pp = rank / (tp_ * dp_);
+  c.dp = (rank / tp_) % dp();
+  c.pp = rank / (tp_ * dp());
   return c;
 }
 
@@ -61,7 +64,11 @@ std::vector<int> ProcessGrid::group_ranks(GroupKind kind, int rank) const {
       for (int t = 0; t < tp_; ++t) ranks.push_back(rank_of({me.dp, me.pp, t}));
       break;
     case GroupKind::kDp:
-      for (int d = 0; d < dp_; ++d) ranks.push_back(rank_of({d, me.pp, me.tp}));
+      for (int d = 0; d < dp(); ++d) ranks.push_back(rank_of({d, me.pp, me.tp}));
+      break;
+    case GroupKind::kCp:
+      for (int c = 0; c < cp_; ++c)
+        ranks.push_back(rank_of({me.dp - me.dp % cp_ + c, me.pp, me.tp}));
       break;
     case GroupKind::kPp:
       for (int p = 0; p < pp_; ++p) ranks.push_back(rank_of({me.dp, p, me.tp}));
@@ -81,7 +88,7 @@ std::vector<int> ProcessGrid::group_ranks(GroupKind kind, int rank) const {
         ranks.push_back(rank_of({me.dp - me.dp % ep_ + e, me.pp, me.tp}));
       break;
     case GroupKind::kExpertDp:
-      for (int k = 0; k < dp_ / ep_; ++k)
+      for (int k = 0; k < dp() / ep_; ++k)
         ranks.push_back(rank_of({k * ep_ + me.dp % ep_, me.pp, me.tp}));
       break;
   }
@@ -92,7 +99,8 @@ std::string ProcessGrid::describe() const {
   std::ostringstream out;
   for (int r = 0; r < world_size(); ++r) {
     const GridCoord c = coord_of(r);
-    out << "rank " << r << ": dp " << c.dp << " pp " << c.pp << " tp " << c.tp;
+    out << "rank " << r << ": dp " << data_rank(c) << " pp " << c.pp << " tp " << c.tp;
+    if (cp_ > 1) out << " cp " << cp_rank(c);
     if (ep_ > 1) out << " ep " << ep_rank(c);
     out << "\n";
   }

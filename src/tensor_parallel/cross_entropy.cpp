@@ -57,10 +57,14 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
       b->wait();
     }
     shifted.div_(sum_exp.unsqueeze(-1));
-    ctx->save_for_backward({probs, safe_target, mine});
+    // A negative target is left out: no loss, no gradient.
+    const at::Tensor left_out = targets.lt(0);
+    const bool any_left_out = left_out.any().item<bool>();
+    ctx->save_for_backward({probs, safe_target, mine, any_left_out ? left_out : at::Tensor()});
     ctx->saved_data["dtype"] = static_cast<int64_t>(logits_in.scalar_type());
     ctx->saved_data["reentrant"] = reentrant;
-    return sum_exp.log() - picked;
+    const at::Tensor losses = sum_exp.log() - picked;
+    return any_left_out ? losses.masked_fill(left_out, 0.0) : losses;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
@@ -72,8 +76,11 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
     if (ctx->saved_data["reentrant"].toBool()) grad = grad.clone();
     const at::Tensor& target = saved[1];
     const at::Tensor& mine = saved[2];
+    const at::Tensor& left_out = saved[3];
     grad.scatter_add_(1, target.unsqueeze(-1), mine.to(grad.scalar_type()).neg().unsqueeze(-1));
-    grad.mul_(grad_out[0].unsqueeze(-1));
+    const at::Tensor scale =
+        left_out.defined() ? grad_out[0].masked_fill(left_out, 0.0) : grad_out[0];
+    grad.mul_(scale.unsqueeze(-1));
     const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
     return {grad.to(dtype), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }

@@ -9,7 +9,8 @@ class Communicator;
 
 /// logits (N, V/tp): this rank's columns [vocab_start, vocab_start + V/tp) of the padded
 /// vocabulary; columns at and beyond `vocab` are padding and take no probability.
-/// targets (N) int64 global ids. Returns the per-token loss (N), in float32 or wider.
+/// targets (N) int64 global ids; a negative target is left out (its loss 0, its logits no
+/// gradient). Returns the per-token loss (N), in float32 or wider.
 /// `reentrant`: the graph's backward may run more than once (a zero-bubble schedule's input
 /// half, then its weight half), so the backward copies the saved softmax rather than
 /// turning it into the gradient in place.

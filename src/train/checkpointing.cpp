@@ -108,6 +108,7 @@ std::string describe_layout(const nlohmann::json& layout) {
   std::ostringstream out;
   out << "dp" << layout.value("dp", 0) << " x pp" << layout.value("pp", 0) << " x tp"
       << layout.value("tp", 0);
+  if (layout.value("cp", 1) > 1) out << " x cp" << layout.value("cp", 1);
   if (layout.value("ep", 1) > 1) out << " (ep" << layout.value("ep", 1) << ")";
   out << ", ZeRO " << layout.value("zero_stage", 0) << ", " << layout.value("world_size", 0)
       << " ranks";
@@ -121,8 +122,8 @@ std::string layout_change(const std::string& path, const std::string& checkpoint
   const checkpoint::CheckpointIndex index = checkpoint::open_checkpoint(path, checkpoint_dir);
   if (index.hugging_face || !index.layout.is_object()) return "";
   const nlohmann::json now = checkpoint::layout_json(config);
-  const char* keys[] = {"dp", "pp", "tp", "ep", "zero_stage", "world_size"};
-  // Checkpoints from before expert parallelism record no ep: it was 1.
+  const char* keys[] = {"dp", "pp", "tp", "ep", "cp", "zero_stage", "world_size"};
+  // Checkpoints from before expert or context parallelism record no ep or cp: it was 1.
   if (std::all_of(std::begin(keys), std::end(keys),
                   [&](const char* k) { return index.layout.value(k, 1) == now.value(k, 1); }))
     return "";

@@ -14,6 +14,7 @@
 #include "config/input_error.h"   // InputError
 #include "data/data_fault.h"      // apply_data_fault
 #include "data/token_source.h"
+#include "models/context_split.h"  // take_context_slice
 #include "models/model_config.h"
 #include "models/model_stage.h"
 #include "parallel/parallel_context.h"
@@ -29,8 +30,8 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
     : config_(config), ctx_(ctx), guard_(config.guard) {
   const auto& p = config.parallel;
   check_device(config.train.device);
-  TORCH_CHECK(ctx.grid().dp() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp &&
-                  ctx.grid().ep() == p.ep,
+  TORCH_CHECK(ctx.grid().data() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp &&
+                  ctx.grid().ep() == p.ep && ctx.grid().cp() == p.cp,
               "the parallel context does not match the config's layout");
   data::SourceOptions source;
   source.source = config.data.source;
@@ -45,7 +46,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
   // in memory, and with the nvme tier the shards are drawn straight into it.
   const bool drawn = p.zero_stage == 3;
   model_ = make_model_stage(config, ctx.tp(), ctx.coord().pp, static_cast<int>(p.pp), ctx.device(),
-                            drawn, &ctx.ep());
+                            drawn, &ctx.ep(), &ctx.cp());
   ZeroOptions zero;
   zero.stage = static_cast<int>(p.zero_stage);
   if (drawn) zero.draw_seed = static_cast<uint64_t>(config.train.seed);
@@ -135,20 +136,42 @@ int64_t Trainer::data_batch(int64_t step) const {
 
 MicroBatch Trainer::micro_batch(int64_t batch, int k) const {
   // Global sequence indices: dp rank d takes [d*m*B, (d+1)*m*B), micro-batch k of them
-  // the k-th run of B. Changing dp or m re-slices the same global batch.
+  // the k-th run of B. Changing dp or m re-slices the same global batch; the cp ranks of a
+  // dp rank take their chunks of the same sequences.
   const int64_t B = config_.train.micro_batch_size;
   const int64_t T = config_.model.seq_len;
   const int64_t m = config_.micro_batches();
-  const int64_t first = (ctx_.coord().dp * m + k) * B;
+  const ProcessGrid& grid = ctx_.grid();
+  const int64_t first = (grid.data_rank(ctx_.coord()) * m + k) * B;
   MicroBatch mb;
   if (!model_->is_first() && !model_->is_last()) return mb;
   std::vector<int32_t> tokens(static_cast<size_t>(B * (T + 1)));
   data::fill_batch(*source_, batch - 1, first, B, T, tokens.data());
   data::apply_data_fault(batch, first, B, T + 1, config_.model.vocab, tokens.data());
   at::Tensor ids = at::from_blob(tokens.data(), {B, T + 1}, at::kInt).to(ctx_.device(), at::kLong);
-  mb.input = ids.narrow(1, 0, T).contiguous();
-  mb.targets = ids.narrow(1, 1, T).contiguous();
+  at::Tensor input = ids.narrow(1, 0, T), targets = ids.narrow(1, 1, T);
+  // The prediction made from an end-of-document token is left out (target -1).
+  if (config_.data.eod_token >= 0)
+    targets = targets.masked_fill(input.eq(config_.data.eod_token), -1);
+  const int cp = grid.cp(), cp_rank = grid.cp_rank(ctx_.coord());
+  mb.input = take_context_slice(input, 1, cp_rank, cp).contiguous();
+  mb.targets = take_context_slice(targets, 1, cp_rank, cp).contiguous();
   return mb;
+}
+
+double Trainer::loss_scale(int64_t batch) const {
+  const int64_t global = config_.train.global_batch_size, T = config_.model.seq_len;
+  const int64_t eod = config_.data.eod_token;
+  if (eod < 0) return 1.0 / static_cast<double>(global * T);
+  // One over the tokens the step counts: every rank reads the whole global batch's inputs,
+  // so that no collective is needed and the split (dp, cp, micro-batches) cannot matter.
+  std::vector<int32_t> tokens(static_cast<size_t>(global * (T + 1)));
+  data::fill_batch(*source_, batch - 1, 0, global, T, tokens.data());
+  data::apply_data_fault(batch, 0, global, T + 1, config_.model.vocab, tokens.data());
+  int64_t counted = 0;
+  for (int64_t s = 0; s < global; ++s)
+    for (int64_t t = 0; t < T; ++t) counted += tokens[static_cast<size_t>(s * (T + 1) + t)] != eod;
+  return 1.0 / static_cast<double>(std::max<int64_t>(counted, 1));
 }
 
 double Trainer::agree_loss(double stage_loss) {
@@ -226,8 +249,6 @@ StepMetrics Trainer::step() {
   const double tp_wait_before = ctx_.tp().total_wait_seconds();
   const double pp_wait_before = ctx_.pp().total_wait_seconds();
   metrics.lr = lr_schedule.at(step);
-  const double loss_scale =
-      1.0 / static_cast<double>(config_.train.global_batch_size * config_.model.seq_len);
   StepHooks hooks;
   hooks.begin_backward = [this](bool last) { optimizer_->begin_backward(last); };
   hooks.end_backward = [this]() { optimizer_->end_backward(); };
@@ -257,8 +278,8 @@ StepMetrics Trainer::step() {
   // windows left out.
   metrics.data_batch = data_batch(step);
   last_ = runtime_->run(
-      schedule_, [this, &metrics](int k) { return micro_batch(metrics.data_batch, k); }, loss_scale,
-      hooks);
+      schedule_, [this, &metrics](int k) { return micro_batch(metrics.data_batch, k); },
+      loss_scale(metrics.data_batch), hooks);
   guard_.record(step, verdict, metrics.loss, metrics.grad_norm);
   guard_.save_to(progress_, step);
   skipped_in_a_row_ = metrics.skipped ? skipped_in_a_row_ + 1 : 0;

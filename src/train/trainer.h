@@ -113,6 +113,9 @@ class Trainer {
  private:
   /// Micro-batch k of data batch `batch` (1-based).
   MicroBatch micro_batch(int64_t batch, int k) const;
+  /// What each token's loss of data batch `batch` is multiplied by: one over the tokens the
+  /// step counts (all of the global batch's, or those not after data.eod_token).
+  double loss_scale(int64_t batch) const;
   /// The step's global loss from each stage's part; the same on every rank. Collective.
   double agree_loss(double stage_loss);
   /// The step's MoE statistics summed over the world (collective; MoE models only); returns

@@ -23,7 +23,8 @@ struct Layout {
   std::vector<std::string> sets = {};  // further config overrides, "section.key=value"
   std::string model = "gpt2";          // the parity model: "gpt2", "llama" (untied), "llama_tied"
   int ep = 1;                          // expert parallelism, carved out of dp
-  int world() const { return dp * pp * tp; }
+  int cp = 1;                          // context parallelism: ranks splitting each sequence
+  int world() const { return dp * cp * pp * tp; }
 };
 
 /// |a - b| / |b|, with b = 0 counting as the smallest double rather than dividing by zero.

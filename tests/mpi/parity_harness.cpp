@@ -2,11 +2,15 @@
 #include "parity_harness.h"
 
 #include <ATen/ATen.h>
+#include <unistd.h>  // getpid
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>  // std::remove
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <random>
 
 #include "models/gpt.h"
 #include "tensor_parallel/parameter.h"
@@ -45,6 +49,7 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
       "parallel.pp=" + std::to_string(l.pp),
       "parallel.tp=" + std::to_string(l.tp),
       "parallel.ep=" + std::to_string(l.ep),
+      "parallel.cp=" + std::to_string(l.cp),
       "parallel.zero_stage=" + std::to_string(l.zero),
       "parallel.schedule=" + l.schedule,
       std::string("parallel.activation_checkpointing=") + (l.checkpointing ? "full" : "none"),
@@ -55,9 +60,40 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
   // ZeRO 3: norms and most biases (32, 96 elements) stay gathered, the rest does not. The
   // key is refused below stage 3, where it would change nothing.
   if (l.zero == 3) sets.emplace_back("parallel.zero3_persist_below=100");
-  sets.insert(sets.end(), l.sets.begin(), l.sets.end());
+  for (const std::string& set : l.sets)
+    sets.push_back(set == kDocumentsSource ? "data.source=" + documents_file() : set);
   return parse_config(parity_config_toml(global_batch_size, steps, l.model),
                       "<parity " + l.name + ">", sets, l.world());
+}
+
+std::string documents_file() {
+  // One file per process (the reference runs in the same process), removed at exit.
+  struct File {
+    std::string path = "/tmp/trident_parity_documents_" + std::to_string(getpid()) + ".bin";
+    File() {
+      std::mt19937 rng(11);
+      std::vector<uint16_t> tokens;
+      while (tokens.size() < 4096) {
+        const int length = 2 + static_cast<int>(rng() % 9);  // 2 .. 10 tokens, then the end
+        for (int i = 0; i < length; ++i)
+          tokens.push_back(static_cast<uint16_t>(rng() % kDocumentsEnd));
+        tokens.push_back(kDocumentsEnd);
+      }
+      std::ofstream(path, std::ios::binary)
+          .write(reinterpret_cast<const char*>(tokens.data()),
+                 static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
+    }
+    ~File() { std::remove(path.c_str()); }
+  };
+  static const File file;
+  return file.path;
+}
+
+Layout documents(Layout l) {
+  l.name += "_documents";
+  l.sets.insert(l.sets.end(),
+                {kDocumentsSource, "data.eod_token=" + std::to_string(kDocumentsEnd)});
+  return l;
 }
 
 Layout moe(Layout l, const std::vector<std::string>& switches) {

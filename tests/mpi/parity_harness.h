@@ -32,6 +32,18 @@ struct RunTrace {
 /// scores with balancing biases that move by 0.01 a step (DeepSeek-V3).
 Layout moe(Layout l, const std::vector<std::string>& switches = {});
 
+/// The end-of-document token of documents_file(), the last of the parity vocabulary.
+constexpr int kDocumentsEnd = 63;
+/// The override that layout_config replaces by "data.source=" + documents_file().
+constexpr const char* kDocumentsSource = "data.source=<documents>";
+/// A raw uint16 token file (made once per process, removed at its exit) of documents of 2
+/// to 10 tokens, each followed by kDocumentsEnd: documents end at different places in
+/// different ranks' chunks of a sequence.
+std::string documents_file();
+/// `l` trained on documents_file() with the loss leaving out the predictions made from each
+/// document's end (data.eod_token): the tokens counted differ from rank to rank.
+Layout documents(Layout l);
+
 /// `l` with its experts shared out over `ep` of its dp ranks.
 Layout ep(Layout l, int ep);
 

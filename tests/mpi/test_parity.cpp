@@ -247,12 +247,46 @@ const Layout kMoeLayouts[] = {
         {"capacity", "top1"}),
 };
 
+/// `l` with each sequence split over `cp` ranks (context parallelism).
+Layout cp(Layout l, int cp) {
+  l.cp = cp;
+  return l;
+}
+
+/// Context parallelism: each sequence cut into 2 cp chunks, attention around the ring, alone
+/// and with tp (and sequence parallelism), pp under each schedule, dp with ZeRO 1-3,
+/// recomputation, the Llama's grouped kv heads and RoPE, and a loss that leaves out the
+/// predictions after each document's end (counted differently on each cp rank).
+const Layout kContextLayouts[] = {
+    cp({"cp2_m4", 1, 1, 1, 0, "1f1b", false, 2}, 2),
+    cp({"cp4_m4", 1, 1, 1, 0, "1f1b", false, 2}, 4),
+    cp(with({"sp_cp2_tp2", 1, 1, 2, 0, "1f1b", false, 2}, {"sp"}), 2),
+    cp({"cp2_pp2_1f1b", 1, 2, 1, 0, "1f1b", false, 2}, 2),
+    cp({"cp2_pp2_gpipe_ckpt", 1, 2, 1, 0, "gpipe", true, 2}, 2),
+    cp({"cp2_pp2_zbh1", 1, 2, 1, 0, "zb-h1", false, 2}, 2),
+    cp({"cp2_pp2_interleaved_v2", 1, 2, 1, 0, "interleaved-1f1b", false, 2, "fp64", 2000, {kV2}},
+       2),
+    cp({"dp2_cp2_zero1", 2, 1, 1, 1, "1f1b", false, 2}, 2),
+    cp({"dp2_cp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, 2),
+    cp(with({"sp_dp2_cp2_tp2_zero3_selective", 2, 1, 2, 3, "1f1b", false, 1}, {"sp", "selective"}),
+       2),
+    cp({"dp2_cp2_pp2_1f1b_ckpt_zero3", 2, 2, 1, 3, "1f1b", true, 1}, 2),
+    documents(cp({"cp2_m4", 1, 1, 1, 0, "1f1b", false, 2}, 2)),
+    documents(cp({"dp2_cp2_zero2", 2, 1, 1, 2, "1f1b", false, 2}, 2)),
+    llama(cp({"cp2_m4", 1, 1, 1, 0, "1f1b", false, 2}, 2)),
+    llama(cp({"cp4_m4", 1, 1, 1, 0, "1f1b", false, 2}, 4), "llama_tied"),
+    llama(cp(with({"sp_cp2_tp2_zero2", 1, 1, 2, 2, "1f1b", false, 2}, {"sp"}), 2)),
+    llama(cp({"dp2_cp2_pp2_1f1b_zero3", 2, 2, 1, 3, "1f1b", false, 1}, 2)),
+    llama(documents(cp({"cp2_pp2_1f1b", 1, 2, 1, 0, "1f1b", false, 2}, 2))),
+};
+
 /// Every row of the tables.
 std::vector<Layout> all_layouts() {
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
   all.insert(all.end(), std::begin(kSequenceLayouts), std::end(kSequenceLayouts));
   all.insert(all.end(), std::begin(kLlamaLayouts), std::end(kLlamaLayouts));
   all.insert(all.end(), std::begin(kMoeLayouts), std::end(kMoeLayouts));
+  all.insert(all.end(), std::begin(kContextLayouts), std::end(kContextLayouts));
   return all;
 }
 
@@ -263,15 +297,16 @@ TEST_P(Parity, matches_the_single_process_run) {
   const double tolerance = layout.precision == "fp64" ? 1e-10 : 1e-5;
 
   const TrainConfig config = layout_config(layout, kSteps);
-  ParallelContext ctx(MPI_COMM_WORLD, layout.dp, layout.pp, layout.tp, 120.0, layout.ep);
+  ParallelContext ctx(MPI_COMM_WORLD, layout.dp, layout.pp, layout.tp, 120.0, layout.ep, layout.cp);
   Trainer trainer(config, ctx);
   const RunTrace got = train_steps(trainer, kSteps);
 
   Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, layout.precision};
   single.model = layout.model;
-  // The same model: the layout's model.* overrides (a deeper model for pp 4 x 2 chunks).
+  // The same model and data: the layout's model.* and data.* overrides (a deeper model for
+  // pp 4 x 2 chunks, a token file of documents).
   for (const std::string& set : layout.sets)
-    if (set.rfind("model.", 0) == 0) single.sets.push_back(set);
+    if (set.rfind("model.", 0) == 0 || set.rfind("data.", 0) == 0) single.sets.push_back(set);
   ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 120.0);
   Trainer reference(layout_config(single, kSteps), solo);
   const RunTrace want = train_steps(reference, kSteps);

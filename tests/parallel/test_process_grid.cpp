@@ -95,6 +95,33 @@ TEST(Grid, dp2_pp2_tp2_rank5_by_hand) {
   EXPECT_EQ(grid.group_ranks(GroupKind::kModelParallel, 5), (std::vector<int>{0, 1, 4, 5}));
 }
 
+// dp 2 x cp 2 x pp 2 x tp 2: the cp ranks of a sequence are consecutive after tp (inside a
+// node before dp), and the dp group — gradients, ZeRO shards — spans dp x cp.
+TEST(Grid, dp2_cp2_pp2_tp2_by_hand) {
+  ProcessGrid grid(2, 2, 2, /*ep=*/1, /*cp=*/2);
+  EXPECT_EQ(grid.world_size(), 16);
+  const GridCoord c = grid.coord_of(11);  // 11 = 1 + 2*(1 + 4*1): tp 1, dp x cp 1, pp 1
+  EXPECT_EQ(c.tp, 1);
+  EXPECT_EQ(c.pp, 1);
+  EXPECT_EQ(grid.cp_rank(c), 1);
+  EXPECT_EQ(grid.data_rank(c), 0);
+  EXPECT_EQ(grid.group_ranks(GroupKind::kCp, 11), (std::vector<int>{9, 11}));
+  EXPECT_EQ(grid.group_ranks(GroupKind::kDp, 11), (std::vector<int>{9, 11, 13, 15}));
+  EXPECT_EQ(grid.group_ranks(GroupKind::kTp, 11), (std::vector<int>{10, 11}));
+  EXPECT_EQ(grid.group_ranks(GroupKind::kPp, 11), (std::vector<int>{3, 11}));
+  const GridCoord d = grid.coord_of(13);  // dp x cp 2: data rank 1, cp rank 0
+  EXPECT_EQ(grid.data_rank(d), 1);
+  EXPECT_EQ(grid.cp_rank(d), 0);
+  EXPECT_EQ(grid.group_ranks(GroupKind::kCp, 13), (std::vector<int>{13, 15}));
+  // Every rank is in exactly one cp group of cp members.
+  std::vector<int> seen(16, 0);
+  for (int r = 0; r < 16; ++r)
+    if (grid.cp_rank(grid.coord_of(r)) == 0)
+      for (int m : grid.group_ranks(GroupKind::kCp, r)) seen[m] += 1;
+  EXPECT_EQ(seen, std::vector<int>(16, 1));
+  EXPECT_THROW(ProcessGrid(1, 1, 1, 1, 0), std::invalid_argument);
+}
+
 TEST(Grid, rejects_a_zero_dimension) { EXPECT_THROW(ProcessGrid(0, 1, 1), std::invalid_argument); }
 
 }  // namespace
