@@ -58,6 +58,7 @@ void MetricsLog::write(const StepMetrics& m) {
                         {"tp", m.tp_wait_s},
                         {"pp", m.pp_wait_s},
                         {"ep", m.ep_wait_s},
+                        {"cp", m.cp_wait_s},
                         {"inter_node", m.inter_node_wait_s},
                         {"intra_node", m.intra_node_wait_s}}},
                       {"peak_rss_bytes", m.peak_rss_bytes}};

@@ -246,6 +246,7 @@ StepMetrics Trainer::step() {
   };
   const double dp_wait_before = dp_wait();
   const double ep_wait_before = ctx_.ep().total_wait_seconds();
+  const double cp_wait_before = ctx_.cp().total_wait_seconds();
   const double tp_wait_before = ctx_.tp().total_wait_seconds();
   const double pp_wait_before = ctx_.pp().total_wait_seconds();
   metrics.lr = lr_schedule.at(step);
@@ -291,11 +292,13 @@ StepMetrics Trainer::step() {
   metrics.tflops = flops_per_step() / metrics.step_time_s / 1e12;
   metrics.dp_wait_s = dp_wait() - dp_wait_before;
   metrics.ep_wait_s = ctx_.ep().total_wait_seconds() - ep_wait_before;
+  metrics.cp_wait_s = ctx_.cp().total_wait_seconds() - cp_wait_before;
   metrics.tp_wait_s = ctx_.tp().total_wait_seconds() - tp_wait_before;
   metrics.pp_wait_s = ctx_.pp().total_wait_seconds() - pp_wait_before;
   for (const auto& [group, wait] :
        {std::pair{&ctx_.dp(), metrics.dp_wait_s}, std::pair{&ctx_.tp(), metrics.tp_wait_s},
-        std::pair{&ctx_.pp(), metrics.pp_wait_s}, std::pair{&ctx_.ep(), metrics.ep_wait_s}})
+        std::pair{&ctx_.pp(), metrics.pp_wait_s}, std::pair{&ctx_.ep(), metrics.ep_wait_s},
+        std::pair{&ctx_.cp(), metrics.cp_wait_s}})
     (group->spans_nodes() ? metrics.inter_node_wait_s : metrics.intra_node_wait_s) += wait;
   const TierStats tier = optimizer_->tier_stats();
   metrics.tier_wait_s = tier.wait_s - tier_before.wait_s;

@@ -37,6 +37,7 @@ struct StepMetrics {
   double tp_wait_s = 0.0;
   double pp_wait_s = 0.0;
   double ep_wait_s = 0.0;  // the experts' all-to-alls (expert parallelism)
+  double cp_wait_s = 0.0;  // the ring's transfers not hidden behind attention (context parallelism)
   /// The same waits summed over this rank's groups that span nodes, and over the others.
   double inter_node_wait_s = 0.0;
   double intra_node_wait_s = 0.0;

@@ -1,0 +1,85 @@
+// Context parallelism divides a layer's activations by cp: a GPT block's forward over its
+// seq_len / cp tokens keeps 1 / cp of what one process keeps for the whole sequence, and
+// ring attention keeps no score matrix at any cp. Measured by the counting allocator on 4
+// ranks: one process alone, two cp groups of 2, one cp group of 4.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "common/memory_tracker.h"
+#include "models/gpt.h"
+#include "mpi_cases.h"  // register_mpi_cases
+#include "parallel/parallel_context.h"
+#include "tensor_parallel/parameter.h"
+
+namespace trident {
+namespace {
+
+const bool kRegistered =
+    testing::register_mpi_cases({{"context_activation_memory_cp4", 4, "ContextMemory.*"}});
+
+constexpr int64_t kBatch = 2, kSeq = 64, kHidden = 64, kHeads = 4;
+
+/// Bytes the forward of a GPT block over this rank's kSeq / cp tokens leaves allocated (its
+/// output counted in place of its input, as in test_activation_memory.cpp); `selective`
+/// recomputes attention's core in backward. Backward runs afterwards (around the ring).
+int64_t block_bytes(ParallelContext& ctx, bool selective) {
+  GptOptions o;
+  o.layers = 2;
+  o.hidden = kHidden;
+  o.heads = kHeads;
+  o.vocab = 64;
+  o.padded_vocab = 64;
+  o.seq_len = kSeq;
+  o.dtype = at::kFloat;
+  o.recompute_attention = selective;
+  o.cp = &ctx.cp();
+  ParamRegistry params(5, 0, 1, o.dtype);
+  GptBlock block(params, ctx.tp(), o, 0);
+  const int64_t rows = kSeq / ctx.grid().cp();
+  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
+  const int64_t before = live_tensor_bytes();
+  at::Tensor y = block.forward(x);
+  const int64_t bytes = live_tensor_bytes() - before;
+  y.sum().backward();
+  return bytes;
+}
+
+TEST(ContextMemory, gpt_block_keeps_one_cpth_of_the_activations) {
+  install_memory_tracker();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm pairs = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &pairs);
+  ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 60.0);
+  ParallelContext cp2(pairs, 1, 1, 1, 60.0, /*ep=*/1, /*cp=*/2);
+  ParallelContext cp4(MPI_COMM_WORLD, 1, 1, 1, 60.0, /*ep=*/1, /*cp=*/4);
+
+  // One process: without recomputation it keeps the (b, a, s, s) probabilities and the
+  // s x s mask (bools); with selective recomputation, as ring attention, neither.
+  const double whole = static_cast<double>(block_bytes(solo, /*selective=*/false));
+  const double selective = static_cast<double>(block_bytes(solo, /*selective=*/true));
+  EXPECT_DOUBLE_EQ(whole - selective, kBatch * kHeads * kSeq * kSeq * 4.0 + kSeq * kSeq);
+  for (ParallelContext* ctx : {&cp2, &cp4}) {
+    const int cp = ctx->grid().cp();
+    const double measured = static_cast<double>(block_bytes(*ctx, /*selective=*/false));
+    // Ring attention keeps what selective recomputation keeps of its rows, plus its output
+    // (b, a, s/cp, d) in the heads' layout and each row's log-sum-exp (b, a, s/cp): both
+    // grow with the rank's tokens, so the whole is still one cp-th.
+    const double ring = (kBatch * (kSeq / cp) * kHidden + kBatch * kHeads * (kSeq / cp)) * 4.0;
+    if (rank == 0)
+      std::printf(
+          "cp%d: measured %8.0f bytes a rank; one process %8.0f (selective %8.0f), / cp = "
+          "%8.0f, + the ring's output and row statistics %6.0f\n",
+          cp, measured, whole, selective, selective / cp, ring);
+    EXPECT_DOUBLE_EQ(measured, selective / cp + ring) << "cp " << cp;
+    EXPECT_LT(measured, whole / cp) << "cp " << cp;
+  }
+  MPI_Comm_free(&pairs);
+}
+
+}  // namespace
+}  // namespace trident
