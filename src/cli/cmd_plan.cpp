@@ -57,6 +57,7 @@ plan::Layout parse_layout(const std::string& text, const TrainConfig& c) {
   l.selective = c.parallel.activation_checkpointing == ActivationCheckpointing::kSelective;
   l.sequence_parallel = c.parallel.sequence_parallel && l.tp > 1;
   l.ep = static_cast<int>(c.parallel.ep);  // the config's: --layout has no field for it
+  l.cp = static_cast<int>(c.parallel.cp);  // likewise
   if (v.size() > 5) {
     const std::string ckpt = words.empty() ? std::to_string(v[5]) : words.back();
     if (ckpt == "full" || ckpt == "1")
@@ -105,6 +106,7 @@ int run_capacity(const Args& args, const TrainConfig& config, const plan::PlanMo
     l.micro_batch = config.train.micro_batch_size;
     l.sequence_parallel = config.parallel.sequence_parallel && l.tp > 1;
     l.ep = static_cast<int>(config.parallel.ep);
+    l.cp = static_cast<int>(config.parallel.cp);
   }
   const double memory = args.get_positive_double("memory", 1.0) * 1e9;
   const bool disk_given = args.has("disk");

@@ -72,7 +72,7 @@ std::vector<Layout> layouts_for(const PlanModel& m, const AutoBudget& b, bool ti
   const size_t n = out.size();
   if (tier)
     for (size_t i = 0; i < n; ++i)
-      if (out[i].dp == 1) {
+      if (out[i].replicas() == 1) {
         Layout l = out[i];
         l.zero = 3;
         out.push_back(l);
@@ -84,7 +84,7 @@ std::vector<Layout> layouts_for(const PlanModel& m, const AutoBudget& b, bool ti
       out.push_back(l);
     }
   for (size_t i = 0, end = out.size(); i < end; ++i)
-    if (out[i].tp > 1 && m.seq_len % out[i].tp == 0) {
+    if (out[i].tp > 1 && (m.seq_len / out[i].cp) % out[i].tp == 0) {
       Layout l = out[i];
       l.sequence_parallel = true;
       out.push_back(l);
@@ -237,6 +237,7 @@ std::vector<std::string> overrides_of(const AutoCandidate& c) {
           "parallel.virtual_stages=" + std::to_string(c.schedule.virtual_stages),
           std::string("parallel.offload_optimizer=") + (c.placement.optimizer ? "nvme" : "none"),
           std::string("parallel.offload_params=") + (c.placement.params ? "nvme" : "none"),
+          "parallel.cp=" + std::to_string(l.cp),
           "parallel.ep=" + std::to_string(l.ep)};
 }
 

@@ -49,14 +49,21 @@ double layer_activation_bytes(const ActivationShape& x, const ActivationOptions&
   const double replicated_split = o.sequence_parallel ? t : 1.0;
   if (o.recompute == Recompute::kFull) return 2.0 * s * b * h / replicated_split * scale;
   const bool dropout = o.dropout && !x.llama;  // Llama has none
-  const double core = o.recompute == Recompute::kSelective ? 0.0 : (dropout ? 5.0 : 2.0);
+  const double core = o.recompute == Recompute::kSelective || o.ring ? 0.0 : (dropout ? 5.0 : 2.0);
+  // The ring's output and row statistics, in the formula's 2-byte units a token over h.
+  double ring = o.ring ? 2.0 * (1.0 + a / h) / t : 0.0;
   if (x.llama) {
     const double f = static_cast<double>(x.ffn_hidden > 0 ? x.ffn_hidden : 4 * x.hidden);
+    if (o.ring) {  // keys and values kept unrepeated: 2 h kv / a instead of 2 h
+      const double kv = static_cast<double>(x.kv_heads > 0 ? x.kv_heads : x.heads);
+      ring += 2.0 * 2.0 * (kv / a - 1.0) / t;
+    }
     return s * b * h *
-           (16.0 / replicated_split + (8.0 + 8.0 * f / h) / t + core * a * s / (h * t)) * scale;
+           (16.0 / replicated_split + (8.0 + 8.0 * f / h) / t + ring + core * a * s / (h * t)) *
+           scale;
   }
   const double replicated = (dropout ? 10.0 : 8.0) / replicated_split;
-  return s * b * h * (replicated + 24.0 / t + core * a * s / (h * t)) * scale;
+  return s * b * h * (replicated + 24.0 / t + ring + core * a * s / (h * t)) * scale;
 }
 
 double moe_layer_activation_bytes(const ActivationShape& x, const ActivationOptions& o,
@@ -102,7 +109,8 @@ int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, 
 }
 
 ActivationShape activation_shape(const PlanModel& m, int64_t micro_batch) {
-  ActivationShape shape{m.seq_len, micro_batch, m.hidden, m.heads, m.llama, m.ffn_hidden};
+  ActivationShape shape{m.seq_len, micro_batch,  m.hidden,  m.heads,
+                        m.llama,   m.ffn_hidden, m.kv_heads};
   shape.experts = m.moe_experts;
   shape.top_k = m.moe_top_k;
   shape.expert_ffn = m.expert_ffn();
@@ -113,7 +121,8 @@ ActivationShape activation_shape(const PlanModel& m, int64_t micro_batch) {
 namespace {
 
 /// Activation bytes the stage's device holds at its peak.
-double stage_activations(const PlanModel& m, const Layout& l, int stage) {
+double stage_activations(const PlanModel& whole, const Layout& l, int stage) {
+  const PlanModel m = rank_tokens(whole, l);  // with context parallelism, this rank's tokens
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const ActivationShape shape = activation_shape(m, l.micro_batch);
   const int64_t layers = m.layers / l.pp;
@@ -123,6 +132,7 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
   options.tp = l.tp;
   options.sequence_parallel = l.sequence_parallel;
   options.recompute = l.selective ? Recompute::kSelective : Recompute::kNone;
+  options.ring = l.cp > 1;
   const double moe = static_cast<double>(m.moe_layers_in(stage * layers, layers));
   const double dense_layer = layer_activation_bytes(shape, options, b.activation);
   const double moe_layer = moe > 0 ? moe_layer_activation_bytes(shape, options, b.activation) : 0.0;
@@ -167,7 +177,7 @@ double stage_activations(const PlanModel& m, const Layout& l, int stage) {
 /// parameters in the stage's bucket layout (zero/bucket_layout.h); a bucket of one
 /// parameter (the tied embedding, anything over bucket_size) is sent from its own gradient.
 double bucket_buffers(const PlanModel& m, const Layout& l, int stage) {
-  if (l.zero < 2 || l.dp <= 1) return 0;
+  if (l.zero < 2 || l.replicas() <= 1) return 0;
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   // The widest of the dp buffer's buckets and of the experts' (over expert-dp).
   double widest = 0;
@@ -179,14 +189,15 @@ double bucket_buffers(const PlanModel& m, const Layout& l, int stage) {
         widest = std::max(widest, n + n / group);
       }
   };
-  scan(stage_bucketed_numels(m, l.pp, l.tp, stage), l.dp);
+  scan(stage_bucketed_numels(m, l.pp, l.tp, stage), l.replicas());
   if (l.expert_dp() > 1) scan(stage_expert_numels(m, l.pp, l.tp, l.ep, stage), l.expert_dp());
   return 2.0 * widest * b.transport;
 }
 
 /// The activation and the gradient being received from the neighbouring stages.
-double pipeline_buffers(const PlanModel& m, const Layout& l) {
+double pipeline_buffers(const PlanModel& whole, const Layout& l) {
   if (l.pp <= 1) return 0;
+  const PlanModel m = rank_tokens(whole, l);
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const double slices = l.sequence_parallel ? static_cast<double>(l.tp) : 1.0;
   return 2.0 * static_cast<double>(m.seq_len * l.micro_batch * m.hidden) * b.activation / slices;
@@ -249,7 +260,8 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   const int64_t psi = stage_parameters(m, l.pp, l.tp, stage, l.ep);
   // The routed experts' states are sharded over expert-dp, the rest over dp.
   const int64_t experts = stage_expert_parameters(m, l.pp, l.tp, l.ep, stage);
-  ModelStates states = zero_model_states(static_cast<double>(psi - experts), l.dp, l.zero, b);
+  ModelStates states =
+      zero_model_states(static_cast<double>(psi - experts), l.replicas(), l.zero, b);
   if (experts > 0) {
     const ModelStates e = zero_model_states(static_cast<double>(experts), l.expert_dp(), l.zero, b);
     states.parameters += e.parameters;
@@ -268,7 +280,7 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
     const Stage3Split split = stage3_split(m, l, stage);
     const double sharded = static_cast<double>(psi - split.persistent);
     const double expert_sharded = static_cast<double>(split.expert_sharded);
-    out.parameters = b.param * ((sharded - expert_sharded) / std::max(l.dp, 1) +
+    out.parameters = b.param * ((sharded - expert_sharded) / std::max(l.replicas(), 1) +
                                 expert_sharded / std::max(l.expert_dp(), 1) +
                                 static_cast<double>(split.persistent));
     out.gather_buffers = b.param * (m.zero3_reshard_after_forward
@@ -309,10 +321,10 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
         largest_shard = std::max(largest_shard, bucket.shard_numel);
       }
     };
-    widest(stage_bucketed_numels(m, l.pp, l.tp, stage), l.dp);
+    widest(stage_bucketed_numels(m, l.pp, l.tp, stage), l.replicas());
     if (experts > 0) widest(stage_expert_numels(m, l.pp, l.tp, l.ep, stage), l.expert_dp());
     if (m.tied && (stage == 0 || stage == l.pp - 1))
-      widest({padded_vocab(m, l.tp) / l.tp * m.hidden}, l.dp);
+      widest({padded_vocab(m, l.tp) / l.tp * m.hidden}, l.replicas());
     out.transient = b.grad * static_cast<double>(largest);
     // A stage with both ends of a tied model: the head's share of the embedding's gradient
     // is produced first in backward and kept until the embedding's own arrives last.

@@ -32,6 +32,7 @@ struct ActivationShape {
   /// A Llama layer (RMSNorm, SwiGLU MLP of ffn_hidden, no dropout) instead of the GPT's.
   bool llama = false;
   int64_t ffn_hidden = 0;  ///< f, the SwiGLU width (0: 4 h)
+  int64_t kv_heads = 0;    ///< a Llama's key/value heads (0: heads)
   // An MoE layer's MLP (moe_layer_activation_bytes).
   int64_t experts = 0;     ///< E
   int64_t top_k = 0;       ///< k
@@ -63,6 +64,12 @@ struct ActivationOptions {
   /// Korthikanti's model has dropout after attention's softmax and after both row-parallel
   /// layers (a 1-byte mask each and the softmax dropout's output); trident's has none.
   bool dropout = true;
+  /// Context parallelism (models/ring_attention.h): s is this rank's tokens, and
+  /// attention's core runs around the ring, keeping no scores (as selective recomputation)
+  /// but its output in the heads' layout and each row's log-sum-exp, (h + a) / t elements
+  /// a token; a Llama's keys and values are kept before their repetition to the query
+  /// heads, 2 h kv / (a t) instead of 2 h / t.
+  bool ring = false;
 };
 
 /// Korthikanti et al. 2022, table 2, per layer and micro-batch, in 16-bit elements' bytes

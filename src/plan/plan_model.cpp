@@ -15,10 +15,17 @@ int64_t Layout::micro_batches(const PlanModel& m) const {
 
 std::string Layout::name() const {
   std::ostringstream out;
-  out << "dp" << dp << (ep > 1 ? " ep" + std::to_string(ep) : "") << " pp" << pp << " tp" << tp
-      << " zero" << zero << " mb" << micro_batch << (checkpointing ? " ckpt" : "")
+  out << "dp" << dp << (cp > 1 ? " cp" + std::to_string(cp) : "")
+      << (ep > 1 ? " ep" + std::to_string(ep) : "") << " pp" << pp << " tp" << tp << " zero" << zero
+      << " mb" << micro_batch << (checkpointing ? " ckpt" : "")
       << (selective && !checkpointing ? " selective" : "") << (sequence_parallel ? " sp" : "");
   return out.str();
+}
+
+PlanModel rank_tokens(const PlanModel& m, const Layout& layout) {
+  PlanModel r = m;
+  r.seq_len = m.seq_len / std::max(layout.cp, 1);
+  return r;
 }
 
 StateBytes state_bytes_for(const std::string& precision, const std::string& grad_reduce_dtype) {

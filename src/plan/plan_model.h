@@ -80,17 +80,26 @@ struct Layout {
   bool checkpointing = false;      ///< "full": keep each micro-batch's stage input, recompute
   bool selective = false;          ///< without full: recompute attention's core only
   bool sequence_parallel = false;  ///< with tp > 1: norms and residual stream split by sequence
-  int ep = 1;  ///< expert parallelism: ep consecutive dp ranks split each MoE layer's experts
+  int ep = 1;  ///< expert parallelism: ep consecutive dp x cp ranks split each MoE layer's experts
+  int cp = 1;  ///< context parallelism: cp consecutive ranks split each sequence (ring attention)
 
-  int world() const { return dp * pp * tp; }
-  /// The ranks that hold the same experts and reduce and shard their states: dp / ep.
-  int expert_dp() const { return dp / std::max(ep, 1); }
+  int world() const { return dp * cp * pp * tp; }
+  /// The ranks holding the same slice of the model, over which gradients are reduced and
+  /// ZeRO shards states: dp x cp.
+  int replicas() const { return dp * cp; }
+  /// The ranks that hold the same experts and reduce and shard their states: dp cp / ep.
+  int expert_dp() const { return replicas() / std::max(ep, 1); }
   /// Micro-batches per step on each dp rank: global_batch / (micro_batch * dp).
   int64_t micro_batches(const PlanModel& m) const;
   /// "dp4 pp2 tp1 zero1 mb2 ckpt" : a short name for messages and tables ("dp4 ep2 ..."
-  /// with expert parallelism).
+  /// with expert parallelism, "dp2 cp2 ..." with context parallelism).
   std::string name() const;
 };
+
+/// The model as one context-parallel rank of `layout` sees it: seq_len / cp tokens of each
+/// sequence (the whole model when cp = 1). Attention's reach beyond them is the ring's
+/// (time_model.h, memory_model.h).
+PlanModel rank_tokens(const PlanModel& m, const Layout& layout);
 
 /// Bytes per element of each kind of state, for one training precision. The optimizer
 /// term is the ZeRO paper's K: everything AdamW keeps per parameter beyond the

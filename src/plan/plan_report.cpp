@@ -84,35 +84,44 @@ std::string plan_text(const PlanModel& m, const Cluster& c, int devices, const P
     }
     const auto [mu, ms] = bytes_unit(mem_max);
     const auto [tu, ts] = seconds_unit(time_max);
-    // An MoE model's layouts differ in ep too, and spend time in its all-to-alls.
+    // An MoE model's layouts differ in ep too, and spend time in its all-to-alls; layouts
+    // that split the sequence, in cp and the ring's transfers.
     const bool moe = m.moe_experts > 0;
+    bool ring = false;
+    for (int i = 0; i < shown; ++i) ring = ring || plan.ranked[i].layout.cp > 1;
     char line[512];
     std::snprintf(line, sizeof line,
-                  "%3s %3s %s%3s %3s %4s %4s %4s %5s | memory per device, %s: %7s %7s %7s %7s %7s "
-                  "%7s | step time, %s: %8s %8s %s%8s %8s %8s %8s %8s | %7s\n",
-                  "#", "dp", moe ? " ep " : "", "pp", "tp", "zero", "mb", "ckpt", "m", mu, "params",
-                  "grads", "optim", "activ", "comm", "total", tu, "compute", "tp",
-                  moe ? "      ep " : "", "pp", "dp", "bubble", "optim", "total", "tok/s");
+                  "%3s %3s %s%s%3s %3s %4s %4s %4s %5s | memory per device, %s: %7s %7s %7s %7s "
+                  "%7s %7s | step time, %s: %8s %8s %s%s%8s %8s %8s %8s %8s | %7s\n",
+                  "#", "dp", ring ? " cp " : "", moe ? " ep " : "", "pp", "tp", "zero", "mb",
+                  "ckpt", "m", mu, "params", "grads", "optim", "activ", "comm", "total", tu,
+                  "compute", "tp", ring ? "      cp " : "", moe ? "      ep " : "", "pp", "dp",
+                  "bubble", "optim", "total", "tok/s");
     out << line;
     for (int i = 0; i < shown; ++i) {
       const Evaluation& e = plan.ranked[i];
       const Layout& l = e.layout;
       const MemoryBreakdown& b = e.memory;
       const TimeBreakdown& t = e.time;
-      char ep_column[16] = "", ep_time[24] = "";
+      char ep_column[16] = "", ep_time[24] = "", cp_column[16] = "", cp_time[24] = "";
       if (moe) {
         std::snprintf(ep_column, sizeof ep_column, "%3d ", l.ep);
         std::snprintf(ep_time, sizeof ep_time, "%8.4g ", t.ep / ts);
       }
-      std::snprintf(
-          line, sizeof line,
-          "%3d %3d %s%3d %3d %4d %4lld %4s %5lld | %22s%7.3g %7.3g %7.3g %7.3g %7.3g "
-          "%7.3g | %16s%8.4g %8.4g %s%8.4g %8.4g %8.4g %8.4g %8.4g | %7s\n",
-          i + 1, l.dp, ep_column, l.pp, l.tp, l.zero, static_cast<long long>(l.micro_batch),
-          l.checkpointing ? "full" : "none", static_cast<long long>(l.micro_batches(m)), "",
-          b.parameters / ms, b.gradients / ms, b.optimizer_states / ms, b.activations / ms,
-          b.communication / ms, b.total() / ms, "", t.compute / ts, t.tp / ts, ep_time, t.pp / ts,
-          t.dp / ts, t.bubble / ts, t.optimizer / ts, t.total() / ts, si(e.tokens_per_s).c_str());
+      if (ring) {
+        std::snprintf(cp_column, sizeof cp_column, "%3d ", l.cp);
+        std::snprintf(cp_time, sizeof cp_time, "%8.4g ", t.cp / ts);
+      }
+      std::snprintf(line, sizeof line,
+                    "%3d %3d %s%s%3d %3d %4d %4lld %4s %5lld | %22s%7.3g %7.3g %7.3g %7.3g %7.3g "
+                    "%7.3g | %16s%8.4g %8.4g %s%s%8.4g %8.4g %8.4g %8.4g %8.4g | %7s\n",
+                    i + 1, l.dp, cp_column, ep_column, l.pp, l.tp, l.zero,
+                    static_cast<long long>(l.micro_batch), l.checkpointing ? "full" : "none",
+                    static_cast<long long>(l.micro_batches(m)), "", b.parameters / ms,
+                    b.gradients / ms, b.optimizer_states / ms, b.activations / ms,
+                    b.communication / ms, b.total() / ms, "", t.compute / ts, t.tp / ts, cp_time,
+                    ep_time, t.pp / ts, t.dp / ts, t.bubble / ts, t.optimizer / ts, t.total() / ts,
+                    si(e.tokens_per_s).c_str());
       out << line;
     }
     out << "\n(m: micro-batches per step per dp rank; memory: the pipeline stage that holds the "
@@ -159,15 +168,19 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
   out << "  " << (e.fits ? "fits in " : "does NOT fit in ")
       << format("%.4g", c.usable_memory_bytes() / 1e9) << " GB\n\nstep time:\n";
   const std::pair<const char*, double> times[] = {
-      {"compute", t.compute},     {"tp communication", t.tp}, {"ep all-to-all", t.ep},
-      {"pp communication", t.pp}, {"dp communication", t.dp}, {"bubble", t.bubble},
-      {"optimizer", t.optimizer}, {"offload tier", t.tier},   {"total", t.total()}};
+      {"compute", t.compute},  {"tp communication", t.tp}, {"cp ring", t.cp},
+      {"ep all-to-all", t.ep}, {"pp communication", t.pp}, {"dp communication", t.dp},
+      {"bubble", t.bubble},    {"optimizer", t.optimizer}, {"offload tier", t.tier},
+      {"total", t.total()}};
   for (const auto& [name, v] : times) {
     const bool all_to_all = std::string(name) == "ep all-to-all";
+    const bool ring = std::string(name) == "cp ring";
     if (all_to_all && m.moe_experts == 0) continue;  // a dense model has none
+    if (ring && l.cp == 1) continue;                 // whole sequences need no ring
     out << "  " << name << std::string(22 - std::string(name).size(), ' ') << format("%12.6g s", v);
     if (all_to_all && t.all_to_all_bytes > 0)
       out << format(" (%.4g MB sent a step)", t.all_to_all_bytes / 1e6);
+    if (ring) out << format(" exposed (%.4g MB sent a step)", t.ring_bytes / 1e6);
     out << "\n";
   }
   out << "  " << si(e.tokens_per_s) << " tokens/s, " << format("%.4g", t.flops / t.total() / 1e12)
@@ -183,6 +196,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
           {"pp", l.pp},
           {"tp", l.tp},
           {"ep", l.ep},
+          {"cp", l.cp},
           {"zero", l.zero},
           {"micro_batch", l.micro_batch},
           {"micro_batches", l.micro_batches(m)},
@@ -206,6 +220,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
            {{"compute", t.compute},
             {"tp", t.tp},
             {"ep", t.ep},
+            {"cp", t.cp},
             {"pp", t.pp},
             {"dp", t.dp},
             {"bubble", t.bubble},

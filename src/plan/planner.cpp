@@ -11,10 +11,19 @@ namespace trident::plan {
 
 std::string layout_problem(const PlanModel& m, const Layout& l, int devices, int devices_per_node) {
   std::ostringstream why;
-  if (l.dp < 1 || l.pp < 1 || l.tp < 1) {
-    why << "dp, pp and tp must be at least 1";
+  if (l.dp < 1 || l.pp < 1 || l.tp < 1 || l.cp < 1) {
+    why << "dp, cp, pp and tp must be at least 1";
   } else if (l.world() != devices) {
-    why << "dp*pp*tp = " << l.world() << " is not the " << devices << " devices";
+    why << (l.cp > 1 ? "dp*cp*pp*tp = " : "dp*pp*tp = ") << l.world() << " is not the " << devices
+        << " devices";
+  } else if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0) {
+    why << "cp " << l.cp << " does not cut the sequence of " << m.seq_len << " into " << 2 * l.cp
+        << " equal chunks";
+  } else if (l.cp > 1 && m.moe_experts > 0) {
+    why << "cp " << l.cp << " does not run with MoE layers yet";
+  } else if (l.cp > 1 && l.sequence_parallel && (m.seq_len / l.cp) % l.tp != 0) {
+    why << "sequence parallelism cannot split a cp rank's " << m.seq_len / l.cp
+        << " tokens over tp " << l.tp;
   } else if (m.heads % l.tp != 0) {
     why << "tp " << l.tp << " does not divide the " << m.heads << " heads";
   } else if (m.llama && m.kv_heads > 0 && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0) {
@@ -29,8 +38,9 @@ std::string layout_problem(const PlanModel& m, const Layout& l, int devices, int
         << l.micro_batch << " x dp " << l.dp;
   } else if (l.ep < 1 || (l.ep > 1 && m.moe_experts == 0)) {
     why << "ep " << l.ep << " needs MoE layers (model.moe_experts > 0)";
-  } else if (l.ep > 1 && (m.moe_experts % l.ep != 0 || l.dp % l.ep != 0)) {
-    why << "ep " << l.ep << " must divide both the " << m.moe_experts << " experts and dp " << l.dp;
+  } else if (l.ep > 1 && (m.moe_experts % l.ep != 0 || l.replicas() % l.ep != 0)) {
+    why << "ep " << l.ep << " must divide both the " << m.moe_experts << " experts and dp "
+        << l.replicas();
   } else if (l.zero < 0 || l.zero > 3) {
     why << "ZeRO stage " << l.zero << " does not exist";
   }
@@ -44,17 +54,23 @@ std::vector<Layout> enumerate_layouts(const PlanModel& m, int devices, int devic
     if (devices % tp != 0) continue;
     for (int pp = 1; pp <= devices / tp; ++pp) {
       if ((devices / tp) % pp != 0) continue;
-      const int dp = devices / tp / pp;
-      for (int zero : space.zero_stages) {
-        if (dp == 1 && zero != 0) continue;
-        for (bool ckpt : space.checkpointing) {
-          for (int64_t mb = 1; mb * dp <= m.global_batch; ++mb) {
-            // Every ep that divides both dp and the experts (1 only for a dense model).
-            for (int ep = 1; ep <= dp; ++ep) {
-              if (dp % ep != 0 || (ep > 1 && m.moe_experts % ep != 0)) continue;
-              Layout l{dp, pp, tp, zero, mb, ckpt};
-              l.ep = ep;
-              if (layout_problem(m, l, devices, devices_per_node).empty()) out.push_back(l);
+      // Every cp that cuts the sequence into 2 cp chunks (1 only for an MoE model).
+      for (int cp = 1; cp <= devices / tp / pp; ++cp) {
+        if ((devices / tp / pp) % cp != 0) continue;
+        if (cp > 1 && (m.seq_len % (2 * cp) != 0 || m.moe_experts > 0)) continue;
+        const int dp = devices / tp / pp / cp;
+        for (int zero : space.zero_stages) {
+          if (dp * cp == 1 && zero != 0) continue;
+          for (bool ckpt : space.checkpointing) {
+            for (int64_t mb = 1; mb * dp <= m.global_batch; ++mb) {
+              // Every ep that divides both dp and the experts (1 only for a dense model).
+              for (int ep = 1; ep <= dp; ++ep) {
+                if (dp % ep != 0 || (ep > 1 && m.moe_experts % ep != 0)) continue;
+                Layout l{dp, pp, tp, zero, mb, ckpt};
+                l.ep = ep;
+                l.cp = cp;
+                if (layout_problem(m, l, devices, devices_per_node).empty()) out.push_back(l);
+              }
             }
           }
         }

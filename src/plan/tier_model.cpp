@@ -14,7 +14,7 @@ TierTraffic tier_traffic(const PlanModel& m, const Layout& l, int stage) {
   const double state = m.precision == "fp64" ? 8.0 : 4.0;
   const int64_t psi = stage_parameters(m, l.pp, l.tp, stage, l.ep);
   const int64_t experts = stage_expert_parameters(m, l.pp, l.tp, l.ep, stage);
-  const int dp = std::max(l.dp, 1), expert_dp = std::max(l.expert_dp(), 1);
+  const int dp = std::max(l.replicas(), 1), expert_dp = std::max(l.expert_dp(), 1);
   // The optimizer's domain: the whole buffers in stage 0, the rank's shards from stage 1
   // (the routed experts' over expert-dp).
   const double domain = l.zero == 0 ? static_cast<double>(psi)

@@ -151,7 +151,9 @@ int group_size(const Layout& l, Dim dim) {
     case Dim::kTp:
       return l.tp;
     case Dim::kDp:
-      return l.dp;
+      return l.replicas();
+    case Dim::kCp:
+      return std::max(l.cp, 1);
     case Dim::kEp:
       return std::max(l.ep, 1);
     case Dim::kExpertDp:
@@ -162,30 +164,32 @@ int group_size(const Layout& l, Dim dim) {
 }
 
 /// Calls `f` with the nodes of each group of `dim`, in member order. Ranks are numbered
-/// rank = tp_rank + tp * (dp_rank + dp * pp_rank); each group varies one coordinate.
+/// rank = tp_rank + tp * (replica + dp * cp * pp_rank); each group varies one coordinate
+/// (kCp, kEp and kExpertDp a part of the replica's).
 void for_each_group(const Layout& l, Dim dim, int devices_per_node, bool cyclic,
                     const std::function<void(const std::vector<int>&)>& f) {
   const int per_node = std::max(devices_per_node, 1);
   const int nodes = (l.world() + per_node - 1) / per_node;
   auto node_of = [&](int r) { return cyclic ? r % nodes : r / per_node; };
-  auto rank = [&](int t, int d, int p) { return t + l.tp * (d + l.dp * p); };
+  const int replicas = l.replicas();
+  auto rank = [&](int t, int d, int p) { return t + l.tp * (d + replicas * p); };
   const int n = group_size(l, dim);
   std::vector<int> on(static_cast<size_t>(n));
-  if (dim == Dim::kEp || dim == Dim::kExpertDp) {
-    // Within each dp group: ep consecutive dp ranks, or those ep apart.
-    const int ep = std::max(l.ep, 1), groups = l.dp / n;
+  if (dim == Dim::kEp || dim == Dim::kExpertDp || dim == Dim::kCp) {
+    // Within each dp group: n consecutive replicas (cp, ep), or those ep apart.
+    const int ep = std::max(l.ep, 1), groups = replicas / n;
     for (int t = 0; t < l.tp; ++t)
       for (int p = 0; p < l.pp; ++p)
         for (int g = 0; g < groups; ++g) {
           for (int i = 0; i < n; ++i)
             on[static_cast<size_t>(i)] =
-                node_of(rank(t, dim == Dim::kEp ? g * ep + i : i * ep + g, p));
+                node_of(rank(t, dim == Dim::kExpertDp ? i * ep + g : g * n + i, p));
           f(on);
         }
     return;
   }
-  for (int a = 0; a < (dim == Dim::kTp ? l.dp : l.tp); ++a) {
-    for (int b = 0; b < (dim == Dim::kPp ? l.dp : l.pp); ++b) {
+  for (int a = 0; a < (dim == Dim::kTp ? replicas : l.tp); ++a) {
+    for (int b = 0; b < (dim == Dim::kPp ? replicas : l.pp); ++b) {
       for (int i = 0; i < n; ++i) {
         const int r = dim == Dim::kTp   ? rank(i, a, b)
                       : dim == Dim::kDp ? rank(a, i, b)
@@ -351,6 +355,8 @@ struct MicroBatchTime {
   double tp_forward = 0;  ///< of which the forward's
   double ep = 0;          ///< the MoE layers' all-to-alls over ep
   double ep_bytes = 0;    ///< what this rank sends in them (to the other ep ranks)
+  double cp = 0;          ///< ring attention's transfers not hidden behind its blocks
+  double cp_bytes = 0;    ///< what this rank sends around the ring
   double flops = 0;
 };
 
@@ -400,7 +406,9 @@ double tp_seconds(const TpCounts& n, double bytes, int tp, const Link& link) {
          n.reduce_scatter * reduce_scatter_s(bytes, tp, link);
 }
 
-MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Cluster& c, int stage) {
+MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const Cluster& c,
+                                int stage) {
+  const PlanModel m = rank_tokens(whole, l);  // with context parallelism, this rank's tokens
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const bool first = stage == 0, last = stage == l.pp - 1;
   const double tokens = static_cast<double>(m.seq_len * l.micro_batch);
@@ -420,6 +428,12 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
       tokens * layers_forward_flops_per_token(m, stage * stage_layers, stage_layers) / l.tp -
       expert_flops;
   if (last) forward += tokens * head_forward_flops_per_token(m, l.tp) / l.tp;
+  // Ring attention (context parallelism): each rank's queries meet its own keys in one
+  // masked s' x s' block (s' = s / cp, counted above) and each other rank's in a half
+  // block: (cp + 1) / 2 blocks' products, 4 s' h / t FLOPs a token each.
+  const double sl = static_cast<double>(m.seq_len), cp = static_cast<double>(l.cp);
+  const double ring_blocks = (cp + 1.0) / 2.0;
+  if (l.cp > 1) forward += tokens * layers * 4.0 * sl * h / l.tp * (ring_blocks - 1.0);
   // The rate of the stage's largest matmul, (tokens x h) times (h x 4h/tp).
   const double size = std::cbrt(tokens * h * 4.0 * h / l.tp);
   const double rate = c.matmul_flops(m.precision, size);
@@ -443,13 +457,15 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   // A layer's activations on average over the stage's dense and MoE layers.
   const double layer_act = ((layers - moe) * dense_act + moe * moe_act) / layers;
   const double stream = c.elementwise_bytes_per_s(layer_act);
-  if (l.selective && !l.checkpointing) {
+  if ((l.selective || l.cp > 1) && !l.checkpointing) {
     // Attention's core runs again in backward: its two (s x s) products, 2 * 2 * s * h
-    // FLOPs a token, and the softmax over the scores it rebuilds.
-    const double core_flops = tokens * layers * 4.0 * static_cast<double>(m.seq_len) * h / l.tp;
+    // FLOPs a token, and the softmax over the scores it rebuilds. Ring attention rebuilds
+    // each block's scores in its backward too.
+    const double core_flops =
+        tokens * layers * 4.0 * sl * h / l.tp * (l.cp > 1 ? ring_blocks : 1.0);
     recompute_flops += core_flops;
     recompute += core_flops / rate;
-    if (stream > 0) {
+    if (stream > 0 && l.cp == 1) {
       options.recompute = Recompute::kSelective;
       const double core_act = layer_act - layer_activation_bytes(shape, options, b.activation);
       recompute += 2.0 * layers * core_act / stream;
@@ -481,7 +497,10 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
   // each local expert's SwiGLU, in place of the dense MLP's five.
   const double E = static_cast<double>(m.moe_experts);
   const double moe_calls = moe > 0 ? (10.0 + 12.0 * E + 5.0 * E / ep - 5.0) / 40.0 : 0.0;
-  const double fixed_s = ((layers + moe * moe_calls) * overhead_us +
+  // Ring attention issues about 20 calls a block (its products, mask, log-sum-exp merge,
+  // the posted transfers) for each of the cp blocks, where whole attention issues a few.
+  const double ring_calls = l.cp > 1 ? cp * 20.0 / 40.0 : 0.0;
+  const double fixed_s = ((layers * (1.0 + ring_calls) + moe * moe_calls) * overhead_us +
                           ((first ? 0.5 : 0.0) + (last ? 0.5 : 0.0)) * ends_us) *
                          1e-6;
   base += fixed_s;
@@ -515,6 +534,24 @@ MicroBatchTime micro_batch_time(const PlanModel& m, const Layout& l, const Clust
     // the rank whose experts got the most rows.
     const double expert_s = (2.0 + passes) * expert_flops / expert_rate;
     t.ep += contention * expert_imbalance(m.moe_load_cv, m.moe_experts, l.ep) * expert_s;
+  }
+  if (l.cp > 1) {
+    // The ring: keys and values (only the kv heads) go cp - 1 steps forward, and in
+    // backward again with their gradients, which take cp steps home. Each transfer is
+    // posted before a half block's products (forward: 2 s'^2 h / t FLOPs; backward's five
+    // products: 2.5 times that) and shows where it takes longer; the gradients' last
+    // step has nothing left to hide behind.
+    const Link link = link_for(c, l, Dim::kCp);
+    const double kv_heads = static_cast<double>(m.llama && m.kv_heads > 0 ? m.kv_heads : m.heads);
+    const double kv =
+        2.0 * tokens * kv_heads * (h / static_cast<double>(m.heads)) / l.tp * b.activation;
+    const double half_block = tokens * 2.0 * sl * h / l.tp / rate;
+    const double x = send_s(kv, link);
+    const double exposed_fwd = std::max(0.0, x - half_block);
+    const double exposed_bwd = std::max(0.0, x - 2.5 * half_block);
+    t.cp = contention * layers *
+           (passes * (cp - 1.0) * exposed_fwd + (2.0 * cp - 2.0) * exposed_bwd + x);
+    t.cp_bytes = layers * (passes * (cp - 1.0) + (cp - 1.0) + cp) * kv;
   }
   if (l.tp > 1) {
     TpCounts fwd, bwd;
@@ -581,13 +618,15 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     // Waiting on the tp collectives takes no core.
     // Waiting on the ep all-to-alls, as on tp's, counted with the forward (what ZB-H1 and
     // the shared-core simulation cannot hide).
-    stages.push_back({t.forward, t.compute - t.forward, t.tp_forward + t.ep, t.tp - t.tp_forward});
+    // The ring's transfers likewise.
+    stages.push_back(
+        {t.forward, t.compute - t.forward, t.tp_forward + t.ep + t.cp, t.tp - t.tp_forward});
   };
   add_stage(slow);
   for (int s = 1; s < l.pp; ++s) {
     const MicroBatchTime t = micro_batch_time(m, l, c, s);
     add_stage(t);
-    if (t.compute + t.tp + t.ep > slow.compute + slow.tp + slow.ep) slow = t;
+    if (t.compute + t.tp + t.ep + t.cp > slow.compute + slow.tp + slow.ep + slow.cp) slow = t;
     const int64_t here = stage_parameters(m, l.pp, l.tp, s, l.ep);
     if (here > psi) {
       psi = here;
@@ -600,11 +639,14 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   out.tp = mbs * slow.tp;
   out.ep = mbs * slow.ep;
   out.all_to_all_bytes = mbs * slow.ep_bytes;
+  out.cp = mbs * slow.cp;
+  out.ring_bytes = mbs * slow.cp_bytes;
   out.flops = mbs * slow.flops;
   double pp_per_mb = 0;
   if (l.pp > 1) {
     const Link link = link_for(c, l, Dim::kPp);
-    const double bytes = static_cast<double>(m.seq_len * l.micro_batch * m.hidden) * b.activation;
+    const double bytes =
+        static_cast<double>(rank_tokens(m, l).seq_len * l.micro_batch * m.hidden) * b.activation;
     pp_per_mb = 2.0 * send_s(bytes, link);  // the activation forward, its gradient back
     out.pp = mbs * pp_per_mb;
     // The tied embedding's gradient, summed between the first and the last stage.
@@ -615,13 +657,13 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   // with v interleaved chunks, whose sends are v times as many; ZB-H1 fills the
   // cool-down with deferred weight gradients, leaving (p - 1)(F + B - W) (Qi et al.),
   // the forward when B and W cost the same, as trident's each cost a backward.
-  double idle_per_mb = slow.compute + slow.tp + slow.ep + pp_per_mb;
+  double idle_per_mb = slow.compute + slow.tp + slow.ep + slow.cp + pp_per_mb;
   if (m.schedule == "interleaved-1f1b" && m.virtual_stages > 1) {
     const double v = static_cast<double>(m.virtual_stages);
     out.pp += (v - 1.0) * mbs * pp_per_mb;
-    idle_per_mb = (slow.compute + slow.tp + slow.ep) / v + pp_per_mb;
+    idle_per_mb = (slow.compute + slow.tp + slow.ep + slow.cp) / v + pp_per_mb;
   } else if (m.schedule == "zb-h1") {
-    idle_per_mb = slow.forward + slow.tp_forward + slow.ep + pp_per_mb;
+    idle_per_mb = slow.forward + slow.tp_forward + slow.ep + slow.cp + pp_per_mb;
   }
   out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
   const double share = core_share(l, c);
@@ -637,11 +679,11 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
       SharedPipeline sim;
       sim.micro_batches = micro_batches;
       sim.gpipe = m.schedule == "gpipe";
-      sim.copies = l.dp * l.tp;
+      sim.copies = l.replicas() * l.tp;
       sim.cores = static_cast<double>(l.world()) / share;
       sim.send_s = pp_per_mb / 2;
       // What the step pays beyond its tp and pp traffic, charged apart.
-      pipeline = shared_pipeline_s(stages, sim) - out.tp - out.ep - mbs * pp_per_mb;
+      pipeline = shared_pipeline_s(stages, sim) - out.tp - out.ep - out.cp - mbs * pp_per_mb;
     }
     out.compute = std::max(out.compute, shared);
     out.bubble = std::max(0.0, pipeline - out.compute);
@@ -678,7 +720,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     return t;
   };
   const double dense = static_cast<double>(psi - experts);
-  if (l.dp > 1) out.dp = reductions(dense, l.dp, link_for(c, l, Dim::kDp));
+  if (l.replicas() > 1) out.dp = reductions(dense, l.replicas(), link_for(c, l, Dim::kDp));
   if (experts > 0 && l.expert_dp() > 1)
     out.dp +=
         reductions(static_cast<double>(experts), l.expert_dp(), link_for(c, l, Dim::kExpertDp));
@@ -687,14 +729,14 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   if (l.world() > 1) {
     Link world = link_for(c, l, Dim::kDp);
     if (!world.inter_node) world = link_for(c, l, Dim::kPp);
-    out.dp +=
-        all_reduce_s(8.0, l.world(), world) + all_reduce_s(8.0, l.dp, link_for(c, l, Dim::kDp));
+    out.dp += all_reduce_s(8.0, l.world(), world) +
+              all_reduce_s(8.0, l.replicas(), link_for(c, l, Dim::kDp));
     out.pp += all_gather_s(8.0, l.pp, link_for(c, l, Dim::kPp));
   }
   // The rank's shard of the optimizer's domain: the dp buffer's over dp, the experts'
   // over expert-dp.
   const double shard_elements =
-      dense / l.dp + static_cast<double>(experts) / std::max(l.expert_dp(), 1);
+      dense / l.replicas() + static_cast<double>(experts) / std::max(l.expert_dp(), 1);
   if (c.memory_gbps > 0 && l.zero >= 2) {
     // Every micro-batch, stage 2 copies the gradients into bucket buffers (read and
     // write) and adds the reduced shard into its gradient shard (read, read, write).

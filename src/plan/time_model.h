@@ -104,13 +104,15 @@ double expected_max_of_normals(int n);
 /// every rank computes every expert on its own tokens.
 double expert_imbalance(double load_cv, int64_t experts, int ep);
 
-/// The parallel dimensions whose groups the rank order lays out. kEp: ep consecutive dp
-/// ranks (an MoE layer's all-to-all); kExpertDp: the dp ranks ep apart, which hold the
-/// same experts (their gradients' reduction).
-enum class Dim { kTp, kDp, kPp, kEp, kExpertDp };
+/// The parallel dimensions whose groups the rank order lays out. kDp: the dp x cp ranks
+/// holding the same slice of the model; kCp: cp consecutive ones (ring attention's);
+/// kEp: ep consecutive ones (an MoE layer's all-to-all); kExpertDp: those ep apart, which
+/// hold the same experts (their gradients' reduction).
+enum class Dim { kTp, kDp, kPp, kEp, kExpertDp, kCp };
 
 /// True when some group of `dim` has members on two nodes. Ranks are numbered
-/// rank = tp_rank + tp * (dp_rank + dp * pp_rank) and node = rank / devices_per_node
+/// rank = tp_rank + tp * (replica + dp * cp * pp_rank), replica = cp_rank + cp * dp_rank,
+/// and node = rank / devices_per_node
 /// (block placement), or with `cyclic` placement rank % nodes over the
 /// ceil(world / devices_per_node) nodes the job fills.
 bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node, bool cyclic = false);
@@ -126,12 +128,13 @@ int pipeline_streams_leaving_a_node(const Layout& layout, int devices_per_node, 
 /// The link the collectives of `dim` use: across nodes when any of its groups crosses.
 Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);
 
-/// Step time by part, in seconds. total() = compute + tp + ep + pp + dp + bubble +
+/// Step time by part, in seconds. total() = compute + tp + ep + cp + pp + dp + bubble +
 /// optimizer + tier.
 struct TimeBreakdown {
   double compute = 0;    ///< matmuls (and elementwise work) of the slowest stage, m micro-batches
   double tp = 0;         ///< tp all-reduces, not overlapped
   double ep = 0;         ///< MoE layers' all-to-alls over ep, not overlapped
+  double cp = 0;         ///< ring attention's transfers over cp not hidden behind its blocks
   double pp = 0;         ///< activation and gradient sends between stages, not overlapped
   double dp = 0;         ///< the part of the dp gradient reduction and parameter gather exposed
   double bubble = 0;     ///< pipeline fill and drain: (p-1) micro-batch times
@@ -141,7 +144,8 @@ struct TimeBreakdown {
 
   double flops = 0;             ///< FLOPs the slowest stage's device runs per step (with recompute)
   double all_to_all_bytes = 0;  ///< bytes the slowest stage's device sends in all-to-alls
-  double total() const { return compute + tp + ep + pp + dp + bubble + optimizer + tier; }
+  double ring_bytes = 0;        ///< bytes the slowest stage's device sends around the cp ring
+  double total() const { return compute + tp + ep + cp + pp + dp + bubble + optimizer + tier; }
   /// The bubble's share of the step: (p-1)/(m+p-1) of the pipeline's time.
   double bubble_fraction() const { return total() > 0 ? bubble / total() : 0; }
 };

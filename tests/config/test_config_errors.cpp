@@ -28,7 +28,7 @@ TEST(ConfigErrors, unknown_key_in_wrong_section_suggests_the_right_section) {
 TEST(ConfigErrors, unknown_key_far_from_any_lists_the_sections_keys) {
   EXPECT_THAT(error_of("[parallel]\nexpert_parallel = 2\n"),
               HasSubstr("configs/x.toml:2: unknown key 'parallel.expert_parallel'; valid keys "
-                        "in [parallel]: auto, dp, pp, tp, ep, zero_stage,"));
+                        "in [parallel]: auto, dp, pp, tp, ep, cp, zero_stage,"));
 }
 
 TEST(ConfigErrors, key_outside_any_section_suggests_its_section) {

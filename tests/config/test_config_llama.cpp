@@ -104,4 +104,27 @@ TEST(ConfigLlama, expert_parallelism_needs_experts_it_divides_and_dp_ranks_to_ca
 }
 
 }  // namespace
+TEST(ConfigLlama, context_parallelism_cuts_the_sequence_evenly_and_counts_in_the_world) {
+  // seq_len 32: cp 3 cannot cut it into 6 equal chunks.
+  EXPECT_THAT(
+      error_of(kLlama, {"parallel.cp=3"}, 3),
+      HasSubstr("parallel.cp = 3 cuts each sequence into 2 * 3 = 6 equal chunks, but "
+                "model.seq_len = 32 is not divisible by 6; use a seq_len that is a multiple "
+                "of it, or cp in {1, 2, 4, 8, 16}"));
+  EXPECT_THAT(error_of(kLlama, {"parallel.cp=2", "parallel.dp=2"}, 2),
+              HasSubstr("parallel.dp * parallel.cp * parallel.pp * parallel.tp = 2 * 2 * 1 * 1 = 4 "
+                        "does not match the world size 2"));
+  EXPECT_THAT(error_of(kLlama + "moe_experts = 4\n", {"parallel.cp=2"}, 2),
+              HasSubstr("parallel.cp = 2 does not run with a Mixture-of-Experts model"));
+  EXPECT_THAT(
+      error_of(kLlama, {"parallel.cp=16", "parallel.tp=4", "parallel.sequence_parallel=true"}, 64),
+      HasSubstr("splits each cp rank's 2 tokens (model.seq_len / parallel.cp) over tp = 4"));
+  EXPECT_THAT(error_of(kLlama, {"data.eod_token=999"}),
+              HasSubstr("data.eod_token = 999 is not a token of the vocabulary"));
+  // dp is derived over cp x pp x tp, and ep is carved out of dp x cp.
+  const TrainConfig c = parse_config(kLlama, "<string>", {"parallel.cp=2"}, 8);
+  EXPECT_EQ(c.parallel.dp, 4);
+  EXPECT_EQ(c.parallel.cp, 2);
+}
+
 }  // namespace trident

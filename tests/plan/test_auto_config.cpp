@@ -150,6 +150,7 @@ TEST(AutoConfig, the_choice_becomes_the_config_keys_of_its_layout_and_placement)
                                          "parallel.virtual_stages=1",
                                          "parallel.offload_optimizer=nvme",
                                          "parallel.offload_params=nvme",
+                                         "parallel.cp=1",
                                          "parallel.ep=1"};
   EXPECT_EQ(keys, want);
   c.layout = {1, 2, 2, 1, 2, false};

@@ -30,9 +30,12 @@ Cluster fast_node(int per_node) {
 TEST(Enumerate, counts_for_four_devices) {
   // (dp, pp, tp) with tp | 4 heads, pp | 4 layers: (4,1,1) (2,2,1) (1,4,1) (2,1,2) (1,2,2)
   // (1,1,4). Micro-batches divide 8 / dp: 2, 3, 4, 3, 4, 4 sizes. ZeRO 0-3 when dp > 1,
-  // checkpointing on or off: 2*(4*2 + 4*3 + 4 + 4*3 + 4 + 4) = 88.
+  // checkpointing on or off: 2*(4*2 + 4*3 + 4 + 4*3 + 4 + 4) = 88. Context parallelism
+  // (the sequence of 16 cuts into 2 cp chunks for cp 2 and 4) adds dp2 cp2 and dp1 cp4 at
+  // pp = tp = 1 and dp1 cp2 at (pp, tp) = (2, 1) and (1, 2), with ZeRO 0-3 over dp x cp:
+  // 2*4*(3 + 4 + 4 + 4) = 120 more.
   const auto layouts = enumerate_layouts(four_layers(), 4, 8);
-  EXPECT_EQ(layouts.size(), 88u);
+  EXPECT_EQ(layouts.size(), 208u);
   std::set<std::string> names;
   for (const Layout& l : layouts) {
     names.insert(l.name());
@@ -40,7 +43,7 @@ TEST(Enumerate, counts_for_four_devices) {
     EXPECT_EQ(4 % l.tp, 0) << l.name();
     EXPECT_EQ(4 % l.pp, 0) << l.name();
     EXPECT_EQ(8 % (l.micro_batch * l.dp), 0) << l.name();
-    EXPECT_TRUE(l.dp > 1 || l.zero == 0) << l.name();
+    EXPECT_TRUE(l.replicas() > 1 || l.zero == 0) << l.name();
     EXPECT_EQ(layout_problem(four_layers(), l, 4, 8), "") << l.name();
   }
   EXPECT_EQ(names.size(), layouts.size());  // no duplicates
@@ -65,25 +68,29 @@ TEST(LayoutProblem, names_the_constraint) {
 TEST(Rank, model_that_fits_everywhere_runs_pure_dp) {
   // 350M parameters in bf16 fit one 80 GB device with room for activations: splitting
   // the model only adds traffic and bubble. (ZeRO-1 may win over 0: its gather costs less
-  // than the 7/8 of AdamW's pass it saves.)
+  // than the 7/8 of AdamW's pass it saves.) Splitting the sequence may win (ring attention
+  // skips the blocks the causal mask hides, which whole attention computes): every rank
+  // still holds the whole model.
   PlanModel m;
   m.layers = 24, m.hidden = 1024, m.heads = 16, m.vocab = 50304, m.seq_len = 1024;
   m.global_batch = 64, m.precision = "bf16";
   const Plan plan = make_plan(m, fast_node(8), 8);
   ASSERT_FALSE(plan.ranked.empty());
   const Layout& best = plan.ranked.front().layout;
-  EXPECT_EQ(best.dp, 8);
+  EXPECT_EQ(best.replicas(), 8);
+  EXPECT_EQ(best.pp * best.tp, 1);
   EXPECT_FALSE(best.checkpointing);
   // Without ZeRO-3, micro-batch sizes tie on time at a fixed matmul rate and the least
   // memory wins the tie; ZeRO-3 gathers the parameters for every micro-batch, so its
   // fastest layout has the fewest (the largest micro-batch).
+  // (Among whole sequences: the ring's last step, per micro-batch, favours fewer.)
   for (const auto& ranked : plan.ranked) {
-    if (ranked.layout.zero == 3) continue;
+    if (ranked.layout.zero == 3 || ranked.layout.cp > 1) continue;
     EXPECT_EQ(ranked.layout.micro_batch, 1) << ranked.layout.name();
     break;
   }
   for (const auto& ranked : plan.ranked) {
-    if (ranked.layout.zero != 3) continue;
+    if (ranked.layout.zero != 3 || ranked.layout.cp > 1) continue;
     EXPECT_EQ(ranked.layout.micro_batch, 8) << ranked.layout.name();
     break;
   }
