@@ -11,8 +11,10 @@
 
 #include "common/memory_tracker.h"
 #include "models/gpt.h"
+#include "models/llama.h"
 #include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/parallel_context.h"
+#include "plan/memory_model.h"
 #include "tensor_parallel/parameter.h"
 
 namespace trident {
@@ -23,9 +25,21 @@ const bool kRegistered =
 
 constexpr int64_t kBatch = 2, kSeq = 64, kHidden = 64, kHeads = 4;
 
-/// Bytes the forward of a GPT block over this rank's kSeq / cp tokens leaves allocated (its
-/// output counted in place of its input, as in test_activation_memory.cpp); `selective`
-/// recomputes attention's core in backward. Backward runs afterwards (around the ring).
+/// Bytes the forward of `block` over (kBatch, rows, kHidden) leaves allocated (its output
+/// counted in place of its input, as in test_activation_memory.cpp). Backward runs
+/// afterwards (around the ring).
+template <class Block>
+int64_t kept_bytes(Block& block, int64_t rows) {
+  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
+  const int64_t before = live_tensor_bytes();
+  at::Tensor y = block.forward(x);
+  const int64_t bytes = live_tensor_bytes() - before;
+  y.sum().backward();
+  return bytes;
+}
+
+/// kept_bytes of a GPT block over this rank's kSeq / cp tokens; `selective` recomputes
+/// attention's core in backward.
 int64_t block_bytes(ParallelContext& ctx, bool selective) {
   GptOptions o;
   o.layers = 2;
@@ -39,13 +53,37 @@ int64_t block_bytes(ParallelContext& ctx, bool selective) {
   o.cp = &ctx.cp();
   ParamRegistry params(5, 0, 1, o.dtype);
   GptBlock block(params, ctx.tp(), o, 0);
-  const int64_t rows = kSeq / ctx.grid().cp();
-  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
-  const int64_t before = live_tensor_bytes();
-  at::Tensor y = block.forward(x);
-  const int64_t bytes = live_tensor_bytes() - before;
-  y.sum().backward();
-  return bytes;
+  return kept_bytes(block, kSeq / ctx.grid().cp());
+}
+
+/// kept_bytes of a Llama block (8 heads over 2 kv heads, SwiGLU of 96) over this rank's
+/// tokens.
+int64_t llama_block_bytes(ParallelContext& ctx) {
+  LlamaOptions o;
+  o.layers = 2;
+  o.hidden = kHidden;
+  o.heads = 8;
+  o.kv_heads = 2;
+  o.ffn_hidden = 96;
+  o.vocab = 64;
+  o.padded_vocab = 64;
+  o.seq_len = kSeq;
+  o.dtype = at::kFloat;
+  o.cp = &ctx.cp();
+  const RopeTables rope = rope_tables(kSeq, o.head_dim(), o.rope_theta, o.dtype);
+  ParamRegistry params(5, 0, 1, o.dtype);
+  LlamaBlock block(params, ctx.tp(), nullptr, o, 0, rope);
+  return kept_bytes(block, kSeq / ctx.grid().cp());
+}
+
+/// The planner's bytes for a layer of this rank's tokens with ring attention, in fp32.
+double ring_formula(int cp, bool llama) {
+  plan::ActivationShape shape{kSeq / cp, kBatch, kHidden, llama ? 8 : kHeads, llama,
+                              llama ? 96 : 0, llama ? 2 : 0};
+  plan::ActivationOptions options;
+  options.dropout = false;
+  options.ring = true;
+  return plan::layer_activation_bytes(shape, options, 4.0);
 }
 
 TEST(ContextMemory, gpt_block_keeps_one_cpth_of_the_activations) {
@@ -77,6 +115,19 @@ TEST(ContextMemory, gpt_block_keeps_one_cpth_of_the_activations) {
           cp, measured, whole, selective, selective / cp, ring);
     EXPECT_DOUBLE_EQ(measured, selective / cp + ring) << "cp " << cp;
     EXPECT_LT(measured, whole / cp) << "cp " << cp;
+    // The planner's formula (plan/memory_model.h) leaves out the two layer norms' statistics
+    // (mean and 1/std, 2 s b / cp elements each), as for whole sequences.
+    const double norms = 2.0 * 2.0 * (kSeq / cp) * kBatch * 4.0;
+    EXPECT_DOUBLE_EQ(measured, ring_formula(cp, false) + norms) << "cp " << cp;
+    // The Llama with grouped-query attention: its keys and values kept unrepeated. The
+    // formula leaves out the RMSNorms' statistics (one a row each). Its ring terms were
+    // read off the GPT; the Llama rows were not looked at.
+    const double llama = static_cast<double>(llama_block_bytes(*ctx));
+    const double llama_norms = 2.0 * (kSeq / cp) * kBatch * 4.0;
+    if (rank == 0)
+      std::printf("cp%d llama: measured %8.0f bytes, formula %8.0f + norms %5.0f\n", cp, llama,
+                  ring_formula(cp, true), llama_norms);
+    EXPECT_DOUBLE_EQ(llama, ring_formula(cp, true) + llama_norms) << "cp " << cp;
   }
   MPI_Comm_free(&pairs);
 }
