@@ -31,7 +31,7 @@ TEST(Enumerate, counts_for_four_devices) {
   // (dp, pp, tp) with tp | 4 heads, pp | 4 layers: (4,1,1) (2,2,1) (1,4,1) (2,1,2) (1,2,2)
   // (1,1,4). Micro-batches divide 8 / dp: 2, 3, 4, 3, 4, 4 sizes. ZeRO 0-3 when dp > 1,
   // checkpointing on or off: 2*(4*2 + 4*3 + 4 + 4*3 + 4 + 4) = 88. Context parallelism
-  // (the sequence of 16 cuts into 2 cp chunks for cp 2 and 4) adds dp2 cp2 and dp1 cp4 at
+  // (the sequence of 32 cuts into 2 cp chunks for cp 2 and 4) adds dp2 cp2 and dp1 cp4 at
   // pp = tp = 1 and dp1 cp2 at (pp, tp) = (2, 1) and (1, 2), with ZeRO 0-3 over dp x cp:
   // 2*4*(3 + 4 + 4 + 4) = 120 more.
   const auto layouts = enumerate_layouts(four_layers(), 4, 8);
