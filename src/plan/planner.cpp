@@ -194,6 +194,10 @@ std::string explain_best(const Plan& plan, const Cluster& c) {
     out << "; tp " << l.tp << (e.tp_inter_node ? " across nodes" : " within a node");
   else
     out << "; no tp traffic";
+  if (l.cp > 1)
+    out << "; each sequence over cp " << l.cp << " (ring attention skips the blocks the mask "
+        << "hides), the ring's exposed traffic " << percent(e.time.cp / e.time.total())
+        << " of the step";
   if (l.pp > 1)
     out << "; pp " << l.pp << (e.pp_inter_node ? " across nodes" : "") << ", bubble "
         << percent(e.time.bubble_fraction());

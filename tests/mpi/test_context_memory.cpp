@@ -78,8 +78,8 @@ int64_t llama_block_bytes(ParallelContext& ctx) {
 
 /// The planner's bytes for a layer of this rank's tokens with ring attention, in fp32.
 double ring_formula(int cp, bool llama) {
-  plan::ActivationShape shape{kSeq / cp, kBatch, kHidden, llama ? 8 : kHeads, llama,
-                              llama ? 96 : 0, llama ? 2 : 0};
+  plan::ActivationShape shape{kSeq / cp, kBatch,         kHidden,      llama ? 8 : kHeads,
+                              llama,     llama ? 96 : 0, llama ? 2 : 0};
   plan::ActivationOptions options;
   options.dropout = false;
   options.ring = true;
