@@ -471,6 +471,16 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
       recompute += 2.0 * layers * core_act / stream;
     }
   }
+  if (stream > 0 && l.cp > 1) {
+    // Ring attention's elementwise work is over its blocks' scores, which the activations
+    // above do not count (none is kept): (cp + 1) / 2 blocks of s'^2 a token-pairs a
+    // layer. Each score goes through what whole attention's do (scale, mask, normalise,
+    // exponentiate, and back), so it is charged as whole attention's kept probabilities
+    // are below: six passes at the calibrated elementwise rate, which absorbed the rest.
+    const double scores = static_cast<double>(l.micro_batch) * static_cast<double>(m.heads) / l.tp *
+                          sl * sl * ring_blocks * b.activation;
+    base += layers * 6.0 * scores / stream;
+  }
   if (stream > 0) {
     // Elementwise work (norms, softmax, GELU, residual adds) streams the saved
     // activations: written and read in forward, read and their gradients written and
@@ -539,16 +549,17 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
     // The ring: keys and values (only the kv heads) go cp - 1 steps forward, and in
     // backward again with their gradients, which take cp steps home. Each transfer is
     // posted before a half block's products (forward: 2 s'^2 h / t FLOPs; backward's five
-    // products: 2.5 times that) and shows where it takes longer; the gradients' last
-    // step has nothing left to hide behind.
+    // products: 2.5 times that) and hides behind them as far as the machine overlaps
+    // communication with compute (dp_overlap, calibrated); the gradients' last step has
+    // nothing left to hide behind.
     const Link link = link_for(c, l, Dim::kCp);
     const double kv_heads = static_cast<double>(m.llama && m.kv_heads > 0 ? m.kv_heads : m.heads);
     const double kv =
         2.0 * tokens * kv_heads * (h / static_cast<double>(m.heads)) / l.tp * b.activation;
     const double half_block = tokens * 2.0 * sl * h / l.tp / rate;
     const double x = send_s(kv, link);
-    const double exposed_fwd = std::max(0.0, x - half_block);
-    const double exposed_bwd = std::max(0.0, x - 2.5 * half_block);
+    const double exposed_fwd = x - c.dp_overlap * std::min(x, half_block);
+    const double exposed_bwd = x - c.dp_overlap * std::min(x, 2.5 * half_block);
     t.cp = contention * layers *
            (passes * (cp - 1.0) * exposed_fwd + (2.0 * cp - 2.0) * exposed_bwd + x);
     t.cp_bytes = layers * (passes * (cp - 1.0) + (cp - 1.0) + cp) * kv;
