@@ -64,7 +64,7 @@ void expect_resume_matches(const Layout& target, const std::string& path, int sa
                            const checkpoint::CheckpointIndex& final_state, double loss_tolerance) {
   MPI_Comm comm = first_ranks(target.world());
   if (comm != MPI_COMM_NULL) {
-    ParallelContext ctx(comm, target.dp, target.pp, target.tp, 120.0, target.ep);
+    ParallelContext ctx(comm, target.dp, target.pp, target.tp, 120.0, target.ep, target.cp);
     Trainer trainer(layout_config(target, steps), ctx);
     load_checkpoint(trainer, ctx, path, "");
     const RunTrace got = train_steps(trainer, steps - save_at);

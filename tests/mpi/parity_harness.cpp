@@ -119,6 +119,11 @@ Layout ep(Layout l, int ep) {
   return l;
 }
 
+Layout cp(Layout l, int cp) {
+  l.cp = cp;
+  return l;
+}
+
 RunTrace train_steps(Trainer& trainer, int steps) {
   RunTrace trace;
   for (int s = 0; s < steps; ++s) {

@@ -47,6 +47,9 @@ Layout documents(Layout l);
 /// `l` with its experts shared out over `ep` of its dp ranks.
 Layout ep(Layout l, int ep);
 
+/// `l` with each sequence split over `cp` ranks (context parallelism).
+Layout cp(Layout l, int cp);
+
 /// Trains `steps` steps of `config` on `ctx`, returning what every rank agrees on.
 RunTrace train_steps(Trainer& trainer, int steps);
 

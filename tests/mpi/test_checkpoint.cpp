@@ -122,6 +122,9 @@ TEST(CheckpointResume, dp2_pp2_tp2_zero2_into_other_layouts) {
        "fp64",
        2000,
        {"parallel.sequence_parallel=true", "parallel.activation_checkpointing=selective"}},
+      // Context parallelism: the states sharded over dp x cp ranks, each sequence split.
+      cp({"dp1_cp2_pp2_tp2_zero2", 1, 2, 2, 2, "1f1b", false, 2}, 2),
+      cp({"dp2_cp4_zero3", 2, 1, 1, 3, "1f1b", false, 1}, 4),
   };
   for (const Layout& target : targets)
     expect_resume_matches(target, ref.saved_at_5, kSaveAt, kSteps, ref.trace.losses,
@@ -193,9 +196,11 @@ TEST(CheckpointOwnership, zero_ranges_match_the_optimizer) {
       {"dp8_zero2", 8, 1, 1, 2, "1f1b", false, 1},
       {"dp2_pp2_tp2_zero3", 2, 2, 2, 3, "1f1b", false, 1},
       {"dp8_zero3", 8, 1, 1, 3, "1f1b", false, 1},
+      cp({"dp2_cp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, 2),
+      cp({"dp1_cp4_pp2_zero3", 1, 2, 1, 3, "1f1b", false, 2}, 4),
   };
   for (const Layout& l : layouts) {
-    ParallelContext ctx(MPI_COMM_WORLD, l.dp, l.pp, l.tp, 120.0);
+    ParallelContext ctx(MPI_COMM_WORLD, l.dp, l.pp, l.tp, 120.0, l.ep, l.cp);
     const TrainConfig config = layout_config(l, kSteps);
     Trainer trainer(config, ctx);
     const auto& params = trainer.model().params().params();

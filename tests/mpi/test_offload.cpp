@@ -79,6 +79,9 @@ const OffloadLayout kOffloadLayouts[] = {
     // Expert parallelism: the experts' buffers, sharded over the expert-dp group, in the
     // tier beside the others.
     {moe(ep({"dp4_ep2_zero3_nvme_params", 4, 1, 1, 3, "1f1b", false, 1}, 2), {"shared"}), true},
+    // Context parallelism: the states sharded over dp x cp ranks, in the tier.
+    {cp({"cp2_zero2_nvme", 1, 1, 1, 2, "1f1b", false, 2}, 2)},
+    {cp({"dp2_cp2_zero3_nvme_params", 2, 1, 1, 3, "1f1b", false, 1}, 2), true},
 };
 
 /// Every weight of `a` equals `b`'s bit for bit (stage 3: gathered whole on purpose).
@@ -99,7 +102,7 @@ class Offload : public ::testing::TestWithParam<OffloadLayout> {};
 TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
   const Layout& base = GetParam().layout;
   const std::string dir = shared_temp_dir(MPI_COMM_WORLD, "trident_offload_");
-  ParallelContext ctx(MPI_COMM_WORLD, base.dp, base.pp, base.tp, 120.0, base.ep);
+  ParallelContext ctx(MPI_COMM_WORLD, base.dp, base.pp, base.tp, 120.0, base.ep, base.cp);
 
   Layout offloaded = base;
   for (const std::string& set : nvme_sets(dir + "/tier", GetParam().params))

@@ -247,12 +247,6 @@ const Layout kMoeLayouts[] = {
         {"capacity", "top1"}),
 };
 
-/// `l` with each sequence split over `cp` ranks (context parallelism).
-Layout cp(Layout l, int cp) {
-  l.cp = cp;
-  return l;
-}
-
 /// Context parallelism: each sequence cut into 2 cp chunks, attention around the ring, alone
 /// and with tp (and sequence parallelism), pp under each schedule, dp with ZeRO 1-3,
 /// recomputation, the Llama's grouped kv heads and RoPE, and a loss that leaves out the
