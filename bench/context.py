@@ -25,10 +25,10 @@ import os
 import statistics
 import subprocess
 import tempfile
-from pathlib import Path
+
+from memory_cap import run_capped
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 RANKS = 4
 BASE = ["model.arch=llama", "model.layers=2", "model.hidden=128", "model.heads=8",
         "model.kv_heads=2", "model.ffn_hidden=352", "model.vocab=256", "train.micro_batch_size=1",
@@ -69,27 +69,8 @@ def run(trident, seq_len, sets, steps, metrics):
 def run_capped(trident, seq_len, sets, steps, metrics, limit_bytes, name):
     """The job inside a fresh memory cgroup of `limit_bytes` (all ranks together): (exit
     code, summary or None)."""
-    group = CGROUP_ROOT / f"trident-bench-context-{os.getpid()}-{name}"
-    group.mkdir()
-    try:
-        (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
-        script = f'echo $$ > {group}/cgroup.procs && exec "$@"'
-        code = subprocess.run(["sh", "-c", script, "sh"] +
-                              command(trident, seq_len, sets, steps, metrics),
-                              env=environment(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL).returncode
-    finally:
-        for pid in (group / "cgroup.procs").read_text().split():
-            try:
-                os.kill(int(pid), 9)
-            except ProcessLookupError:
-                pass
-        for _ in range(50):
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                subprocess.run(["sleep", "0.1"])
+    code = run_capped(command(trident, seq_len, sets, steps, metrics), limit_bytes,
+                      f"context-{name}", env=environment())
     done = code == 0 and os.path.exists(metrics)
     return code, summary(metrics) if done else None
 

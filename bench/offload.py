@@ -24,7 +24,8 @@ import re
 import shutil
 import subprocess
 import time
-from pathlib import Path
+
+from memory_cap import run_capped
 
 # A GPT of 101M parameters (8 layers of width 1024) whose optimizer states (8 bytes each in
 # fp32: both moments; the parameters are their own master) are what the tier takes. Short
@@ -41,7 +42,6 @@ def gpt_parameters(m):
 
 
 PARAMS = gpt_parameters(OFFLOAD_GPT)
-CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 
 
 def dd_bandwidth(path, write):
@@ -69,30 +69,11 @@ def one_rank_sets(m):
 def capped_run(bench, name, limit_bytes, sets, steps, model=OFFLOAD_GPT):
     """Runs `trident train` of `model` on one rank inside a fresh memory cgroup of
     `limit_bytes`; returns (exit code, metrics rows, seconds)."""
-    group = CGROUP_ROOT / f"trident-bench-{os.getpid()}-{name}"
     metrics = bench.tmp / f"{name}.jsonl"
-    group.mkdir()
-    try:
-        (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
-        cmd = bench.train_command(model, steps, metrics, sets)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        # The shell joins the cgroup, then becomes trident (one rank: no mpirun needed).
-        script = f'echo $$ > {group}/cgroup.procs && exec "$@"'
-        t0 = time.time()
-        code = subprocess.run(["sh", "-c", script, "sh"] + cmd, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
-    finally:
-        for pid in (group / "cgroup.procs").read_text().split():
-            try:
-                os.kill(int(pid), 9)
-            except ProcessLookupError:
-                pass
-        for _ in range(50):
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+    cmd = bench.train_command(model, steps, metrics, sets)
+    t0 = time.time()
+    # One rank: no mpirun needed.
+    code = run_capped(cmd, limit_bytes, name, env=dict(os.environ, OMP_NUM_THREADS="1"))
     seconds = time.time() - t0
     rows = [__import__("json").loads(l) for l in metrics.read_text().splitlines()
             if l.strip()] if metrics.exists() else []

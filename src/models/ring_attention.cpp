@@ -73,6 +73,23 @@ at::Tensor future_mask(int64_t n, int rank, int cp, at::Device device) {
 
 constexpr int kKvTag = 0, kGradTag = 1;
 
+/// One ring step's operands: the block's rows of q, the block's columns of the keys and
+/// values in hand (repeated to the query heads), and their scaled, masked scores.
+struct BlockOperands {
+  at::Tensor qs, ks, vs, scores;
+};
+
+BlockOperands block_operands(const at::Tensor& q, const at::Tensor& kv, const Block& b,
+                             int64_t group, double scale, const at::Tensor& mask) {
+  BlockOperands o;
+  o.qs = q.narrow(2, b.q_first, b.q_len);
+  o.ks = expand_heads(kv[0], group).narrow(2, b.kv_first, b.kv_len);
+  o.vs = expand_heads(kv[1], group).narrow(2, b.kv_first, b.kv_len);
+  o.scores = at::matmul(o.qs, o.ks.transpose(-2, -1)) * scale;
+  if (b.masked) o.scores = o.scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
+  return o;
+}
+
 struct RingAttention : torch::autograd::Function<RingAttention> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, Communicator* comm) {
@@ -87,13 +104,9 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
       std::vector<WorkHandle> work;
       if (s + 1 < ring.size) work = ring.pass(kv, kv_next, kKvTag);
       const Block b = block_of(ring.rank, (ring.rank - s + ring.size) % ring.size, n);
-      const at::Tensor qs = q.narrow(2, b.q_first, b.q_len);
-      const at::Tensor ks = expand_heads(kv[0], group).narrow(2, b.kv_first, b.kv_len);
-      const at::Tensor vs = expand_heads(kv[1], group).narrow(2, b.kv_first, b.kv_len);
-      at::Tensor scores = at::matmul(qs, ks.transpose(-2, -1)) * scale;
-      if (b.masked) scores = scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
-      const at::Tensor block_lse = at::logsumexp(scores, -1);  // (B, H, rows)
-      const at::Tensor block_out = at::matmul(at::exp(scores - block_lse.unsqueeze(-1)), vs);
+      const BlockOperands o = block_operands(q, kv, b, group, scale, mask);
+      const at::Tensor block_lse = at::logsumexp(o.scores, -1);  // (B, H, rows)
+      const at::Tensor block_out = at::matmul(at::exp(o.scores - block_lse.unsqueeze(-1)), o.vs);
       if (s == 0) {  // the diagonal block: every query sees at least itself
         out = block_out;
         lse = block_lse;
@@ -134,21 +147,17 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
       std::vector<WorkHandle> work;
       if (s + 1 < ring.size) work = ring.pass(kv, kv_next, kKvTag);
       const Block b = block_of(ring.rank, (ring.rank - s + ring.size) % ring.size, n);
-      const at::Tensor qs = q.narrow(2, b.q_first, b.q_len);
+      const BlockOperands o = block_operands(q, kv, b, group, scale, mask);
       const at::Tensor dos = dout.narrow(2, b.q_first, b.q_len);
-      const at::Tensor ks = expand_heads(kv[0], group).narrow(2, b.kv_first, b.kv_len);
-      const at::Tensor vs = expand_heads(kv[1], group).narrow(2, b.kv_first, b.kv_len);
-      at::Tensor scores = at::matmul(qs, ks.transpose(-2, -1)) * scale;
-      if (b.masked) scores = scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
-      const at::Tensor probs = at::exp(scores - lse.narrow(2, b.q_first, b.q_len).unsqueeze(-1));
-      const at::Tensor dprobs = at::matmul(dos, vs.transpose(-2, -1));
+      const at::Tensor probs = at::exp(o.scores - lse.narrow(2, b.q_first, b.q_len).unsqueeze(-1));
+      const at::Tensor dprobs = at::matmul(dos, o.vs.transpose(-2, -1));
       const at::Tensor dscores =
           probs * (dprobs - delta.narrow(2, b.q_first, b.q_len).unsqueeze(-1)) * scale;
-      dq.narrow(2, b.q_first, b.q_len).add_(at::matmul(dscores, ks));
+      dq.narrow(2, b.q_first, b.q_len).add_(at::matmul(dscores, o.ks));
       at::Tensor dkv = at::zeros_like(kv);
       dkv[0]
           .narrow(2, b.kv_first, b.kv_len)
-          .copy_(sum_heads(at::matmul(dscores.transpose(-2, -1), qs), group));
+          .copy_(sum_heads(at::matmul(dscores.transpose(-2, -1), o.qs), group));
       dkv[1]
           .narrow(2, b.kv_first, b.kv_len)
           .copy_(sum_heads(at::matmul(probs.transpose(-2, -1), dos), group));
