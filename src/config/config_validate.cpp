@@ -122,8 +122,8 @@ void check_sequence_parallel(TrainConfig& c, const Origins& origins, int, Errors
 }
 
 /// Context parallelism cuts each sequence into 2 * cp equal chunks (each rank holds two, the
-/// causal balancing), which sequence parallelism splits further over tp; the MoE layer's
-/// per-sequence routing statistics are not summed over the cp ranks yet.
+/// causal balancing), which sequence parallelism splits further over tp; an MoE layer's
+/// capacity per sequence would need the order of tokens held by other ranks.
 void check_context_parallel(TrainConfig& c, const Origins& origins, int, Errors& errors) {
   const ParallelConfig& p = c.parallel;
   if (p.cp <= 1) return;
@@ -147,11 +147,12 @@ void check_context_parallel(TrainConfig& c, const Origins& origins, int, Errors&
                      " ranks, which does not divide them; use a seq_len "
                      "that is a multiple of " +
                      std::to_string(p.cp * p.tp) + ", or sequence_parallel = false");
-  if (c.model.moe_experts > 0)
-    errors.push_back(where + ": " + cp +
-                     " does not run with a Mixture-of-Experts model (model.moe_experts = " +
-                     std::to_string(c.model.moe_experts) +
-                     ") yet: its routing statistics are per sequence; set cp = 1");
+  if (c.model.moe_experts > 0 && c.model.moe_capacity_factor > 0)
+    errors.push_back(origins.where("model.moe_capacity_factor") + ": " + cp +
+                     " does not run with an expert capacity (model.moe_capacity_factor = " +
+                     format_value(c.model.moe_capacity_factor) +
+                     ") yet: the capacity takes a sequence's first tokens, which other cp ranks "
+                     "hold; set moe_capacity_factor = 0 (dropless) or cp = 1");
 }
 
 /// Interleaved 1F1B splits each stage into virtual_stages chunks of equal layers and, as in

@@ -33,6 +33,13 @@ LinearOptions no_bias(bool sequence_parallel, int64_t in, int64_t out, int repli
   return o;
 }
 
+/// The MoE layer's options, with the ranks that hold the rest of each sequence.
+MoeOptions moe_options(const LlamaOptions& o) {
+  MoeOptions m = o.moe;
+  m.cp = o.cp;
+  return m;
+}
+
 }  // namespace
 
 LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, Communicator* ep,
@@ -62,7 +69,7 @@ LlamaBlock::LlamaBlock(ParamRegistry& params, Communicator& tp, Communicator* ep
   norm_2_weight_ = register_parameter("norm_2_weight", norm_param(params, p + "norm_2.weight", c));
   if (o.moe_layer(index)) {
     moe_ = register_module(
-        "moe", std::make_shared<MoeMlp>(params, tp, ep, p + "moe.", c, o.moe, kInitStd));
+        "moe", std::make_shared<MoeMlp>(params, tp, ep, p + "moe.", c, moe_options(o), kInitStd));
     return;
   }
   gate_ = register_module("gate", std::make_shared<ColumnParallelLinear>(

@@ -67,6 +67,8 @@ MoeMlp::MoeMlp(ParamRegistry& params, Communicator& tp, Communicator* ep, const 
                                                         init_std,
                                                         -1,
                                                         /*weight_decay=*/true}));
+  TORCH_CHECK(o.cp == nullptr || o.cp->size() == 1 || o.capacity_factor == 0,
+              "moe: a capacity per sequence does not run with context parallelism");
   const int64_t ranks = ep_ ? ep_->size() : 1, here = o.experts / ranks;
   TORCH_CHECK(o.experts % ranks == 0, "moe: ", o.experts,
               " experts do not split over ep = ", ranks);
@@ -153,14 +155,24 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   if (o_.aux_loss_coeff == 0.0 && o_.z_loss_coeff == 0.0) return y;
 
   // Load balancing per sequence (DeepSeek-V3's sequence-wise form of Switch's loss), so that
-  // no layout knob (micro-batch size, dp, pp, tp) changes the model: for each sequence,
+  // no layout knob (micro-batch size, dp, pp, tp, cp) changes the model: for each sequence,
   // E * sum_e f_e P_e, f_e the fraction of its T k choices that went to e (no gradient),
-  // P_e its tokens' mean probability of e; averaged over the step's sequences.
-  const at::Tensor f = counts / static_cast<double>(T * o_.top_k);  // (B, E)
-  const at::Tensor p = probs.view({B, T, E}).mean(1);               // (B, E)
+  // P_e its tokens' mean probability of e; averaged over the step's sequences. With context
+  // parallelism the sequence's choices are counted over its cp ranks, and each rank adds
+  // its own tokens' part of P_e: the parts sum to the sequence's loss.
+  at::Tensor sequence_counts = counts;
+  int64_t length = T;  // the whole sequence's tokens
+  if (o_.cp != nullptr && o_.cp->size() > 1) {
+    sequence_counts = counts.contiguous();
+    o_.cp->all_reduce(sequence_counts)->wait();
+    length = T * o_.cp->size();
+  }
+  const at::Tensor f = sequence_counts / static_cast<double>(length * o_.top_k);  // (B, E)
+  const at::Tensor p = length == T ? probs.view({B, T, E}).mean(1)
+                                   : probs.view({B, T, E}).sum(1) / static_cast<double>(length);
   // Scaled to the objective's units: loss_scale divides by the step's tokens, and a
-  // sequence's loss counts once, T tokens' worth.
-  at::Tensor loss = (o_.aux_loss_coeff * static_cast<double>(E * T)) * (f * p).sum();
+  // sequence's loss counts once, its tokens' worth.
+  at::Tensor loss = (o_.aux_loss_coeff * static_cast<double>(E * length)) * (f * p).sum();
   // The z-loss, the squared logsumexp of the router's logits, averaged over the step's tokens.
   if (o_.z_loss_coeff != 0.0)
     loss = loss + o_.z_loss_coeff * at::logsumexp(logits, -1).pow(2).sum();

@@ -28,6 +28,10 @@ struct MoeOptions {
   /// The sigmoid router (DeepSeek-V3): scores sigmoid(logits), the top k of score + bias
   /// chosen, their scores renormalised as weights; else softmax, top k, renormalised.
   bool sigmoid = false;
+  /// Context parallelism: the ranks that hold the other parts of each sequence (null or a
+  /// group of one: whole sequences here). The balancing loss's per-sequence choice counts
+  /// are summed over them; dropless only (a capacity would need the sequence's order).
+  Communicator* cp = nullptr;
 };
 
 /// E experts, each a SwiGLU MLP split over tp as the dense one (gate and up column-parallel,
@@ -48,7 +52,8 @@ class MoeMlp : public torch::nn::Module {
   /// every expert on this rank.
   MoeMlp(ParamRegistry& params, Communicator& tp, Communicator* ep, const std::string& prefix,
          int64_t hidden, const MoeOptions& options, double init_std);
-  /// m (B, T, C) replicated over tp -> (B, T, C), B whole sequences. The layer's auxiliary
+  /// m (B, T, C) replicated over tp -> (B, T, C), B whole sequences (with context
+  /// parallelism, this rank's T tokens of each of B sequences). The layer's auxiliary
   /// losses join the objective through the output's backward: aux_loss_coeff * E *
   /// sum_e f_e P_e per sequence, averaged over the step's sequences, and z_loss_coeff *
   /// logsumexp(router logits)^2 averaged over its tokens; `loss_scale` is the objective's

@@ -19,8 +19,6 @@ std::string layout_problem(const PlanModel& m, const Layout& l, int devices, int
   } else if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0) {
     why << "cp " << l.cp << " does not cut the sequence of " << m.seq_len << " into " << 2 * l.cp
         << " equal chunks";
-  } else if (l.cp > 1 && m.moe_experts > 0) {
-    why << "cp " << l.cp << " does not run with MoE layers yet";
   } else if (l.cp > 1 && l.sequence_parallel && (m.seq_len / l.cp) % l.tp != 0) {
     why << "sequence parallelism cannot split a cp rank's " << m.seq_len / l.cp
         << " tokens over tp " << l.tp;
@@ -54,18 +52,19 @@ std::vector<Layout> enumerate_layouts(const PlanModel& m, int devices, int devic
     if (devices % tp != 0) continue;
     for (int pp = 1; pp <= devices / tp; ++pp) {
       if ((devices / tp) % pp != 0) continue;
-      // Every cp that cuts the sequence into 2 cp chunks (1 only for an MoE model).
+      // Every cp that cuts the sequence into 2 cp chunks.
       for (int cp = 1; cp <= devices / tp / pp; ++cp) {
         if ((devices / tp / pp) % cp != 0) continue;
-        if (cp > 1 && (m.seq_len % (2 * cp) != 0 || m.moe_experts > 0)) continue;
+        if (cp > 1 && m.seq_len % (2 * cp) != 0) continue;
         const int dp = devices / tp / pp / cp;
         for (int zero : space.zero_stages) {
           if (dp * cp == 1 && zero != 0) continue;
           for (bool ckpt : space.checkpointing) {
             for (int64_t mb = 1; mb * dp <= m.global_batch; ++mb) {
-              // Every ep that divides both dp and the experts (1 only for a dense model).
-              for (int ep = 1; ep <= dp; ++ep) {
-                if (dp % ep != 0 || (ep > 1 && m.moe_experts % ep != 0)) continue;
+              // Every ep that divides both dp x cp and the experts (1 only for a dense
+              // model): the experts' ranks fold into the cp ranks first.
+              for (int ep = 1; ep <= dp * cp; ++ep) {
+                if ((dp * cp) % ep != 0 || (ep > 1 && m.moe_experts % ep != 0)) continue;
                 Layout l{dp, pp, tp, zero, mb, ckpt};
                 l.ep = ep;
                 l.cp = cp;

@@ -114,8 +114,11 @@ TEST(ConfigLlama, context_parallelism_cuts_the_sequence_evenly_and_counts_in_the
   EXPECT_THAT(error_of(kLlama, {"parallel.cp=2", "parallel.dp=2"}, 2),
               HasSubstr("parallel.dp * parallel.cp * parallel.pp * parallel.tp = 2 * 2 * 1 * 1 = 4 "
                         "does not match the world size 2"));
-  EXPECT_THAT(error_of(kLlama + "moe_experts = 4\n", {"parallel.cp=2"}, 2),
-              HasSubstr("parallel.cp = 2 does not run with a Mixture-of-Experts model"));
+  EXPECT_THAT(
+      error_of(kLlama + "moe_experts = 4\nmoe_capacity_factor = 1.0\n", {"parallel.cp=2"}, 2),
+      HasSubstr("parallel.cp = 2 does not run with an expert capacity "
+                "(model.moe_capacity_factor = 1"));
+  EXPECT_EQ(error_of(kLlama + "moe_experts = 4\n", {"parallel.cp=2"}, 2), "");
   EXPECT_THAT(
       error_of(kLlama, {"parallel.cp=16", "parallel.tp=4", "parallel.sequence_parallel=true"}, 64),
       HasSubstr("splits each cp rank's 2 tokens (model.seq_len / parallel.cp) over tp = 4"));

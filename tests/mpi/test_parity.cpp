@@ -272,6 +272,13 @@ const Layout kContextLayouts[] = {
     llama(cp(with({"sp_cp2_tp2_zero2", 1, 1, 2, 2, "1f1b", false, 2}, {"sp"}), 2)),
     llama(cp({"dp2_cp2_pp2_1f1b_zero3", 2, 2, 1, 3, "1f1b", false, 1}, 2)),
     llama(documents(cp({"cp2_pp2_1f1b", 1, 2, 1, 0, "1f1b", false, 2}, 2))),
+    // Mixture-of-Experts (dropless): each sequence's choices counted over its cp ranks for
+    // the balancing loss; the experts' ranks fold into the cp ranks.
+    moe(cp({"cp2_m4", 1, 1, 1, 0, "1f1b", false, 2}, 2), {"z"}),
+    moe(ep(cp({"cp2_ep2_zero1", 1, 1, 1, 1, "1f1b", false, 2}, 2), 2), {"shared"}),
+    moe(cp({"cp2_pp2_1f1b_every2", 1, 2, 1, 0, "1f1b", false, 2}, 2), {"every2", "top1"}),
+    moe(ep(cp(with({"sp_dp2_cp2_ep4_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, {"sp"}), 2), 4),
+        {"sigmoid", "z"}),
 };
 
 /// Every row of the tables.
