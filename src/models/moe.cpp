@@ -163,7 +163,7 @@ at::Tensor MoeMlp::forward(const at::Tensor& m, double loss_scale) {
   at::Tensor sequence_counts = counts;
   int64_t length = T;  // the whole sequence's tokens
   if (o_.cp != nullptr && o_.cp->size() > 1) {
-    sequence_counts = counts.contiguous();
+    sequence_counts = counts.clone();  // summed in place over the cp ranks
     o_.cp->all_reduce(sequence_counts)->wait();
     length = T * o_.cp->size();
   }
