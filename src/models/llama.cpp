@@ -95,19 +95,19 @@ at::Tensor LlamaBlock::attention(const at::Tensor& x) {
   k = apply_rope(k, rope_);
   // This rank's query heads are consecutive and so are its kv heads: local query head i
   // reads local kv head i / group, as global head j reads kv head j / (heads / kv_heads).
-  // Context parallel: only the kv heads travel around the ring, each read by its group.
+  at::Tensor y;  // (B, H/tp, T, hd)
   if (context_size(o_.cp) > 1) {
-    at::Tensor y = ring_attention(q, k, v, *o_.cp);            // (B, H/tp, T, hd)
-    y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
-    return o_proj_->forward(y);
+    // Only the kv heads travel around the ring; each is repeated to its group there.
+    y = ring_attention(q, k, v, *o_.cp);
+  } else {
+    const int64_t group = local_heads_ / local_kv_heads_;
+    if (group > 1) {
+      k = k.repeat_interleave(group, 1);  // (B, H/tp, T, hd)
+      v = v.repeat_interleave(group, 1);
+    }
+    y = causal_attention(q, k, v, o_.recompute_attention);
   }
-  const int64_t group = local_heads_ / local_kv_heads_;
-  if (group > 1) {
-    k = k.repeat_interleave(group, 1);  // (B, H/tp, T, hd)
-    v = v.repeat_interleave(group, 1);
-  }
-  at::Tensor y = causal_attention(q, k, v, o_.recompute_attention);  // (B, H/tp, T, hd)
-  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});          // (B, T, C/tp)
+  y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
   return o_proj_->forward(y);
 }
 

@@ -83,8 +83,8 @@ BlockOperands block_operands(const at::Tensor& q, const at::Tensor& kv, const Bl
                              int64_t group, double scale, const at::Tensor& mask) {
   BlockOperands o;
   o.qs = q.narrow(2, b.q_first, b.q_len);
-  o.ks = expand_heads(kv[0], group).narrow(2, b.kv_first, b.kv_len);
-  o.vs = expand_heads(kv[1], group).narrow(2, b.kv_first, b.kv_len);
+  o.ks = expand_heads(kv[0].narrow(2, b.kv_first, b.kv_len), group);
+  o.vs = expand_heads(kv[1].narrow(2, b.kv_first, b.kv_len), group);
   o.scores = at::matmul(o.qs, o.ks.transpose(-2, -1)) * scale;
   if (b.masked) o.scores = o.scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
   return o;

@@ -57,14 +57,13 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
       b->wait();
     }
     shifted.div_(sum_exp.unsqueeze(-1));
-    // A negative target is left out: no loss, no gradient.
+    // A negative target is left out: no loss, no gradient (a mask of N bools, applied
+    // whether or not any is set, so that nothing waits on the device to ask).
     const at::Tensor left_out = targets.lt(0);
-    const bool any_left_out = left_out.any().item<bool>();
-    ctx->save_for_backward({probs, safe_target, mine, any_left_out ? left_out : at::Tensor()});
+    ctx->save_for_backward({probs, safe_target, mine, left_out});
     ctx->saved_data["dtype"] = static_cast<int64_t>(logits_in.scalar_type());
     ctx->saved_data["reentrant"] = reentrant;
-    const at::Tensor losses = sum_exp.log() - picked;
-    return any_left_out ? losses.masked_fill(left_out, 0.0) : losses;
+    return (sum_exp.log() - picked).masked_fill(left_out, 0.0);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
@@ -78,9 +77,7 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
     const at::Tensor& mine = saved[2];
     const at::Tensor& left_out = saved[3];
     grad.scatter_add_(1, target.unsqueeze(-1), mine.to(grad.scalar_type()).neg().unsqueeze(-1));
-    const at::Tensor scale =
-        left_out.defined() ? grad_out[0].masked_fill(left_out, 0.0) : grad_out[0];
-    grad.mul_(scale.unsqueeze(-1));
+    grad.mul_(grad_out[0].masked_fill(left_out, 0.0).unsqueeze(-1));
     const auto dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
     return {grad.to(dtype), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/memory_tracker.h"
+#include "kept_bytes.h"  // testing::kept_bytes
 #include "models/gpt.h"
 #include "models/llama.h"
 #include "mpi_cases.h"  // register_mpi_cases
@@ -32,25 +33,10 @@ const bool kRegistered = testing::register_mpi_cases(
 
 constexpr int64_t kBatch = 2, kSeq = 32, kHidden = 64, kHeads = 4;
 
-/// Bytes the forward of `block` over (kBatch, rows, kHidden) leaves allocated, its output
-/// included: what the block keeps for backward with its input counted in place of its
-/// output (same size), as Korthikanti count a layer's input as the layer's.
+/// testing::kept_bytes of `block` over (kBatch, rows, kHidden), recomputed as `recompute`.
 template <class Block>
 int64_t kept_bytes(Block& block, int64_t rows, plan::Recompute recompute) {
-  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
-  const int64_t before = live_tensor_bytes();
-  at::Tensor y;
-  if (recompute == plan::Recompute::kFull) {
-    // Full recomputation keeps only each layer's input: the forward records nothing.
-    at::NoGradGuard no_grad;
-    y = block.forward(x);
-  } else {
-    y = block.forward(x);
-  }
-  const int64_t bytes = live_tensor_bytes() - before;
-  // Backward still runs: what was kept is what backward needs.
-  if (y.requires_grad()) y.sum().backward();
-  return bytes;
+  return testing::kept_bytes(block, kBatch, rows, kHidden, recompute != plan::Recompute::kFull);
 }
 
 /// A layout a block is measured in.

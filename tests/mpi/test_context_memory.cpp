@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/memory_tracker.h"
+#include "kept_bytes.h"  // testing::kept_bytes
 #include "models/gpt.h"
 #include "models/llama.h"
 #include "mpi_cases.h"  // register_mpi_cases
@@ -24,19 +25,6 @@ const bool kRegistered =
     testing::register_mpi_cases({{"context_activation_memory_cp4", 4, "ContextMemory.*"}});
 
 constexpr int64_t kBatch = 2, kSeq = 64, kHidden = 64, kHeads = 4;
-
-/// Bytes the forward of `block` over (kBatch, rows, kHidden) leaves allocated (its output
-/// counted in place of its input, as in test_activation_memory.cpp). Backward runs
-/// afterwards (around the ring).
-template <class Block>
-int64_t kept_bytes(Block& block, int64_t rows) {
-  const at::Tensor x = at::randn({kBatch, rows, kHidden}).requires_grad_(true);
-  const int64_t before = live_tensor_bytes();
-  at::Tensor y = block.forward(x);
-  const int64_t bytes = live_tensor_bytes() - before;
-  y.sum().backward();
-  return bytes;
-}
 
 /// kept_bytes of a GPT block over this rank's kSeq / cp tokens; `selective` recomputes
 /// attention's core in backward.
@@ -53,7 +41,7 @@ int64_t block_bytes(ParallelContext& ctx, bool selective) {
   o.cp = &ctx.cp();
   ParamRegistry params(5, 0, 1, o.dtype);
   GptBlock block(params, ctx.tp(), o, 0);
-  return kept_bytes(block, kSeq / ctx.grid().cp());
+  return testing::kept_bytes(block, kBatch, kSeq / ctx.grid().cp(), kHidden);
 }
 
 /// kept_bytes of a Llama block (8 heads over 2 kv heads, SwiGLU of 96) over this rank's
@@ -73,7 +61,7 @@ int64_t llama_block_bytes(ParallelContext& ctx) {
   const RopeTables rope = rope_tables(kSeq, o.head_dim(), o.rope_theta, o.dtype);
   ParamRegistry params(5, 0, 1, o.dtype);
   LlamaBlock block(params, ctx.tp(), nullptr, o, 0, rope);
-  return kept_bytes(block, kSeq / ctx.grid().cp());
+  return testing::kept_bytes(block, kBatch, kSeq / ctx.grid().cp(), kHidden);
 }
 
 /// The planner's bytes for a layer of this rank's tokens with ring attention, in fp32.

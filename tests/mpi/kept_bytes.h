@@ -1,0 +1,33 @@
+// What a layer keeps for backward, measured by the counting allocator
+// (common/memory_tracker.h, installed by the caller).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "common/memory_tracker.h"  // live_tensor_bytes
+
+namespace trident::testing {
+
+/// Bytes the forward of `block` over a (batch, rows, hidden) input leaves allocated, its
+/// output included: what the block keeps for backward with its input counted in place of
+/// its output (same size), as Korthikanti count a layer's input as the layer's. Without
+/// `record` the forward records no graph (full recomputation keeps only the input).
+/// Backward runs afterwards: what was kept is what backward needs.
+template <class Block>
+int64_t kept_bytes(Block& block, int64_t batch, int64_t rows, int64_t hidden, bool record = true) {
+  const at::Tensor x = at::randn({batch, rows, hidden}).requires_grad_(true);
+  const int64_t before = live_tensor_bytes();
+  at::Tensor y;
+  if (record) {
+    y = block.forward(x);
+  } else {
+    at::NoGradGuard no_grad;
+    y = block.forward(x);
+  }
+  const int64_t bytes = live_tensor_bytes() - before;
+  if (y.requires_grad()) y.sum().backward();
+  return bytes;
+}
+
+}  // namespace trident::testing
