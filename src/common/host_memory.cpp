@@ -1,36 +1,133 @@
-// Large host blocks: heap or mappings of their own (see host_memory.h).
+// Large host blocks: mapped on their own, kept for reuse or unmapped (see host_memory.h).
 #include "common/host_memory.h"
 
 #include <sys/mman.h>  // mmap, madvise, munmap
 
+#include <algorithm>  // std::max
 #include <atomic>
 #include <cstdlib>  // posix_memalign, free
+#include <map>      // std::multimap
+#include <mutex>
 #include <new>      // std::bad_alloc
+#include <utility>  // std::pair
+#include <vector>
 
 #include "common/aligned_buffer.h"  // kIoAlignment
 
 namespace trident {
 
 namespace {
+
 std::atomic<bool> g_release{false};
+
+constexpr size_t kPage = 4096;
+
+/// The large blocks: those kept for reuse, by size, and the bytes mapped and in use.
+struct LargeBlocks {
+  std::mutex mutex;
+  std::multimap<size_t, void*> kept;
+  size_t kept_bytes = 0, in_use = 0, peak_in_use = 0;
+};
+
+LargeBlocks& large_blocks() {
+  static auto* blocks = new LargeBlocks();  // never destroyed: blocks may outlive statics
+  return *blocks;
+}
+
+void unmap(const std::vector<std::pair<size_t, void*>>& blocks) {
+  for (const auto& [size, data] : blocks) munmap(data, size);
+}
+
+/// A mapped block of at least `bytes`: a kept one that fits, else a new mapping, after
+/// unmapping kept blocks (the largest first) that would take the mapped bytes past the
+/// bound.
+HostBlock map_large_block(size_t bytes) {
+  HostBlock block;
+  block.bytes = bytes;
+  block.mapped = true;
+  const size_t want = (bytes + kPage - 1) / kPage * kPage;
+  std::vector<std::pair<size_t, void*>> evicted;
+  {
+    LargeBlocks& lb = large_blocks();
+    std::lock_guard<std::mutex> lock(lb.mutex);
+    auto fit = lb.kept.lower_bound(want);
+    if (fit != lb.kept.end() &&
+        static_cast<double>(fit->first) <= static_cast<double>(want) * (1.0 + kKeptBlockFit)) {
+      // Of the blocks of that size, the last freed: its pages are the likeliest in cache.
+      fit = std::prev(lb.kept.upper_bound(fit->first));
+      block.capacity = fit->first;
+      block.data = fit->second;
+      lb.kept.erase(fit);
+      lb.kept_bytes -= block.capacity;
+      lb.in_use += block.capacity;
+      lb.peak_in_use = std::max(lb.peak_in_use, lb.in_use);
+      return block;
+    }
+    lb.in_use += want;
+    lb.peak_in_use = std::max(lb.peak_in_use, lb.in_use);
+    const double bound = (1.0 + kKeptLargeBlockSlack) * static_cast<double>(lb.peak_in_use);
+    while (!lb.kept.empty() && static_cast<double>(lb.in_use + lb.kept_bytes) > bound) {
+      const auto largest = std::prev(lb.kept.end());
+      evicted.emplace_back(largest->first, largest->second);
+      lb.kept_bytes -= largest->first;
+      lb.kept.erase(largest);
+    }
+  }
+  unmap(evicted);
+  void* p = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    LargeBlocks& lb = large_blocks();
+    std::lock_guard<std::mutex> lock(lb.mutex);
+    lb.in_use -= want;
+    throw std::bad_alloc();
+  }
+  // A released block is faulted in again at each reuse: advise transparent huge pages, one
+  // fault per 2 MiB. A kept one is faulted in once, and huge pages made the steps that reuse
+  // it slower (7% on a Llama of hidden 384, docs/performance.md).
+  if (releases_large_blocks()) madvise(p, want, MADV_HUGEPAGE);
+  block.data = p;
+  block.capacity = want;
+  return block;
+}
+
+void unmap_or_keep(const HostBlock& block) {
+  LargeBlocks& lb = large_blocks();
+  {
+    std::lock_guard<std::mutex> lock(lb.mutex);
+    lb.in_use -= block.capacity;
+    if (!releases_large_blocks()) {
+      lb.kept.emplace(block.capacity, block.data);
+      lb.kept_bytes += block.capacity;
+      return;
+    }
+  }
+  munmap(block.data, block.capacity);
+}
+
 }  // namespace
 
-void set_release_large_blocks(bool release) { g_release.store(release); }
+void set_release_large_blocks(bool release) {
+  g_release.store(release);
+  if (!release) return;
+  // Releasing from now on: what is kept goes back too.
+  std::vector<std::pair<size_t, void*>> kept;
+  {
+    LargeBlocks& lb = large_blocks();
+    std::lock_guard<std::mutex> lock(lb.mutex);
+    kept.assign(lb.kept.begin(), lb.kept.end());
+    lb.kept.clear();
+    lb.kept_bytes = 0;
+  }
+  unmap(kept);
+}
+
 bool releases_large_blocks() { return g_release.load(); }
 
 HostBlock allocate_host_block(size_t bytes) {
+  if (bytes >= kMappedBlockBytes) return map_large_block(bytes);
   HostBlock block;
   block.bytes = bytes;
   if (bytes == 0) return block;
-  if (bytes >= kMappedBlockBytes && releases_large_blocks()) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    // Advice only: without transparent huge pages the block still works, in 4 KiB pages.
-    madvise(p, bytes, MADV_HUGEPAGE);
-    block.data = p;
-    block.mapped = true;
-    return block;
-  }
   if (posix_memalign(&block.data, kIoAlignment, bytes) != 0) throw std::bad_alloc();
   return block;
 }
@@ -38,10 +135,16 @@ HostBlock allocate_host_block(size_t bytes) {
 void free_host_block(const HostBlock& block) {
   if (block.data == nullptr) return;
   if (block.mapped) {
-    munmap(block.data, block.bytes);
+    unmap_or_keep(block);
   } else {
     std::free(block.data);
   }
+}
+
+LargeBlockBytes large_block_bytes() {
+  LargeBlocks& lb = large_blocks();
+  std::lock_guard<std::mutex> lock(lb.mutex);
+  return {lb.in_use + lb.kept_bytes, lb.in_use, lb.peak_in_use};
 }
 
 HostBlock* new_host_block(size_t bytes) { return new HostBlock(allocate_host_block(bytes)); }

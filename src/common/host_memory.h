@@ -1,10 +1,15 @@
-// Large blocks of host memory, from the heap or each mapped on its own.
+// Large blocks of host memory: mapped on their own, and when freed either kept for reuse
+// or given back to the system.
 //
-// trident's heap keeps what is freed (cli/main.cpp: no trimming, no mmap), which is fastest
-// when the same tensors come and go every step, but the heap's fragmentation then stays in
-// the resident set. A rank that trades speed for memory (train.allocator) maps every block
-// of kMappedBlockBytes or more on its own, advises transparent huge pages for it (so that
-// touching it again costs one fault per 2 MiB, not per 4 KiB) and unmaps it when freed.
+// Small blocks come from the heap, which keeps what is freed (cli/main.cpp: no trimming, no
+// mmap). Large ones (kMappedBlockBytes or more) never do: in glibc's heap, tensors of many
+// sizes with interleaved lifetimes leave holes that a later request does not fit, and the
+// heap then grew to 2.5-4x the live bytes of a long sequence's attention scores (measured,
+// docs/performance.md). Each large block is a mapping of its own, and when freed it is either
+// kept (the default: the next request of about its size takes it, with no faults, as
+// PyTorch's caching allocators do) or unmapped (train.allocator = "release": the resident
+// set follows live memory, and each block, advised transparent huge pages, is faulted in
+// again when reused, once per 2 MiB rather than per 4 KiB).
 #pragma once
 #include <cstddef>  // size_t
 
@@ -14,25 +19,40 @@ namespace trident {
 /// released.
 constexpr size_t kMappedBlockBytes = size_t{1} << 20;
 
-/// Whether blocks of kMappedBlockBytes or more are mapped and returned to the system when
-/// freed. Process-wide, as libtorch's CPU allocator is: set at start-up from
-/// train.allocator; each block remembers how it was made, so a change affects only later
-/// blocks.
+/// Whether freed blocks of kMappedBlockBytes or more are returned to the system (else kept
+/// for reuse). Process-wide, as libtorch's CPU allocator is: set at start-up from
+/// train.allocator; a change applies to blocks freed after it.
 void set_release_large_blocks(bool release);
 bool releases_large_blocks();
+
+/// Kept blocks are bounded: the large blocks mapped, in use and kept together, stay within
+/// (1 + kKeptLargeBlockSlack) times the most bytes of large blocks ever in use at once. A
+/// request that no kept block serves unmaps kept ones (the largest first) to stay within it.
+constexpr double kKeptLargeBlockSlack = 0.25;
+
+/// A kept block serves a request of up to this fraction less than its size.
+constexpr double kKeptBlockFit = 0.125;
 
 /// A block of host memory aligned to 4096 bytes (kIoAlignment) at least.
 struct HostBlock {
   void* data = nullptr;
   size_t bytes = 0;     ///< what was asked for
   bool mapped = false;  ///< a mapping of its own, not heap memory
+  size_t capacity = 0;  ///< a mapped block's size (bytes rounded up to pages, or a kept block's)
 };
 
-/// `bytes` bytes (uninitialised), mapped on their own when large blocks are released and
-/// bytes >= kMappedBlockBytes, else from the heap. Throws std::bad_alloc.
+/// `bytes` bytes (uninitialised): a mapped block when bytes >= kMappedBlockBytes (a kept
+/// one when one fits), else from the heap. Throws std::bad_alloc.
 HostBlock allocate_host_block(size_t bytes);
-/// Returns `block` where it came from (nothing for an empty one).
+/// Returns `block`: a mapped block is kept for reuse or unmapped (releases_large_blocks),
+/// a heap block freed; nothing for an empty one.
 void free_host_block(const HostBlock& block);
+
+/// Bytes of large blocks now mapped (in use and kept) and in use; for tests and reports.
+struct LargeBlockBytes {
+  size_t mapped = 0, in_use = 0, peak_in_use = 0;
+};
+LargeBlockBytes large_block_bytes();
 
 /// For owners that keep a block behind an opaque pointer (libtorch's DataPtr context): a
 /// block on the free store, and its deleter, which frees the memory and the HostBlock.

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "common/host_memory.h"  // new_host_block, releases_large_blocks
+#include "common/host_memory.h"  // new_host_block, kMappedBlockBytes
 
 namespace trident {
 
@@ -84,10 +84,10 @@ class CountingAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
  private:
-  /// Blocks of kMappedBlockBytes or more mapped on their own while large blocks are
-  /// released (host_memory.h); everything else from libtorch's CPU allocator.
+  /// Blocks of kMappedBlockBytes or more mapped on their own, kept for reuse or released
+  /// when freed (host_memory.h); everything else from libtorch's CPU allocator.
   c10::DataPtr allocate_inner(size_t n) const {
-    if (n < kMappedBlockBytes || !releases_large_blocks()) return inner_->allocate(n);
+    if (n < kMappedBlockBytes) return inner_->allocate(n);
     HostBlock* block = new_host_block(n);
     return {block->data, block, &delete_host_block, c10::Device(c10::DeviceType::CPU)};
   }

@@ -1,6 +1,6 @@
-// train.allocator's two ways with large host blocks: kept in the heap, or mapped on their
-// own and given back to the system when freed, for tensors (through the tracked CPU
-// allocator) and for the tier's aligned buffers alike.
+// train.allocator's two ways with large host blocks, each mapped on its own: kept for reuse
+// within a bound, or given back to the system when freed, for tensors (through the tracked
+// CPU allocator) and for the tier's aligned buffers alike.
 #include <ATen/ATen.h>  // at::empty
 #include <gtest/gtest.h>
 #include <malloc.h>  // mallopt
@@ -10,6 +10,7 @@
 #include <cstring>  // std::memset
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "common/aligned_buffer.h"
 #include "common/host_memory.h"
@@ -37,12 +38,13 @@ struct ReleaseLargeBlocks {
 
 constexpr int64_t kMiB = 1 << 20;
 
-TEST(HostMemory, large_blocks_are_mapped_and_aligned_only_while_released) {
-  {
-    ReleaseLargeBlocks release(true);
+TEST(HostMemory, large_blocks_are_mapped_and_aligned_small_ones_come_from_the_heap) {
+  for (const bool release : {true, false}) {
+    ReleaseLargeBlocks mode(release);
     HostBlock big = allocate_host_block(kMappedBlockBytes);
     HostBlock small = allocate_host_block(kMappedBlockBytes - 1);
     EXPECT_TRUE(big.mapped);
+    EXPECT_GE(big.capacity, big.bytes);
     EXPECT_FALSE(small.mapped);
     for (const HostBlock& b : {big, small}) {
       EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data) % kIoAlignment, 0u);
@@ -51,12 +53,60 @@ TEST(HostMemory, large_blocks_are_mapped_and_aligned_only_while_released) {
     free_host_block(big);
     free_host_block(small);
   }
-  ReleaseLargeBlocks keep(false);
-  HostBlock big = allocate_host_block(8 * kMiB);
-  EXPECT_FALSE(big.mapped);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data) % kIoAlignment, 0u);
-  free_host_block(big);
   free_host_block(HostBlock{});  // an empty block: nothing to do
+}
+
+TEST(HostMemory, a_kept_block_serves_the_next_request_of_about_its_size) {
+  ReleaseLargeBlocks keep(false);
+  HostBlock first = allocate_host_block(8 * kMiB);
+  void* const where = first.data;
+  free_host_block(first);
+  HostBlock same = allocate_host_block(8 * kMiB - 4096);  // within kKeptBlockFit of it
+  EXPECT_EQ(same.data, where);
+  EXPECT_EQ(same.capacity, static_cast<size_t>(8 * kMiB));
+  HostBlock other = allocate_host_block(4 * kMiB);  // half its size: a mapping of its own
+  EXPECT_NE(other.data, where);
+  free_host_block(other);
+  free_host_block(same);
+}
+
+TEST(HostMemory, kept_blocks_stay_within_the_bound_of_the_most_ever_in_use) {
+  ReleaseLargeBlocks keep(false);
+  // Requests of ever new sizes, each freed before the next: what is kept would grow
+  // without bound, and the mapped bytes stay within (1 + slack) x the peak in use.
+  for (int64_t mib = 2; mib <= 40; mib += 2) {
+    HostBlock b = allocate_host_block(mib * kMiB);
+    std::memset(b.data, 1, b.bytes);
+    free_host_block(b);
+    const LargeBlockBytes now = large_block_bytes();
+    EXPECT_LE(static_cast<double>(now.mapped),
+              (1 + kKeptLargeBlockSlack) * static_cast<double>(now.peak_in_use) + 1)
+        << mib << " MiB";
+  }
+  // An attention-like pattern, three layers whose scores are kept while two temporaries of
+  // the same size come and go, then a backward of three temporaries a layer: five blocks
+  // are mapped, the most ever in use at once, and every other request reuses one.
+  { ReleaseLargeBlocks release(true); }  // nothing kept from above
+  const LargeBlockBytes before = large_block_bytes();
+  std::vector<HostBlock> kept;
+  for (int layer = 0; layer < 3; ++layer) {
+    HostBlock t1 = allocate_host_block(16 * kMiB), t2 = allocate_host_block(16 * kMiB);
+    free_host_block(t1);
+    kept.push_back(allocate_host_block(16 * kMiB));
+    free_host_block(t2);
+  }
+  for (int layer = 0; layer < 3; ++layer) {
+    HostBlock g1 = allocate_host_block(16 * kMiB), g2 = allocate_host_block(16 * kMiB);
+    free_host_block(g1);
+    HostBlock g3 = allocate_host_block(16 * kMiB);
+    free_host_block(g2);
+    free_host_block(g3);
+    free_host_block(kept.back());
+    kept.pop_back();
+  }
+  const LargeBlockBytes after = large_block_bytes();
+  EXPECT_EQ(after.in_use, before.in_use);
+  EXPECT_EQ(after.mapped, before.mapped + 5 * 16 * kMiB);
 }
 
 /// The heap as trident's main() sets it up: freed memory is kept, nothing is mmapped.
