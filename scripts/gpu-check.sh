@@ -28,6 +28,7 @@ out=${OUT:-gpu-check}
 steps=50
 gpu=cuda
 gpt2_sets=()
+parity_sets=()
 rehearse=false
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,9 +37,12 @@ while [ $# -gt 0 ]; do
       rehearse=true gpu=cpu steps=12
       # fp32: a CPU runs bf16 matmuls about 40x slower (114 s a step of this model); a
       # vocabulary of 8192: GPT-2's 50257 made the head most of the rehearsal's time (44
-      # against 16 s for its 12 steps).
+      # against 16 s for its 12 steps). One thread a run: the rehearsal shares the machine's
+      # cores with other tests.
       gpt2_sets=(--set model.layers=2 --set model.seq_len=128 --set model.vocab=8192
-        --set train.global_batch_size=8 --set train.micro_batch_size=4 --set train.precision=fp32)
+        --set train.global_batch_size=8 --set train.micro_batch_size=4 --set train.precision=fp32
+        --set train.threads=1)
+      parity_sets=(--set train.threads=1)
       shift
       ;;
     *) echo "gpu-check.sh: unknown argument '$1' (see the head of the script)" >&2; exit 2 ;;
@@ -83,7 +87,7 @@ parity() {  # parity NAME DEVICE [--set ...]: files $out/parity-NAME*
   "$trident" train configs/tiny.toml --set train.device="$device" --set train.precision=fp64 \
     --set train.steps=6 --set train.log_every=1 --set parallel.zero_stage=1 \
     --set logging.run_dir=none --set logging.metrics="$out/parity-$name.jsonl" \
-    --set checkpoint.dir="$out/parity-$name" --set checkpoint.save_every=6 "$@" \
+    --set checkpoint.dir="$out/parity-$name" --set checkpoint.save_every=6 "${parity_sets[@]}" "$@" \
     >"$out/parity-$name.log" 2>&1 ||
     { note "parity on $device failed: $(tail -5 "$out/parity-$name.log")"; return 1; }
 }
