@@ -255,6 +255,15 @@ bool offloaded_to_files(const std::string& tier, const char* key) {
 
 }  // namespace
 
+double attention_scores_in_flight(const PlanModel& whole, const Layout& l) {
+  const PlanModel m = rank_tokens(whole, l);
+  const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
+  const bool rebuilt = (l.selective || l.cp > 1) && !l.checkpointing;
+  const double s = static_cast<double>(m.seq_len);
+  return (rebuilt ? 3.0 : 2.0) * static_cast<double>(l.micro_batch) *
+         static_cast<double>(m.heads / l.tp) * s * s * b.activation;
+}
+
 MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
   const int64_t psi = stage_parameters(m, l.pp, l.tp, stage, l.ep);
@@ -275,6 +284,7 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   out.gradients = states.gradients;
   out.optimizer_states = states.optimizer_states;
   out.activations = stage_activations(m, l, stage);
+  out.scores = attention_scores_in_flight(m, l);
   out.bucket_buffers = bucket_buffers(m, l, stage);
   if (l.zero == 3) {
     const Stage3Split split = stage3_split(m, l, stage);

@@ -115,6 +115,14 @@ double moe_layer_activation_bytes(const ActivationShape& shape, const Activation
 double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
                              double bytes_per_element);
 
+/// Bytes of attention's (s x s) score tensors that one layer holds in flight beyond what
+/// the layers keep (models/attention_core.cpp), b a / t s^2 elements each: in forward the
+/// scaled scores and the masked ones before the softmax; in backward the probabilities'
+/// gradient and the softmax's input gradient: two. Where the probabilities are not kept
+/// (selective recomputation, context parallelism's ring) a backward rebuilds them: three.
+/// With context parallelism s is this rank's s / cp, a ring block's side.
+double attention_scores_in_flight(const PlanModel& m, const Layout& layout);
+
 /// Micro-batches whose activations stage `stage` holds at once: GPipe holds all m;
 /// 1F1B holds min(pp - stage, m) (the first stage the most); ZB-H1, whose later stages
 /// defer weight gradients, min(pp, m) on every stage. Interleaved 1F1B counts model-chunk
@@ -135,10 +143,13 @@ struct MemoryBreakdown {
   /// the tied embedding's gradient on a stage with both ends, and with the gradient in the
   /// tier the buffer a bucket's shard is summed in.
   double transient = 0;
+  /// Attention's score tensors in flight beyond those kept (attention_scores_in_flight).
+  double scores = 0;
   int stage = 0;            ///< the pipeline stage these figures are for
   int64_t params_held = 0;  ///< Ψ of that stage's device
   double total() const {
-    return parameters + gradients + optimizer_states + activations + communication + transient;
+    return parameters + gradients + optimizer_states + activations + communication + transient +
+           scores;
   }
 };
 

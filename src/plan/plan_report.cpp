@@ -12,8 +12,8 @@ namespace {
 
 /// After a peak RSS predicted for a rank whose heap keeps freed memory.
 constexpr const char* kKeptHeapNote =
-    "\n    with train.allocator = \"cache\" the heap keeps freed memory: its fragmentation "
-    "comes on top (23-52% more measured; docs/offload.md)";
+    "\n    with train.allocator = \"cache\" freed memory is kept for reuse: blocks of 1 MiB or "
+    "more up to 25% beyond the most in use (docs/planner.md)";
 
 /// A unit that keeps `largest` readable: its name and its size in base units.
 std::pair<const char*, double> bytes_unit(double largest) {
@@ -118,14 +118,14 @@ std::string plan_text(const PlanModel& m, const Cluster& c, int devices, const P
                     i + 1, l.dp, cp_column, ep_column, l.pp, l.tp, l.zero,
                     static_cast<long long>(l.micro_batch), l.checkpointing ? "full" : "none",
                     static_cast<long long>(l.micro_batches(m)), "", b.parameters / ms,
-                    b.gradients / ms, b.optimizer_states / ms, b.activations / ms,
+                    b.gradients / ms, b.optimizer_states / ms, (b.activations + b.scores) / ms,
                     b.communication / ms, b.total() / ms, "", t.compute / ts, t.tp / ts, cp_time,
                     ep_time, t.pp / ts, t.dp / ts, t.bubble / ts, t.optimizer / ts, t.total() / ts,
                     si(e.tokens_per_s).c_str());
       out << line;
     }
-    out << "\n(m: micro-batches per step per dp rank; memory: the pipeline stage that holds the "
-           "most)\n";
+    out << "\n(m: micro-batches per step per dp rank; activ: what the layers keep and attention's "
+           "scores in flight; memory: the pipeline stage that holds the most)\n";
   }
   out << "\nbest: " << (shown > 0 ? plan.ranked[0].layout.name() : std::string("none")) << " — "
       << plan.why << "\n";
@@ -148,6 +148,7 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
                                                   {"gradients", b.gradients},
                                                   {"optimizer states", b.optimizer_states},
                                                   {"activations", b.activations},
+                                                  {"attention scores", b.scores},
                                                   {"communication buffers", b.communication},
                                                   {"total", b.total()}};
   for (const auto& [name, v] : parts) {
@@ -213,6 +214,7 @@ nlohmann::json evaluation_json(const PlanModel& m, const Evaluation& e) {
             {"gather_buffers", b.gather_buffers},
             {"offloaded", b.offloaded},
             {"transient", b.transient},
+            {"attention_scores", b.scores},
             {"total", b.total()},
             {"stage", b.stage},
             {"parameters_held", b.params_held}}},

@@ -159,7 +159,7 @@ TEST(OffloadPlan, stage3_transient_memory_names_each_buffer_beyond_the_live_laye
   EXPECT_DOUBLE_EQ(tier.transient, in_memory.transient + 4 * rest / 2);
   EXPECT_DOUBLE_EQ(tier.total() - tier.transient, tier.parameters + tier.gradients +
                                                       tier.optimizer_states + tier.activations +
-                                                      tier.communication);
+                                                      tier.communication + tier.scores);
   EXPECT_DOUBLE_EQ(stage_memory(m, Layout{2, 1, 1, 2, 2, true}, 0).transient, 0);
 }
 
