@@ -21,9 +21,9 @@ struct AutoBudget {
   double memory_per_rank = 0;  ///< bytes of peak memory a rank may use (process base included)
   double margin = 0.10;        ///< the predicted peak stays under (1 - margin) x the budget
   /// A CPU rank (a cluster with a process base) that keeps freed memory (train.allocator
-  /// = "cache") holds more than its live memory: this fraction of it more, the bound on
-  /// its kept blocks of 1 MiB or more (common/host_memory.h: kKeptLargeBlockSlack). A
-  /// releasing rank holds its live memory.
+  /// = "cache") holds more than its live memory: this fraction of it more (23% measured on
+  /// the 160M GPT in memory, docs/offload.md; its blocks of 1 MiB or more are bounded by
+  /// twice the most in use, common/host_memory.h). A releasing rank holds its live memory.
   double kept_heap_allowance = 0.25;
   /// Bytes of tier files a rank may write; < 0: no tier directory (no offload considered).
   double disk_per_rank = -1;

@@ -13,7 +13,7 @@ namespace {
 /// After a peak RSS predicted for a rank whose heap keeps freed memory.
 constexpr const char* kKeptHeapNote =
     "\n    with train.allocator = \"cache\" freed memory is kept for reuse: blocks of 1 MiB or "
-    "more up to 25% beyond the most in use (docs/planner.md)";
+    "more up to twice the most in use (docs/planner.md)";
 
 /// A unit that keeps `largest` readable: its name and its size in base units.
 std::pair<const char*, double> bytes_unit(double largest) {
