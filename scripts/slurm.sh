@@ -181,12 +181,27 @@ down() {
     [ $left = 0 ] && break
     sleep 0.1
   done
+  local killed=""
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$name-node" || true); do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do
+      kill -KILL "$pid" 2>/dev/null && killed="$killed $pid"
+    done
   done
   if [ -f "$state/munged.pid" ]; then
-    kill -KILL "$(cat "$state/munged.pid")" 2>/dev/null || true
+    kill -KILL "$(cat "$state/munged.pid")" 2>/dev/null && killed="$killed $(cat "$state/munged.pid")"
   fi
+  # SIGKILL is delivered, not awaited: on a loaded machine a task was still running when
+  # `down` returned. Return once each has exited (a zombie has; its parent reaps it).
+  for tries in $(seq 100); do
+    local running=0
+    for pid in $killed; do
+      local st
+      st=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)
+      [ -n "$st" ] && [ "$st" != Z ] && running=1
+    done
+    [ $running = 0 ] && break
+    sleep 0.05
+  done
   emulated_nodes_down "$name"
   rm -rf "$state"
 }

@@ -93,18 +93,24 @@ class ActivationMemory : public ::testing::Test {
   ParallelContext tp2{MPI_COMM_WORLD, 1, 1, world_size(), 60.0};
 };
 
-/// kept_bytes of a GPT block.
-int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute recompute) {
+/// A GPT block's options: hidden kHidden, kHeads heads, fp32, sequences of `seq`.
+GptOptions gpt_options(int64_t seq, bool sequence_parallel, plan::Recompute recompute) {
   GptOptions o;
   o.layers = 2;
   o.hidden = kHidden;
   o.heads = kHeads;
   o.vocab = 64;
   o.padded_vocab = 64;
-  o.seq_len = kSeq;
+  o.seq_len = seq;
   o.dtype = at::kFloat;
   o.sequence_parallel = sequence_parallel;
   o.recompute_attention = recompute == plan::Recompute::kSelective;
+  return o;
+}
+
+/// kept_bytes of a GPT block.
+int64_t block_bytes(Communicator& tp, bool sequence_parallel, plan::Recompute recompute) {
+  const GptOptions o = gpt_options(kSeq, sequence_parallel, recompute);
   ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
   GptBlock block(params, tp, o, 0);
   return kept_bytes(block, sequence_parallel ? kSeq / tp.size() : kSeq, recompute);
@@ -136,9 +142,9 @@ struct LlamaShape {
   int64_t seq, heads, kv_heads, ffn;
 };
 
-/// kept_bytes of a Llama block (RMSNorm, RoPE, grouped-query attention, SwiGLU).
-int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequence_parallel,
-                          plan::Recompute recompute) {
+/// A Llama block's options: hidden kHidden, fp32, the rest from `shape`.
+LlamaOptions llama_options(const LlamaShape& shape, bool sequence_parallel,
+                           plan::Recompute recompute) {
   LlamaOptions o;
   o.layers = 2;
   o.hidden = kHidden;
@@ -151,6 +157,13 @@ int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequen
   o.dtype = at::kFloat;
   o.sequence_parallel = sequence_parallel;
   o.recompute_attention = recompute == plan::Recompute::kSelective;
+  return o;
+}
+
+/// kept_bytes of a Llama block (RMSNorm, RoPE, grouped-query attention, SwiGLU).
+int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequence_parallel,
+                          plan::Recompute recompute) {
+  const LlamaOptions o = llama_options(shape, sequence_parallel, recompute);
   const RopeTables rope = rope_tables(shape.seq, o.head_dim(), o.rope_theta, o.dtype);
   ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
   LlamaBlock block(params, tp, nullptr, o, 0, rope);
@@ -202,18 +215,7 @@ struct MoeShape {
 /// kept_bytes of a Llama block whose MLP is an MoE layer (ep 1), dropless.
 int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, bool sequence_parallel,
                         plan::Recompute recompute) {
-  LlamaOptions o;
-  o.layers = 2;
-  o.hidden = kHidden;
-  o.heads = kHeads;
-  o.kv_heads = 2;
-  o.ffn_hidden = 96;
-  o.vocab = 64;
-  o.padded_vocab = 64;
-  o.seq_len = kSeq;
-  o.dtype = at::kFloat;
-  o.recompute_attention = recompute == plan::Recompute::kSelective;
-  o.sequence_parallel = sequence_parallel;
+  LlamaOptions o = llama_options(LlamaShape{kSeq, kHeads, 2, 96}, sequence_parallel, recompute);
   o.moe.experts = shape.experts;
   o.moe.top_k = shape.top_k;
   o.moe.ffn_hidden = shape.ffn;
@@ -306,31 +308,14 @@ PipelineStep pipeline_step(ParallelContext& ctx, bool sequence_parallel) {
 /// SwiGLU 96) over (kBatch, seq, kHidden).
 testing::BlockMemory long_block_memory(Communicator& tp, bool llama, int64_t seq,
                                        plan::Recompute recompute) {
-  const bool selective = recompute == plan::Recompute::kSelective;
   if (llama) {
-    LlamaOptions o;
-    o.layers = 2;
-    o.hidden = kHidden;
-    o.heads = kHeads;
-    o.kv_heads = 2;
-    o.ffn_hidden = 96;
-    o.vocab = o.padded_vocab = 64;
-    o.seq_len = seq;
-    o.dtype = at::kFloat;
-    o.recompute_attention = selective;
+    const LlamaOptions o = llama_options(LlamaShape{seq, kHeads, 2, 96}, false, recompute);
     const RopeTables rope = rope_tables(seq, o.head_dim(), o.rope_theta, o.dtype);
     ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
     LlamaBlock block(params, tp, nullptr, o, 0, rope);
     return testing::block_memory(block, kBatch, seq, kHidden);
   }
-  GptOptions o;
-  o.layers = 2;
-  o.hidden = kHidden;
-  o.heads = kHeads;
-  o.vocab = o.padded_vocab = 64;
-  o.seq_len = seq;
-  o.dtype = at::kFloat;
-  o.recompute_attention = selective;
+  const GptOptions o = gpt_options(seq, false, recompute);
   ParamRegistry params(5, tp.rank(), tp.size(), o.dtype);
   GptBlock block(params, tp, o, 0);
   return testing::block_memory(block, kBatch, seq, kHidden);
