@@ -4,7 +4,8 @@ For each case (a model the calibration never timed, a rank count, emulated nodes
 machine, a memory cap or none): calibrate the machine with that many ranks, ask
 `trident plan --auto --top 3` for the choice and its predicted ranking, then train every
 configuration of the case's fixed grid (listed with the case; the choice is added when it
-is not in it) for a few steps, rounds in alternating order, the choice through
+is not in it) for a few steps, rounds in alternating order (a third round for a
+configuration whose two rounds differ by more than 15%), the choice through
 `trident train --auto` itself. Report the choice's measured step against the best
 measured, whether the best is in the predicted top 3, the predicted and measured peak RSS
 of the choice, and which configurations the memory cap killed. The Mixture-of-Experts
@@ -338,6 +339,10 @@ def check_grid(build, name, spec):
                              (name, g, out.stdout[-1500:]))
 
 
+# Two rounds of one configuration further apart than this ratio get a third.
+DISAGREE = 1.15
+
+
 def run_case(build, name, spec, rounds, steps, tmp):
     with Case(build, name, spec, tmp) as case:
         cluster = tmp / ("%s.toml" % name)
@@ -355,6 +360,19 @@ def run_case(build, name, spec, rounds, steps, tmp):
             for c in (grid if r % 2 == 0 else list(reversed(grid))):
                 if c in killed:
                     continue
+                result, why = train(case, c, steps, cluster, auto=(c == choice))
+                if result is None:
+                    killed[c] = why
+                    continue
+                times[c].append(result[0])
+                peaks[c] = max(peaks[c], result[1])
+        if r == rounds - 1 and rounds == 2:
+            # Two rounds that disagree by more than the machine's own spread (about 15%)
+            # mean one was disturbed: a third round, in the first round's order, makes the
+            # median that of the two that agree.
+            split = [c for c in grid if len(times[c]) == 2 and
+                     max(times[c]) > DISAGREE * min(times[c])]
+            for c in split:
                 result, why = train(case, c, steps, cluster, auto=(c == choice))
                 if result is None:
                     killed[c] = why
