@@ -199,6 +199,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.latency_us = number(source, key, node, 0);
     } else if (key == "sync_us") {
       c.sync_us = number(source, key, node, 0);
+    } else if (key == "ring_sync_us") {
+      c.ring_sync_us = number(source, key, node, 0);
     } else if (key == "memory_gbps") {
       c.memory_gbps = number(source, key, node, 0);
     } else if (key == "disk_gbps") {
@@ -218,18 +220,19 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     } else if (key == "dp_overlap") {
       c.dp_overlap = std::min(1.0, number(source, key, node, 0));
     } else {
-      throw ClusterError(where(source, node) + ": unknown key '" + key +
-                         "'; valid keys: name description devices_per_node cores_per_node "
-                         "memory_per_device_gb "
-                         "usable_memory_fraction machine_cores placement collectives peak_tflops "
-                         "matmul_tflops "
-                         "sendrecv_us inter_sendrecv_us inter_send_us contention efficiency "
-                         "intra_node_gbps "
-                         "inter_node_gbps latency_us inter_node_latency_us sync_us memory_gbps "
-                         "disk_gbps disk_read_gbps disk_write_gbps process_base_gb "
-                         "elementwise_gbps "
-                         "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
-                         "dp_overlap");
+      throw ClusterError(
+          where(source, node) + ": unknown key '" + key +
+          "'; valid keys: name description devices_per_node cores_per_node "
+          "memory_per_device_gb "
+          "usable_memory_fraction machine_cores placement collectives peak_tflops "
+          "matmul_tflops "
+          "sendrecv_us inter_sendrecv_us inter_send_us contention efficiency "
+          "intra_node_gbps "
+          "inter_node_gbps latency_us inter_node_latency_us sync_us ring_sync_us memory_gbps "
+          "disk_gbps disk_read_gbps disk_write_gbps process_base_gb "
+          "elementwise_gbps "
+          "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
+          "dp_overlap");
     }
   }
   if (!has_devices) throw ClusterError(source + ": devices_per_node is missing");
@@ -306,6 +309,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "latency_us = " << c.latency_us << "\n"
       << "inter_node_latency_us = " << c.inter_node_latency_us << "\n"
       << "sync_us = " << c.sync_us << "\n"
+      << "ring_sync_us = " << c.ring_sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
       << "disk_gbps = " << c.disk_gbps << "\n"
       << "disk_read_gbps = " << c.disk_read_gbps << "\n"

@@ -66,6 +66,11 @@ struct Cluster {
   /// out of step (cores shared with other ranks or processes, OS jitter). Measured by
   /// `trident calibrate`; 0 for dedicated devices.
   double sync_us = 0;
+  /// What one transfer of ring attention (context parallelism) costs the step beyond its
+  /// message: each step of the ring waits for its neighbour's block, and on shared cores
+  /// for the neighbour to be scheduled at all. Measured by `trident calibrate` on a cp-2
+  /// block against the whole-sequence block of as many tokens; 0: sync_us is used.
+  double ring_sync_us = 0;
   double memory_gbps = 0;  ///< device memory bandwidth, GB/s; 0: elementwise work ignored
   /// The nvme tier's disk: sequential O_DIRECT bandwidth per device, GB/s (trident
   /// calibrate measures it: the mean of its write and read); 0: the tier's traffic is not

@@ -480,6 +480,22 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
     const double scores = static_cast<double>(l.micro_batch) * static_cast<double>(m.heads) / l.tp *
                           sl * sl * ring_blocks * b.activation;
     base += layers * 6.0 * scores / stream;
+    // Beyond the scores, each ring step streams tensors of the output's and the keys' size
+    // (models/ring_attention.cpp), E this rank's q or output bytes, K its k (or v) bytes:
+    // forward, each block after the diagonal one rescales and adds its rows of the output
+    // by the log-sum-exp rule, about 7 E (nine passes over three quarters of the rows, on
+    // average); backward, every block fills, copies and adds a fresh key and value gradient
+    // (about 10 K) and adds its rows of dq (3 E). With grouped kv heads each block also
+    // repeats its keys and values to the query heads (3 E forward, again in backward) and
+    // sums their gradients back (2 E).
+    const double kv_heads = static_cast<double>(m.llama && m.kv_heads > 0 ? m.kv_heads : m.heads);
+    const double q_bytes = tokens * h / l.tp * b.activation;                   // E
+    const double k_bytes = q_bytes * kv_heads / static_cast<double>(m.heads);  // K
+    const double grouped = kv_heads < static_cast<double>(m.heads) ? 1.0 : 0.0;
+    const double ring_forward = (cp - 1.0) * 7.0 * q_bytes + cp * grouped * 3.0 * q_bytes;
+    const double ring_backward = cp * (10.0 * k_bytes + 3.0 * q_bytes + grouped * 5.0 * q_bytes);
+    base += layers * (ring_forward + ring_backward) / stream;
+    if (l.checkpointing) recompute += layers * ring_forward / stream;
   }
   if (stream > 0) {
     // Elementwise work (norms, softmax, GELU, residual adds) streams the saved
@@ -557,7 +573,11 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
     const double kv =
         2.0 * tokens * kv_heads * (h / static_cast<double>(m.heads)) / l.tp * b.activation;
     const double half_block = tokens * 2.0 * sl * h / l.tp / rate;
-    const double x = send_s(kv, link);
+    // Each step waits for its neighbour as calibrated on a ring block (ring_sync_us), or
+    // as a collective waits (sync_us) where the calibration has no ring.
+    const double x = c.ring_sync_us > 0
+                         ? link.message_s(kv * link.send_share) + c.ring_sync_us * 1e-6
+                         : send_s(kv, link);
     const double exposed_fwd = x - c.dp_overlap * std::min(x, half_block);
     const double exposed_bwd = x - c.dp_overlap * std::min(x, 2.5 * half_block);
     t.cp = contention * layers *

@@ -67,6 +67,21 @@ TEST(ContextPlan, the_ring_sends_the_kv_heads) {
   EXPECT_GT(t.cp, 0.0);  // the gradients' last step has nothing to hide behind
 }
 
+TEST(ContextPlan, each_transfer_waits_the_calibrated_ring_sync) {
+  const PlanModel m = long_llama();
+  Layout ring{1, 1, 1, 0, 1, false};
+  ring.cp = 4;
+  Cluster c = node(80);
+  c.dp_overlap = 0;  // nothing hides: each transfer's wait is the step's
+  c.sync_us = 50;    // a collective's wait, which the ring's no longer takes
+  const TimeBreakdown collective = step_time(m, ring, c);
+  c.ring_sync_us = 700;
+  const TimeBreakdown calibrated = step_time(m, ring, c);
+  // 4 micro-batches x 4 layers x 10 transfers, each 700 us where it was 50 us.
+  EXPECT_NEAR(calibrated.cp - collective.cp, 4.0 * 4.0 * 10.0 * (700.0 - 50.0) * 1e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(calibrated.compute, collective.compute);
+}
+
 TEST(ContextPlan, a_sequence_too_long_for_one_rank_is_split) {
   const PlanModel m = long_llama();
   // 1.5 GB a device: one 8192-token sequence keeps about 2 GB of scores a layer whole.

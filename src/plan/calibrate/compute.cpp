@@ -51,6 +51,27 @@ TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communi
   return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
 }
 
+RingBlockTiming ring_block_timing(const BlockShape& shape, Communicator& cp, Communicator& tp,
+                                  Communicator& world, double budget) {
+  GptOptions o;
+  o.hidden = shape.hidden;
+  o.heads = shape.heads;
+  o.seq_len = shape.seq;
+  o.cp = &cp;
+  ParamRegistry params(o.seed, tp.rank(), tp.size(), at::kFloat);
+  GptBlock block(params, tp, o, 0);
+  at::Tensor x = at::randn({shape.batch, shape.seq / cp.size(), shape.hidden}).requires_grad_();
+  int64_t calls = 0;
+  auto step = [&] {
+    block.forward(x).sum().backward();
+    ++calls;
+  };
+  const double wait_before = cp.total_wait_seconds();
+  const double seconds = time_per_call(step, 1.0 * budget, world);
+  const double wait = (cp.total_wait_seconds() - wait_before) / static_cast<double>(calls);
+  return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
+}
+
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget) {
   return tp_block_timing(shape, tp, world, budget).seconds;
 }

@@ -38,6 +38,15 @@ struct TpBlockTiming {
 TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world,
                               double budget);
 
+/// A block's forward and backward with ring attention over `cp` (context parallelism):
+/// the sequences of `shape` split among cp's ranks, each holding shape.seq / cp tokens of
+/// each; its seconds and the seconds spent inside the ring's transfers, per call.
+struct RingBlockTiming {
+  double seconds = 0, cp_wait_s = 0;
+};
+RingBlockTiming ring_block_timing(const BlockShape& shape, Communicator& cp, Communicator& tp,
+                                  Communicator& world, double budget);
+
 /// Seconds of the forward and backward of a one-layer GptStage (embedding, the block,
 /// final norm, tied head, loss) on token ids of `shape` and a 64-token vocabulary, over
 /// `tp`; per rank while all run.

@@ -209,6 +209,35 @@ void measure_sync(Communicator& pair, Communicator& world, double share, plan::C
   say(line);
 }
 
+/// ring_sync_us: the middle block's 256 tokens a rank, once as batch 4 of 64 whole
+/// sequences and once as batch 8 of 64-token sequences split over neighbouring pairs with
+/// ring attention (cp 2), every rank of the job at once. The ring's block takes longer by
+/// its extra operator calls (charged apart: half a layer's overhead per ring block, on the
+/// ranks' share of the cores) and by the waits of its four transfers (forward one step,
+/// backward two and the gradients' way home); each transfer's part beyond its message is
+/// ring_sync_us. Its attention does 1.5 of whole attention's 4 quarter blocks, a few percent of
+/// the block's FLOPs at this size, not subtracted.
+void measure_ring_sync(Communicator& pair, Communicator& alone, Communicator& world, double ranks,
+                       double share, plan::Cluster& c, const Say& say, double budget) {
+  char line[240];
+  const BlockShape whole{4, 64, 128, 4}, split{8, 64, 128, 4};
+  const double plain = block_s(whole, alone, world, budget);
+  const RingBlockTiming ring = ring_block_timing(split, pair, alone, world, budget);
+  plan::Link raw{c.intra_node_gbps * 1e9, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
+  const double kv = 2.0 * whole.batch * whole.seq * whole.hidden * 4.0;  // keys and values
+  const double transfers = 4.0;
+  const double calls = share * c.contention_at(ranks) * c.layer_overhead_us * 1e-6;
+  c.ring_sync_us =
+      std::max(0.0, (ring.seconds - plain - calls) / transfers - raw.message_s(kv)) * 1e6;
+  std::snprintf(line, sizeof line,
+                "block b4 s64 h128 with ring attention over pairs, %d ranks at once: %.2f ms "
+                "against %.2f ms whole, inside its 4 transfers %.1f us each, of which the "
+                "messages %.1f us: ring_sync_us %.1f",
+                world.size(), ring.seconds * 1e3, plain * 1e3, ring.cp_wait_s / transfers * 1e6,
+                raw.message_s(kv) * 1e6, c.ring_sync_us);
+  say(line);
+}
+
 plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
                            const std::string& disk_dir, double budget) {
   const int rank = world.rank(), size = world.size();
@@ -364,10 +393,12 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     const double share = all_paired ? std::max(1.0, static_cast<double>(sharing) / cores) : 1.0;
     with_others_idle(world, all_paired || in_pair, [&] {
       measure_sync(*pair, all_paired ? world : *busy, share, c, say, budget);
+      measure_ring_sync(*pair, *alone, all_paired ? world : *busy,
+                        all_paired ? sharing : pairs_computing, share, c, say, budget);
     });
     c = cluster_from_rank0(c, world);
   } else {
-    say("no two ranks on one node: sync_us and layer_overhead_tp_us not measured");
+    say("no two ranks on one node: sync_us, ring_sync_us and layer_overhead_tp_us not measured");
   }
   return c;
 }
@@ -394,8 +425,8 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
         &plan::Cluster::disk_write_gbps, &plan::Cluster::process_base_gb,
         &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
         &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
-        &plan::Cluster::layer_overhead_us, &plan::Cluster::layer_overhead_tp_us,
-        &plan::Cluster::ends_overhead_us}) {
+        &plan::Cluster::ring_sync_us, &plan::Cluster::layer_overhead_us,
+        &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
     std::vector<double> v;
     for (const plan::Cluster& r : rounds) v.push_back(r.*field);
     c.*field = median(v);
