@@ -1,4 +1,4 @@
-// Large host blocks: mapped on their own, kept for reuse or unmapped (see host_memory.h).
+// Large host blocks: mapped on their own, kept for reuse within a bound (see host_memory.h).
 #include "common/host_memory.h"
 
 #include <sys/mman.h>  // mmap, madvise, munmap
@@ -65,7 +65,10 @@ HostBlock map_large_block(size_t bytes) {
     }
     lb.in_use += want;
     lb.peak_in_use = std::max(lb.peak_in_use, lb.in_use);
-    const double bound = (1.0 + kKeptLargeBlockSlack) * static_cast<double>(lb.peak_in_use);
+    // Released: within the most ever in use, the resident set's bound when every free was
+    // unmapped, without faulting each reused block in again.
+    const double slack = releases_large_blocks() ? 0.0 : kKeptLargeBlockSlack;
+    const double bound = (1.0 + slack) * static_cast<double>(lb.peak_in_use);
     while (!lb.kept.empty() && static_cast<double>(lb.in_use + lb.kept_bytes) > bound) {
       const auto largest = std::prev(lb.kept.end());
       evicted.emplace_back(largest->first, largest->second);
@@ -81,27 +84,22 @@ HostBlock map_large_block(size_t bytes) {
     lb.in_use -= want;
     throw std::bad_alloc();
   }
-  // A released block is faulted in again at each reuse: advise transparent huge pages, one
-  // fault per 2 MiB. A kept one is faulted in once, and huge pages made the steps that reuse
-  // it slower (7% on a Llama of hidden 384, docs/performance.md).
+  // Under the tighter bound blocks are unmapped and faulted in again more often: advise
+  // transparent huge pages, one fault per 2 MiB (a tier configuration's step 1.30 s with
+  // them, 1.80 s without). A kept block under the wider bound is faulted in once, and huge
+  // pages made the steps that reuse it slower (7% on a Llama of hidden 384).
   if (releases_large_blocks()) madvise(p, want, MADV_HUGEPAGE);
   block.data = p;
   block.capacity = want;
   return block;
 }
 
-void unmap_or_keep(const HostBlock& block) {
+void keep(const HostBlock& block) {
   LargeBlocks& lb = large_blocks();
-  {
-    std::lock_guard<std::mutex> lock(lb.mutex);
-    lb.in_use -= block.capacity;
-    if (!releases_large_blocks()) {
-      lb.kept.emplace(block.capacity, block.data);
-      lb.kept_bytes += block.capacity;
-      return;
-    }
-  }
-  munmap(block.data, block.capacity);
+  std::lock_guard<std::mutex> lock(lb.mutex);
+  lb.in_use -= block.capacity;
+  lb.kept.emplace(block.capacity, block.data);
+  lb.kept_bytes += block.capacity;
 }
 
 }  // namespace
@@ -109,7 +107,7 @@ void unmap_or_keep(const HostBlock& block) {
 void set_release_large_blocks(bool release) {
   g_release.store(release);
   if (!release) return;
-  // Releasing from now on: what is kept goes back too.
+  // Releasing from now on: what is kept goes back, and the tighter bound starts empty.
   std::vector<std::pair<size_t, void*>> kept;
   {
     LargeBlocks& lb = large_blocks();
@@ -135,7 +133,7 @@ HostBlock allocate_host_block(size_t bytes) {
 void free_host_block(const HostBlock& block) {
   if (block.data == nullptr) return;
   if (block.mapped) {
-    unmap_or_keep(block);
+    keep(block);
   } else {
     std::free(block.data);
   }

@@ -1,6 +1,6 @@
-// train.allocator's two ways with large host blocks, each mapped on its own: kept for reuse
-// within a bound, or given back to the system when freed, for tensors (through the tracked
-// CPU allocator) and for the tier's aligned buffers alike.
+// train.allocator's two ways with large host blocks, each mapped on its own and kept for
+// reuse: within twice the most ever in use, or ("release") within the most ever in use,
+// for tensors (through the tracked CPU allocator) and for the tier's aligned buffers alike.
 #include <ATen/ATen.h>  // at::empty
 #include <gtest/gtest.h>
 #include <malloc.h>  // mallopt
@@ -134,20 +134,43 @@ Residency tensor_residency() {
   return r;
 }
 
-TEST(HostMemory, a_released_tensor_and_buffer_leave_the_resident_set_when_freed) {
+TEST(HostMemory, released_blocks_stay_within_the_most_ever_in_use) {
+  ReleaseLargeBlocks release(true);
+  // Requests of ever new sizes, each freed before the next: kept blocks that would take
+  // the mapped bytes past the most ever in use at once are unmapped first.
+  for (int64_t mib = 2; mib <= 40; mib += 2) {
+    HostBlock b = allocate_host_block(mib * kMiB);
+    std::memset(b.data, 1, b.bytes);
+    free_host_block(b);
+    const LargeBlockBytes now = large_block_bytes();
+    EXPECT_LE(now.mapped, now.peak_in_use) << mib << " MiB";
+  }
+  // A block of a size in use before is taken again, not mapped anew.
+  const LargeBlockBytes before = large_block_bytes();
+  HostBlock again = allocate_host_block(40 * kMiB);
+  EXPECT_EQ(large_block_bytes().mapped, before.mapped);
+  free_host_block(again);
+}
+
+TEST(HostMemory, a_released_tensor_and_buffer_leave_room_for_the_next_request) {
   keep_freed_memory_as_trident_does();
   install_memory_tracker();
   ReleaseLargeBlocks release(true);
-  const Residency tensor = tensor_residency();
-  EXPECT_GE(tensor.alive, kTouched * 9 / 10);
-  EXPECT_LT(tensor.freed, kTouched / 10) << "the tensor's memory stayed resident";
+  // 128 MiB touched and freed, then 200 MiB: the most ever in use is 200 MiB, so the
+  // freed 128 MiB goes back to the system (kept, 328 MiB would be resident).
+  constexpr int64_t kFirst = 128 * kMiB, kSecond = 200 * kMiB;
   const int64_t before = resident_bytes();
   {
-    AlignedBuffer buffer(kTouched);
-    std::memset(buffer.data(), 1, buffer.size());
-    EXPECT_GE(resident_bytes() - before, kTouched * 9 / 10);
+    at::Tensor t = at::empty({kFirst / 4}, at::kFloat);
+    t.fill_(1.0f);
   }
-  EXPECT_LT(resident_bytes() - before, kTouched / 10) << "the buffer's memory stayed resident";
+  EXPECT_GE(resident_bytes() - before, kFirst * 9 / 10) << "kept for the next request";
+  {
+    AlignedBuffer buffer(kSecond);
+    std::memset(buffer.data(), 1, buffer.size());
+    EXPECT_LT(resident_bytes() - before, kSecond + kFirst / 2) << "the freed tensor stayed";
+    EXPECT_GE(resident_bytes() - before, kSecond * 9 / 10);
+  }
 }
 
 TEST(HostMemory, a_kept_tensor_stays_resident_for_reuse) {
