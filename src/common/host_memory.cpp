@@ -22,6 +22,9 @@ std::atomic<bool> g_release{false};
 
 constexpr size_t kPage = 4096;
 
+/// `bytes` rounded up to whole pages: what a block in use counts, whatever its capacity.
+size_t pages(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+
 /// The large blocks: those kept for reuse, by size, and the bytes mapped and in use.
 struct LargeBlocks {
   std::mutex mutex;
@@ -45,24 +48,40 @@ HostBlock map_large_block(size_t bytes) {
   HostBlock block;
   block.bytes = bytes;
   block.mapped = true;
-  const size_t want = (bytes + kPage - 1) / kPage * kPage;
+  const size_t want = pages(bytes);
   std::vector<std::pair<size_t, void*>> evicted;
   {
     LargeBlocks& lb = large_blocks();
     std::lock_guard<std::mutex> lock(lb.mutex);
     auto fit = lb.kept.lower_bound(want);
     if (fit != lb.kept.end() &&
-        static_cast<double>(fit->first) <= static_cast<double>(want) * (1.0 + kKeptBlockFit)) {
-      // Of the blocks of that size, the last freed: its pages are the likeliest in cache.
+        (releases_large_blocks() ||
+         static_cast<double>(fit->first) <= static_cast<double>(want) * (1.0 + kKeptBlockFit))) {
+      // The smallest kept block that holds the request (released: of any size, its pages
+      // beyond the request given back below; kept: within kKeptBlockFit). Of the blocks of
+      // that size, the last freed: its pages are the likeliest in cache.
       fit = std::prev(lb.kept.upper_bound(fit->first));
       block.capacity = fit->first;
       block.data = fit->second;
       lb.kept.erase(fit);
       lb.kept_bytes -= block.capacity;
-      lb.in_use += block.capacity;
+      lb.in_use += want;
       lb.peak_in_use = std::max(lb.peak_in_use, lb.in_use);
-      return block;
     }
+  }
+  if (block.data != nullptr) {
+    // Released: the pages past the request (from the next huge page on) leave the resident
+    // set, which so holds what is in use; a later, larger request faults them in again.
+    const size_t huge = size_t{2} << 20;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(block.data);
+    const uintptr_t tail = (start + want + huge - 1) / huge * huge;
+    if (releases_large_blocks() && tail < start + block.capacity)
+      madvise(reinterpret_cast<void*>(tail), start + block.capacity - tail, MADV_DONTNEED);
+    return block;
+  }
+  {
+    LargeBlocks& lb = large_blocks();
+    std::lock_guard<std::mutex> lock(lb.mutex);
     lb.in_use += want;
     lb.peak_in_use = std::max(lb.peak_in_use, lb.in_use);
     // Released: within the most ever in use, the resident set's bound when every free was
@@ -97,7 +116,7 @@ HostBlock map_large_block(size_t bytes) {
 void keep(const HostBlock& block) {
   LargeBlocks& lb = large_blocks();
   std::lock_guard<std::mutex> lock(lb.mutex);
-  lb.in_use -= block.capacity;
+  lb.in_use -= pages(block.bytes);
   lb.kept.emplace(block.capacity, block.data);
   lb.kept_bytes += block.capacity;
 }

@@ -10,9 +10,12 @@
 // allocators do. Kept blocks are unmapped (the largest first) where a new mapping would take
 // the mapped bytes past a bound: twice the most bytes ever in use at once (the default), or
 // the most ever in use (train.allocator = "release": the resident set's bound when every
-// freed block was unmapped, which faulted each reused block in again: a Llama of hidden 640
-// with its optimizer states in the tier took 2.25 s a step that way, 1.30 s now, at the
-// same peak RSS of 625 MB).
+// freed block was unmapped, which faulted each reused block in again). Released, a kept
+// block serves any request it holds, its pages past the request given back: the optimizer's
+// and the forward's blocks, of unrelated sizes, take turns in the same mappings. A Llama of
+// hidden 640 with its optimizer states in the tier took 2.25-2.30 s a step when every freed
+// block was unmapped, 1.27-1.30 s with blocks kept of their own size only, 0.93-1.03 s now
+// (peak RSS 625, 627 and 655-661 MB).
 #pragma once
 #include <cstddef>  // size_t
 
@@ -35,7 +38,8 @@ bool releases_large_blocks();
 /// ZeRO 1 (1.45 s a step against 0.92 s at 2; docs/performance.md).
 constexpr double kKeptLargeBlockSlack = 1.0;
 
-/// A kept block serves a request of up to this fraction less than its size.
+/// A kept block serves a request of up to this fraction less than its size (released: any
+/// request it holds).
 constexpr double kKeptBlockFit = 0.125;
 
 /// A block of host memory aligned to 4096 bytes (kIoAlignment) at least.

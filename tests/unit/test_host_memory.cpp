@@ -152,6 +152,21 @@ TEST(HostMemory, released_blocks_stay_within_the_most_ever_in_use) {
   free_host_block(again);
 }
 
+TEST(HostMemory, a_released_block_serves_a_smaller_request_with_only_its_pages) {
+  ReleaseLargeBlocks release(true);
+  HostBlock big = allocate_host_block(64 * kMiB);
+  std::memset(big.data, 1, big.bytes);
+  void* const where = big.data;
+  free_host_block(big);
+  const int64_t kept = resident_bytes();
+  HostBlock small = allocate_host_block(8 * kMiB);
+  EXPECT_EQ(small.data, where) << "a new mapping, not the kept block";
+  // Its 56 MiB past the request left the resident set.
+  EXPECT_LT(resident_bytes(), kept - 48 * kMiB);
+  std::memset(small.data, 2, small.bytes);
+  free_host_block(small);
+}
+
 TEST(HostMemory, a_released_tensor_and_buffer_leave_room_for_the_next_request) {
   keep_freed_memory_as_trident_does();
   install_memory_tracker();
