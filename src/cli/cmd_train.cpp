@@ -60,7 +60,8 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
   if (p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone)
     std::cout << "offload: " << trainer.optimizer().offload_description() << "\n";
   if (config.releases_host_memory())
-    std::cout << "memory: freed blocks of 1 MiB or more go back to the system (train.allocator = "
+    std::cout << "memory: freed blocks of 1 MiB or more are kept only within the most ever in "
+                 "use (train.allocator = "
               << config.train.allocator << ")\n";
   std::cout << "data: " << trainer.data_description() << "\n";
   if (const auto floor = trainer.loss_floor())

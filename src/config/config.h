@@ -167,8 +167,9 @@ struct TrainConfig {
   int64_t micro_batches() const;
   /// vocab rounded up to a multiple of lcm(vocab_multiple, tp).
   int64_t padded_vocab() const;
-  /// Whether freed blocks of host memory go back to the system (train.allocator; "auto":
-  /// when the nvme tier holds the parameters, where memory, not speed, is the limit).
+  /// Whether freed large blocks of host memory are kept only within the most ever in use
+  /// (train.allocator; "auto": when the nvme tier holds state, where memory, not speed, is
+  /// the limit; `--auto` also chooses it for a configuration that fits only so).
   bool releases_host_memory() const;
 };
 
