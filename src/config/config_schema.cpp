@@ -287,10 +287,10 @@ std::vector<KeySpec> build_schema() {
       {"train", "threads", field(kTrain, &T::threads), at_least(0),
        "intra-op threads per rank; 0 chooses automatically"},
       {"train", "allocator", choice_field(kTrain, &T::allocator), choices_of<Allocator>(),
-       "freed host memory: \"cache\" keeps it for reuse (fastest), \"release\" returns "
-       "blocks of 1 MiB or more to the system (peak memory follows live tensors), \"auto\" "
-       "releases when the nvme tier holds state (offload_optimizer or offload_params = "
-       "\"nvme\"); docs/offload.md"},
+       "freed host memory: \"cache\" keeps blocks of 1 MiB or more for reuse within twice "
+       "the most ever in use (fastest), \"release\" within the most ever in use (peak "
+       "memory follows live tensors), \"auto\" releases when the nvme tier holds state "
+       "(offload_optimizer or offload_params = \"nvme\"); docs/offload.md"},
       {"train", "max_skipped_steps", field(kTrain, &T::max_skipped_steps), at_least(1),
        "a step with a non-finite loss or gradient norm is skipped; this many in a row stop "
        "the job"},
