@@ -411,8 +411,9 @@ def describe(spec):
 
 
 def markdown(results, rounds, steps):
-    lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps, the median "
-             "step after the first two, per configuration):" % (datetime.date.today(), rounds, steps),
+    lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps, a third for a "
+             "configuration whose two differ by over 15%%, the median step after the first two, "
+             "per configuration):" % (datetime.date.today(), rounds, steps),
              "",
              "| case | choice | predicted | measured | measured best | choice / best | best in top 3 "
              "| peak RSS predicted / measured | killed by the cap |",
