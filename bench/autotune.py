@@ -356,8 +356,8 @@ def run_case(build, name, spec, rounds, steps, tmp):
         times = {c: [] for c in grid}
         peaks = {c: 0 for c in grid}
         killed = {}
-        for r in range(rounds):
-            for c in (grid if r % 2 == 0 else list(reversed(grid))):
+        def measure(order):
+            for c in order:
                 if c in killed:
                     continue
                 result, why = train(case, c, steps, cluster, auto=(c == choice))
@@ -366,19 +366,15 @@ def run_case(build, name, spec, rounds, steps, tmp):
                     continue
                 times[c].append(result[0])
                 peaks[c] = max(peaks[c], result[1])
-        if r == rounds - 1 and rounds == 2:
+
+        for r in range(rounds):
+            measure(grid if r % 2 == 0 else list(reversed(grid)))
+        if rounds == 2:
             # Two rounds that disagree by more than the machine's own spread (about 15%)
             # mean one was disturbed: a third round, in the first round's order, makes the
             # median that of the two that agree.
-            split = [c for c in grid if len(times[c]) == 2 and
-                     max(times[c]) > DISAGREE * min(times[c])]
-            for c in split:
-                result, why = train(case, c, steps, cluster, auto=(c == choice))
-                if result is None:
-                    killed[c] = why
-                    continue
-                times[c].append(result[0])
-                peaks[c] = max(peaks[c], result[1])
+            measure([c for c in grid if len(times[c]) == 2 and
+                     max(times[c]) > DISAGREE * min(times[c])])
     if choice in killed:
         raise SystemExit("autotune: %s: the choice %s failed:\n%s" % (name, choice, killed[choice]))
     measured = {c: statistics.median(t) for c, t in times.items() if t and c not in killed}

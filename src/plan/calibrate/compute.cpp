@@ -7,6 +7,7 @@
 #include <cmath>    // std::cbrt
 #include <fstream>  // std::ifstream
 #include <string>   // std::string
+#include <utility>  // std::pair
 
 #include "models/gpt.h"                 // GptBlock, GptStage, GptOptions
 #include "parallel/communicator.h"      // Communicator
@@ -31,45 +32,45 @@ double memory_gbps(Communicator& world, double budget) {
   return mean_over_ranks(3.0 * n * 4 / s / 1e9, world);
 }
 
-TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world,
-                              double budget) {
+namespace {
+
+/// Seconds of one of trident's GPT blocks' forward and backward on `shape` (with ring
+/// attention over `cp`, this rank's seq / cp tokens of each sequence), and of them the
+/// seconds spent inside `waited`'s operations; per call, the ranks' mean.
+std::pair<double, double> time_block(const BlockShape& shape, Communicator& tp, Communicator* cp,
+                                     Communicator& waited, Communicator& world, double budget) {
   GptOptions o;
   o.hidden = shape.hidden;
   o.heads = shape.heads;
   o.seq_len = shape.seq;
+  o.cp = cp;
   ParamRegistry params(o.seed, tp.rank(), tp.size(), at::kFloat);
   GptBlock block(params, tp, o, 0);
-  at::Tensor x = at::randn({shape.batch, shape.seq, shape.hidden}).requires_grad_();  // (B, T, C)
+  const int64_t tokens = shape.seq / (cp != nullptr ? cp->size() : 1);
+  at::Tensor x = at::randn({shape.batch, tokens, shape.hidden}).requires_grad_();  // (B, T, C)
   int64_t calls = 0;
   auto step = [&] {
     block.forward(x).sum().backward();
     ++calls;
   };
-  const double wait_before = tp.total_wait_seconds();
+  const double wait_before = waited.total_wait_seconds();
   const double seconds = time_per_call(step, 1.0 * budget, world);
-  const double wait = (tp.total_wait_seconds() - wait_before) / static_cast<double>(calls);
+  const double wait = (waited.total_wait_seconds() - wait_before) / static_cast<double>(calls);
   return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
+}
+
+}  // namespace
+
+TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world,
+                              double budget) {
+  const auto [seconds, wait] = time_block(shape, tp, nullptr, tp, world, budget);
+  return {seconds, wait};
 }
 
 RingBlockTiming ring_block_timing(const BlockShape& shape, Communicator& cp, Communicator& tp,
                                   Communicator& world, double budget) {
-  GptOptions o;
-  o.hidden = shape.hidden;
-  o.heads = shape.heads;
-  o.seq_len = shape.seq;
-  o.cp = &cp;
-  ParamRegistry params(o.seed, tp.rank(), tp.size(), at::kFloat);
-  GptBlock block(params, tp, o, 0);
-  at::Tensor x = at::randn({shape.batch, shape.seq / cp.size(), shape.hidden}).requires_grad_();
-  int64_t calls = 0;
-  auto step = [&] {
-    block.forward(x).sum().backward();
-    ++calls;
-  };
-  const double wait_before = cp.total_wait_seconds();
-  const double seconds = time_per_call(step, 1.0 * budget, world);
-  const double wait = (cp.total_wait_seconds() - wait_before) / static_cast<double>(calls);
-  return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
+  const auto [seconds, wait] = time_block(shape, tp, &cp, cp, world, budget);
+  return {seconds, wait};
 }
 
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget) {
