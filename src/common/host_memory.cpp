@@ -5,6 +5,7 @@
 
 #include <algorithm>  // std::max
 #include <atomic>
+#include <cstdint>  // uintptr_t
 #include <cstdlib>  // posix_memalign, free
 #include <map>      // std::multimap
 #include <mutex>
