@@ -289,7 +289,9 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   link.bytes_per_s = (link.inter_node ? c.inter_node_gbps : c.intra_node_gbps) * 1e9;
   const double inter_latency = c.inter_node_latency_us > 0 ? c.inter_node_latency_us : c.latency_us;
   link.latency_s = (link.inter_node ? inter_latency : c.latency_us) * 1e-6;
-  link.sync_s = c.sync_us * 1e-6;
+  // A ring-attention step waits for its neighbour as calibrated on a ring block
+  // (ring_sync_us), else as a collective waits (sync_us).
+  link.sync_s = (dim == Dim::kCp && c.ring_sync_us > 0 ? c.ring_sync_us : c.sync_us) * 1e-6;
   if (!link.inter_node && !c.sendrecv_seconds.empty()) link.measured = &c.sendrecv_seconds;
   if (link.inter_node) {
     // Messages one way by the one-way table, a ring's rounds by the exchanges; a file
@@ -433,6 +435,8 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
   // block: (cp + 1) / 2 blocks' products, 4 s' h / t FLOPs a token each.
   const double sl = static_cast<double>(m.seq_len), cp = static_cast<double>(l.cp);
   const double ring_blocks = (cp + 1.0) / 2.0;
+  // The heads whose keys and values the ring moves and sums (a Llama's kv heads).
+  const double kv_heads = static_cast<double>(m.llama && m.kv_heads > 0 ? m.kv_heads : m.heads);
   if (l.cp > 1) forward += tokens * layers * 4.0 * sl * h / l.tp * (ring_blocks - 1.0);
   // The rate of the stage's largest matmul, (tokens x h) times (h x 4h/tp).
   const double size = std::cbrt(tokens * h * 4.0 * h / l.tp);
@@ -488,7 +492,6 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
     // (about 10 K) and adds its rows of dq (3 E). With grouped kv heads each block also
     // repeats its keys and values to the query heads (3 E forward, again in backward) and
     // sums their gradients back (2 E).
-    const double kv_heads = static_cast<double>(m.llama && m.kv_heads > 0 ? m.kv_heads : m.heads);
     const double q_bytes = tokens * h / l.tp * b.activation;                   // E
     const double k_bytes = q_bytes * kv_heads / static_cast<double>(m.heads);  // K
     const double grouped = kv_heads < static_cast<double>(m.heads) ? 1.0 : 0.0;
@@ -569,15 +572,10 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
     // communication with compute (dp_overlap, calibrated); the gradients' last step has
     // nothing left to hide behind.
     const Link link = link_for(c, l, Dim::kCp);
-    const double kv_heads = static_cast<double>(m.llama && m.kv_heads > 0 ? m.kv_heads : m.heads);
     const double kv =
         2.0 * tokens * kv_heads * (h / static_cast<double>(m.heads)) / l.tp * b.activation;
     const double half_block = tokens * 2.0 * sl * h / l.tp / rate;
-    // Each step waits for its neighbour as calibrated on a ring block (ring_sync_us), or
-    // as a collective waits (sync_us) where the calibration has no ring.
-    const double x = c.ring_sync_us > 0
-                         ? link.message_s(kv * link.send_share) + c.ring_sync_us * 1e-6
-                         : send_s(kv, link);
+    const double x = send_s(kv, link);
     const double exposed_fwd = x - c.dp_overlap * std::min(x, half_block);
     const double exposed_bwd = x - c.dp_overlap * std::min(x, 2.5 * half_block);
     t.cp = contention * layers *

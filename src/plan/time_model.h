@@ -42,7 +42,8 @@ struct Link {
   /// Measured seconds per exchange, a message each way at once (inter_sendrecv_us), for a
   /// ring's rounds; unset: as message_s.
   const std::map<double, double>* measured_exchange = nullptr;
-  double sync_s = 0;  ///< extra wait once per collective or send (Cluster::sync_us)
+  double sync_s =
+      0;  ///< extra wait once per collective or send (Cluster::sync_us; ring_sync_us for cp)
   /// A ring's messages take this times message_s(): a measured table between nodes holds
   /// the time with every rank of a node sending at once, a ring only the groups' edges
   /// that leave the node (streams / devices_per_node).
