@@ -1,7 +1,9 @@
-// A pipeline whose ranks time-share CPU cores: an event simulation of the GPipe or 1F1B
-// schedule in which the ranks with work split the cores equally (processor sharing). With
-// dedicated devices a stage idles in the fill and drain; on shared cores the other
-// stages use that time, but only as far as the schedule's dependencies let them run.
+// A pipeline's step as its schedule runs it: an event simulation of the GPipe, 1F1B or
+// ZB-H1 schedule in which the ranks with work split the cores equally (processor
+// sharing). With a core (or device) per rank it is the schedule on dedicated devices,
+// stages of unequal work included: a stage idles in the fill and drain as long as the
+// others' passes it waits on take. On shared cores the other stages use that time, but
+// only as far as the schedule's dependencies let them run.
 #pragma once
 #include <cstdint>  // int64_t
 #include <vector>   // std::vector
@@ -9,19 +11,26 @@
 namespace trident::plan {
 
 /// One stage's work for one micro-batch, in seconds on a core of its own, and what each
-/// pass then waits without computing (its tp collectives), which needs no core.
+/// pass then waits without computing (its tp collectives), which needs no core. ZB-H1
+/// splits the backward into the input-gradient half (`input`, what the previous stage
+/// waits for) and the weight half, which takes `backward` seconds (and its wait).
 struct StageWork {
   double forward = 0, backward = 0;
   double forward_wait = 0, backward_wait = 0;
+  double input = 0;
 };
+
+/// The schedules the simulation runs, in the order pipeline/schedule.h builds them.
+enum class SimulatedSchedule { kGpipe, kOneFOneB, kZbH1 };
 
 /// The schedule's shape and the machine it shares.
 struct SharedPipeline {
   int64_t micro_batches = 1;
-  bool gpipe = false;  ///< every forward, then every backward; else 1F1B
+  SimulatedSchedule schedule = SimulatedSchedule::kOneFOneB;
   /// Ranks running each stage in step (dp x tp replicas), all competing for the cores.
   int copies = 1;
-  double cores = 1;   ///< the cores every rank of the pipeline shares
+  double cores = 1;   ///< the cores every rank of the pipeline shares (stages x copies:
+                      ///< a core each)
   double send_s = 0;  ///< delay of one activation or gradient between stages (no CPU)
 };
 

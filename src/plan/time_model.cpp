@@ -353,6 +353,7 @@ struct MicroBatchTime {
   double compute = 0;     ///< forward, backward and any recomputation
   double forward = 0;     ///< the forward's share of compute
   double backward = 0;    ///< the backward's share, without recomputation
+  double input_half = 0;  ///< ZB-H1's input-gradient half (its weight half: `backward`)
   double tp = 0;          ///< tp collectives of the whole micro-batch
   double tp_forward = 0;  ///< of which the forward's
   double ep = 0;          ///< the MoE layers' all-to-alls over ep
@@ -534,12 +535,17 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
                          1e-6;
   base += fixed_s;
   if (l.checkpointing) recompute += fixed_s / 3.0;
-  if (m.schedule == "zb-h1" && l.pp > 1) {
-    // trident's weight half walks the stage's whole graph again (pipeline/, the input
-    // half's graph re-run for the weights: docs/performance.md measured B + W at 1.5-2.2
-    // times a whole backward): one more backward's work.
-    recompute_flops += 2.0 * forward;
-    recompute += base * 2.0 / 3.0;
+  // ZB-H1's input half (pipeline/runtime.cpp): the backward's input-gradient chain, its
+  // products with the weights (a forward's FLOPs) and every elementwise and operator
+  // call of the backward, while the weight half walks the whole graph again for the
+  // weights (the input half's chain recomputed on the way): a whole backward. The first
+  // stage has no input gradient, so its input half is empty and the weight half all of
+  // the backward: docs/performance.md measured B + W at 1.52 whole backwards at pp 2.
+  double input_half = 0;
+  if (m.schedule == "zb-h1" && l.pp > 1 && !first) {
+    input_half = forward_s + (base - 3.0 * forward_s) * 2.0 / 3.0;
+    recompute_flops += forward;
+    recompute += input_half;
   }
   // Ranks computing at once on shared cores and memory slow each other down.
   const double contention = c.contention_at(ranks_sharing(l, c));
@@ -548,6 +554,7 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
   t.forward = contention * base / 3.0;
   t.backward = contention * base * 2.0 / 3.0;
   t.compute = contention * (base + recompute);
+  t.input_half = contention * input_half;
   const double passes = l.checkpointing ? 2.0 : 1.0;  // forwards per micro-batch
   if (moe > 0 && l.ep > 1) {
     // Each MoE layer's forward exchanges the counts, sends each choice's row to its
@@ -648,8 +655,12 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     // Waiting on the ep all-to-alls, as on tp's, counted with the forward (what ZB-H1 and
     // the shared-core simulation cannot hide).
     // The ring's transfers likewise.
-    stages.push_back(
-        {t.forward, t.compute - t.forward, t.tp_forward + t.ep + t.cp, t.tp - t.tp_forward});
+    // ZB-H1's weight half is the whole backward; its input half the rest of the
+    // micro-batch's compute beyond the forward (with any recomputation, which it runs).
+    const bool split = m.schedule == "zb-h1";
+    const double rest = t.compute - t.forward;
+    stages.push_back({t.forward, split ? t.backward : rest, t.tp_forward + t.ep + t.cp,
+                      t.tp - t.tp_forward, split ? rest - t.backward : 0.0});
   };
   add_stage(slow);
   for (int s = 1; s < l.pp; ++s) {
@@ -682,41 +693,39 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     const double embedding = static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
     out.pp += all_reduce_s(embedding * b.transport, 2, link);
   }
-  // The idle time of the first stage: p - 1 micro-batches' worth (GPipe, 1F1B); 1/v of it
-  // with v interleaved chunks, whose sends are v times as many; ZB-H1 fills the
-  // cool-down with deferred weight gradients, leaving (p - 1)(F + B - W) (Qi et al.),
-  // the forward when B and W cost the same, as trident's each cost a backward.
+  // The idle time of the first stage: p - 1 micro-batches' worth of equal stages; 1/v of
+  // it with v interleaved chunks, whose sends are v times as many. GPipe, 1F1B and ZB-H1
+  // are simulated below, stages of unequal work included.
   double idle_per_mb = slow.compute + slow.tp + slow.ep + slow.cp + pp_per_mb;
   if (m.schedule == "interleaved-1f1b" && m.virtual_stages > 1) {
     const double v = static_cast<double>(m.virtual_stages);
     out.pp += (v - 1.0) * mbs * pp_per_mb;
     idle_per_mb = (slow.compute + slow.tp + slow.ep + slow.cp) / v + pp_per_mb;
-  } else if (m.schedule == "zb-h1") {
-    idle_per_mb = slow.forward + slow.tp_forward + slow.ep + slow.cp + pp_per_mb;
   }
   out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
-  const double share = core_share(l, c);
-  if (share > 1) {
-    // More ranks than cores: they time-share the cores, so the compute of a step is at
-    // least the node's work over its cores. The pipeline's idle time is what remains of
-    // the schedule simulated on the shared cores (plan/shared_pipeline.h): other stages
-    // run in a stage's fill and drain as far as their dependencies allow. Interleaved and
-    // ZB-H1 are not simulated: their bubble is taken as filled.
-    const double shared = share * mbs * mean_compute;
-    double pipeline = out.compute + out.bubble;
-    if (l.pp > 1 && (m.schedule == "1f1b" || m.schedule == "gpipe")) {
-      SharedPipeline sim;
-      sim.micro_batches = micro_batches;
-      sim.gpipe = m.schedule == "gpipe";
-      sim.copies = l.replicas() * l.tp;
-      sim.cores = static_cast<double>(l.world()) / share;
-      sim.send_s = pp_per_mb / 2;
-      // What the step pays beyond its tp and pp traffic, charged apart.
-      pipeline = shared_pipeline_s(stages, sim) - out.tp - out.ep - out.cp - mbs * pp_per_mb;
-    }
-    out.compute = std::max(out.compute, shared);
-    out.bubble = std::max(0.0, pipeline - out.compute);
+  double pipeline = out.compute + out.bubble;
+  if (l.pp > 1 && m.schedule != "interleaved-1f1b") {
+    // The schedule run on the machine's cores (plan/shared_pipeline.h): with a core per
+    // rank each stage idles while it waits on the others' passes; with more ranks than
+    // cores, other stages run in a stage's fill and drain as far as their dependencies
+    // allow. ZB-H1's deferred weight halves fill the cool-down.
+    SharedPipeline sim;
+    sim.micro_batches = micro_batches;
+    sim.schedule = m.schedule == "gpipe"   ? SimulatedSchedule::kGpipe
+                   : m.schedule == "zb-h1" ? SimulatedSchedule::kZbH1
+                                           : SimulatedSchedule::kOneFOneB;
+    sim.copies = l.replicas() * l.tp;
+    sim.cores = static_cast<double>(l.world()) / core_share(l, c);
+    sim.send_s = pp_per_mb / 2;
+    // What the step pays beyond its tp and pp traffic, charged apart.
+    pipeline = shared_pipeline_s(stages, sim) - out.tp - out.ep - out.cp - mbs * pp_per_mb;
   }
+  const double share = core_share(l, c);
+  // More ranks than cores: they time-share the cores, so the compute of a step is at
+  // least the node's work over its cores. Interleaved 1F1B is not simulated: on shared
+  // cores its bubble is taken as filled.
+  if (share > 1) out.compute = std::max(out.compute, share * mbs * mean_compute);
+  out.bubble = std::max(0.0, pipeline - out.compute);
 
   // The gradient reductions (and parameter gathers) of one buffer of `n` elements over a
   // group of `ranks`: the dp buffer over dp, the routed experts' over expert-dp.

@@ -40,8 +40,58 @@ TEST(SharedPipeline, gpipe_runs_every_forward_first) {
   SharedPipeline p;
   p.micro_batches = 2;
   p.cores = 2;
-  p.gpipe = true;
+  p.schedule = SimulatedSchedule::kGpipe;
   EXPECT_DOUBLE_EQ(shared_pipeline_s(kTwoStages, p), 9.0);
+}
+
+TEST(SharedPipeline, a_faster_stage_idles_only_as_long_as_its_own_passes) {
+  // p 2, m 2, dedicated, the last stage twice the first's work: stage 1 F0 [1,3] B0 [3,7]
+  // F1 [7,9] B1 [9,13], stage 0's B1 [13,15]: m (F + B) of the slow stage and one F + B of
+  // the fast one, not the (m + p - 1)(F + B) = 18 s of equal stages as slow as the slowest.
+  const std::vector<StageWork> unequal = {{1.0, 2.0}, {2.0, 4.0}};
+  SharedPipeline p;
+  p.micro_batches = 2;
+  p.cores = 2;
+  EXPECT_DOUBLE_EQ(shared_pipeline_s(unequal, p), 15.0);
+}
+
+TEST(SharedPipeline, zb_h1_defers_the_weight_halves_into_the_cool_down) {
+  // p 2, m 2, dedicated; F 1 s, input half 1 s, weight half 2 s; the first stage has no
+  // input gradient (input half 0). Stage 1: F0 [1,2] B0 [2,3] F1 [3,4] B1 [4,5] W0 [5,7]
+  // W1 [7,9]; stage 0: F0 F1 [0,2], B0 at 3, W0 [3,5], B1 at 5, W1 [5,7]. The last stage
+  // is never idle after its first input: 9 s, where 1F1B with the same whole backward
+  // (3 s) takes (m + p - 1)(F + B) = 12 s.
+  const std::vector<StageWork> split = {{1.0, 2.0, 0.0, 0.0, 0.0}, {1.0, 2.0, 0.0, 0.0, 1.0}};
+  SharedPipeline p;
+  p.micro_batches = 2;
+  p.cores = 2;
+  p.schedule = SimulatedSchedule::kZbH1;
+  EXPECT_DOUBLE_EQ(shared_pipeline_s(split, p), 9.0);
+  const std::vector<StageWork> whole = {{1.0, 3.0}, {1.0, 3.0}};
+  p.schedule = SimulatedSchedule::kOneFOneB;
+  EXPECT_DOUBLE_EQ(shared_pipeline_s(whole, p), 12.0);
+}
+
+TEST(SharedPipeline, a_core_a_rank_settles_as_the_event_simulation_does) {
+  // With a core per rank the simulation settles operations without stepping through
+  // events; a hair fewer cores than ranks takes the event path, which must agree.
+  const std::vector<StageWork> four = {{1.0, 2.0, 0.1, 0.2, 0.0},
+                                       {1.5, 2.5, 0.0, 0.3, 1.0},
+                                       {0.8, 1.9, 0.2, 0.0, 0.9},
+                                       {2.0, 3.0, 0.1, 0.1, 1.5}};
+  for (SimulatedSchedule schedule :
+       {SimulatedSchedule::kGpipe, SimulatedSchedule::kOneFOneB, SimulatedSchedule::kZbH1}) {
+    SharedPipeline p;
+    p.micro_batches = 6;
+    p.copies = 2;
+    p.send_s = 0.05;
+    p.schedule = schedule;
+    p.cores = 8;
+    const double settled = shared_pipeline_s(four, p);
+    p.cores = 8 * (1 - 1e-9);
+    EXPECT_NEAR(settled, shared_pipeline_s(four, p), 1e-6) << static_cast<int>(schedule);
+    EXPECT_GT(settled, 6 * 5.0);  // at least the last stage's work
+  }
 }
 
 TEST(SharedPipeline, waits_take_no_core) {

@@ -37,33 +37,50 @@ TEST(Bubble, one_f_one_b_formula) {
   EXPECT_DOUBLE_EQ(bubble_fraction(8, 64), 7.0 / 71.0);
 }
 
-TEST(Bubble, share_of_the_predicted_step) {
-  // With free communication the step is (m + p - 1) micro-batch times of the slowest
-  // stage, and the bubble is (p - 1) of them.
+TEST(Bubble, the_other_stages_passes_of_one_micro_batch) {
+  // With free communication and a device per stage, 1F1B's last stage (the head's: the
+  // slowest here) computes without a break once its first input arrives, and the others
+  // idle while one micro-batch's forward reaches it and its backward returns: the bubble
+  // is one micro-batch through the other stages, the whole model's time for it less the
+  // last stage's. With equal stages that is (p - 1) / (m + p - 1) of the step.
   const PlanModel m = small_model();
   for (const auto& [pp, micro_batch] : {std::pair{2, 8}, {4, 4}, {4, 16}, {8, 1}}) {
     const Layout l{1, pp, 1, 0, micro_batch, false};
+    const double mbs = static_cast<double>(l.micro_batches(m));
     const TimeBreakdown t = step_time(m, l, compute_only());
-    EXPECT_NEAR(t.bubble_fraction(), bubble_fraction(pp, l.micro_batches(m)), 1e-9) << l.name();
+    const TimeBreakdown whole =
+        step_time(m, Layout{1, 1, 1, 0, micro_batch, false}, compute_only());
+    EXPECT_NEAR(t.bubble, (whole.compute - t.compute) / mbs, 1e-12) << l.name();
+    EXPECT_LT(t.bubble_fraction(), bubble_fraction(pp, l.micro_batches(m))) << l.name();
   }
 }
 
-TEST(Bubble, interleaved_and_zb_h1_follow_their_formulas) {
-  // Free communication: interleaved 1F1B's bubble is (p - 1) / (v m + p - 1); ZB-H1's is
-  // (p - 1) F / (m (F + B + W) + (p - 1) F) with trident's B = W = 2F (each half walks the
-  // whole graph), (p - 1) / (5m + p - 1).
+TEST(Bubble, interleaved_follows_its_formula_and_zb_h1_waits_one_forward) {
+  // Free communication: interleaved 1F1B's bubble is (p - 1) / (v m + p - 1). ZB-H1's
+  // first stage has no input half and its weight half is a whole backward (F + W = 3 F,
+  // less than the last stage's F + B + W), so the last stage computes from its first input
+  // to the end: the bubble is the first stage's forward, a third of its 1F1B pass.
   PlanModel m = small_model();
+  for (int micro_batch : {1, 2, 8}) {
+    const Layout l{1, 2, 1, 0, micro_batch, false};
+    const double mbs = static_cast<double>(l.micro_batches(m));
+    m.schedule = "1f1b";
+    const TimeBreakdown one_f_one_b = step_time(m, l, compute_only());
+    const TimeBreakdown whole =
+        step_time(m, Layout{1, 1, 1, 0, micro_batch, false}, compute_only());
+    m.schedule = "zb-h1";
+    const TimeBreakdown zb = step_time(m, l, compute_only());
+    EXPECT_NEAR(zb.bubble, (whole.compute - one_f_one_b.compute) / mbs / 3.0, 1e-12) << l.name();
+    // The last stage's input half: the backward's products with the weights (a forward's
+    // FLOPs): four forwards a micro-batch, not 1F1B's three.
+    EXPECT_NEAR(zb.compute, one_f_one_b.compute * 4.0 / 3.0, 1e-12) << l.name();
+  }
   for (const auto& [pp, micro_batch] : {std::pair{2, 1}, {4, 1}, {4, 2}}) {
     const Layout l{1, pp, 1, 0, micro_batch, false};
     const double mbs = static_cast<double>(l.micro_batches(m));
     m.schedule = "interleaved-1f1b";
     m.virtual_stages = 2;
     EXPECT_NEAR(step_time(m, l, compute_only()).bubble_fraction(), (pp - 1) / (2 * mbs + pp - 1),
-                1e-9)
-        << l.name();
-    m.schedule = "zb-h1";
-    m.virtual_stages = 1;
-    EXPECT_NEAR(step_time(m, l, compute_only()).bubble_fraction(), (pp - 1) / (5 * mbs + pp - 1),
                 1e-9)
         << l.name();
   }
