@@ -716,9 +716,12 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
                                            : SimulatedSchedule::kOneFOneB;
     sim.copies = l.replicas() * l.tp;
     sim.cores = static_cast<double>(l.world()) / core_share(l, c);
-    sim.send_s = pp_per_mb / 2;
-    // What the step pays beyond its tp and pp traffic, charged apart.
-    pipeline = shared_pipeline_s(stages, sim) - out.tp - out.ep - out.cp - mbs * pp_per_mb;
+    // Every send is charged in out.pp, so the schedule runs without them (with them, a
+    // long pipeline's sends hide behind the steady state in the simulation but not in
+    // out.pp, and the bubble of its fill and drain came out negative). What the step pays
+    // beyond its tp, ep and cp waits is the bubble.
+    sim.send_s = 0;
+    pipeline = shared_pipeline_s(stages, sim) - out.tp - out.ep - out.cp;
   }
   const double share = core_share(l, c);
   // More ranks than cores: they time-share the cores, so the compute of a step is at
