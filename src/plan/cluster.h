@@ -81,6 +81,10 @@ struct Cluster {
   /// The rates the tier model uses: each direction's own, else disk_gbps.
   double disk_read() const { return disk_read_gbps > 0 ? disk_read_gbps : disk_gbps; }
   double disk_write() const { return disk_write_gbps > 0 ? disk_write_gbps : disk_gbps; }
+  /// The fraction of the tier's transfers that hides behind computation (trident calibrate
+  /// measures it: the disk's passes while every rank computes a block); 1: all of it, as
+  /// a disk that moves the bytes itself (DMA) does.
+  double disk_overlap = 1.0;
   /// Resident memory of a training process beyond its model's state, activations and
   /// buffers: the program, libtorch, MPI, the BLAS's buffers (trident calibrate measures
   /// it after a block's forward and backward). With it the planner predicts a CPU rank's

@@ -1,7 +1,7 @@
 // tier_traffic and tier_wait_s: the nvme tier's bytes per step and the step's wait for them.
 #include "plan/tier_model.h"
 
-#include <algorithm>  // std::max, std::min
+#include <algorithm>  // std::clamp, std::max, std::min
 
 #include "plan/memory_model.h"  // stage3_split
 
@@ -44,15 +44,18 @@ TierTraffic tier_traffic(const PlanModel& m, const Layout& l, int stage) {
   return t;
 }
 
-double tier_wait_s(const TierTraffic& t, const DiskRates& disk, double optimizer_s,
-                   double compute_s) {
+double tier_wait_s(const TierTraffic& t, const DiskRates& disk, const TierWindows& w) {
   if (disk.read_gbps <= 0 || disk.write_gbps <= 0 || t.total() <= 0) return 0.0;
   const double read = disk.read_gbps * 1e9, write = disk.write_gbps * 1e9;
-  const double stream =
-      std::max(0.0, std::max(t.stream_read / read, t.stream_write / write) - optimizer_s);
-  const double behind = std::max(
-      0.0, std::max((t.gather_read + t.grad_read) / read, t.grad_write / write) - compute_s);
-  return stream + behind + static_cast<double>(t.gathers) * t.layer_read / read;
+  const double overlap = std::clamp(disk.overlap, 0.0, 1.0);
+  const double stream_io = std::max(t.stream_read / read, t.stream_write / write);
+  const double stream = stream_io - overlap * std::min(stream_io, w.optimizer_s);
+  const double gather_io = t.gather_read / read;
+  const double gathers = gather_io - overlap * std::min(gather_io, w.compute_s);
+  const double write_io = t.grad_write / write;
+  const double gradient =
+      t.grad_read / read + write_io - overlap * std::min(write_io, w.gradient_s);
+  return stream + gathers + gradient + static_cast<double>(t.gathers) * t.layer_read / read;
 }
 
 }  // namespace trident::plan

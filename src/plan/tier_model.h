@@ -31,17 +31,32 @@ TierTraffic tier_traffic(const PlanModel& m, const Layout& layout, int stage);
 /// The disk's sequential O_DIRECT rates, GB/s, each direction on its own.
 struct DiskRates {
   double read_gbps = 0, write_gbps = 0;
+  /// The fraction of the tier's transfer time that hides behind computation
+  /// (Cluster::disk_overlap): 1 where the disk moves the bytes while the cores compute,
+  /// less where the transfers take CPU time the ranks' compute would have used.
+  double overlap = 1.0;
 };
 
-/// Seconds the step waits for the tier beyond the AdamW step (`optimizer_s`, which the
-/// stream overlaps) and beyond forward and backward (`compute_s`, which the gathers'
-/// prefetch and the gradient's write-behind overlap). The ring keeps reads ahead and
-/// writes behind in flight at once, so a part takes as long as its slower direction:
-///   max(0, max(stream_read / read, stream_write / write) - optimizer)
-///   + max(0, max((gather_read + grad_read) / read, grad_write / write) - compute)
+/// What the tier's transfers can hide behind, in seconds of the step.
+struct TierWindows {
+  double optimizer_s = 0;  ///< the AdamW step, which the stream overlaps
+  double compute_s = 0;    ///< forward and backward, which stage 3's prefetched gathers overlap
+  /// What the gradient's writes overlap: backward from each bucket's reduction to the
+  /// next's (zero/zero_optimizer.cpp writes a bucket's shard behind and waits for it
+  /// before the next): all of backward without a dp group, as far as the reductions
+  /// complete during backward with one (dp_overlap; on a CPU, at its end).
+  double gradient_s = 0;
+};
+
+/// Seconds the step waits for the tier beyond what it hides behind (`w`). The ring keeps
+/// the stream's reads ahead and writes behind in flight at once, so the stream takes as
+/// long as its slower direction; the gradient's read of the previous micro-batch's sum is
+/// synchronous; of the rest the disk's overlap fraction hides behind the work beside it:
+///   io_s - overlap x min(io_s, optimizer),  io_s = max(stream_read / read, stream_write / write)
+///   + io_g - overlap x min(io_g, compute),  io_g = gather_read / read
+///   + grad_read / read + io_w - overlap x min(io_w, gradient),  io_w = grad_write / write
 ///   + gathers x layer_read / read   (each direction's first layer is read unprefetched)
 /// Zero when either rate is unknown (0).
-double tier_wait_s(const TierTraffic& t, const DiskRates& disk, double optimizer_s,
-                   double compute_s);
+double tier_wait_s(const TierTraffic& t, const DiskRates& disk, const TierWindows& w);
 
 }  // namespace trident::plan

@@ -803,10 +803,13 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     // The tier streams its files through the AdamW step, and stage 3's gathers and the
     // reduced gradients move during forward and backward (docs/offload.md): what exceeds
     // the time each overlaps shows in the step, on the stage that moves the most.
+    TierWindows windows;
+    windows.optimizer_s = out.optimizer;
+    windows.compute_s = out.compute;
+    windows.gradient_s = l.replicas() > 1 ? c.dp_overlap * out.compute : out.compute;
+    const DiskRates disk{c.disk_read(), c.disk_write(), c.disk_overlap};
     for (int s = 0; s < l.pp; ++s)
-      out.tier = std::max(
-          out.tier, tier_wait_s(tier_traffic(m, l, s), DiskRates{c.disk_read(), c.disk_write()},
-                                out.optimizer, out.compute));
+      out.tier = std::max(out.tier, tier_wait_s(tier_traffic(m, l, s), disk, windows));
   }
   return out;
 }

@@ -172,12 +172,25 @@ TEST(OffloadPlan, tier_wait_is_the_traffic_each_part_does_not_hide) {
   t.gather_read = 2e9, t.grad_write = 1e9;    // 2 s and 1 s during compute
   t.layer_read = 0.1e9, t.gathers = 2;        // 0.2 s never hidden
   const DiskRates one{1.0, 1.0};
-  EXPECT_NEAR(tier_wait_s(t, one, 1.0, 10.0), 2.0 + 0.2, 1e-12);
-  EXPECT_NEAR(tier_wait_s(t, one, 6.0, 1.0), 1.0 + 0.2, 1e-12);
-  EXPECT_NEAR(tier_wait_s(t, one, 1.0, 1.0), 2.0 + 1.0 + 0.2, 1e-12);
+  auto windows = [](double optimizer, double compute) {
+    return TierWindows{optimizer, compute, compute};  // no dp group: the writes hide in backward
+  };
+  EXPECT_NEAR(tier_wait_s(t, one, windows(1.0, 10.0)), 2.0 + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, one, windows(6.0, 1.0)), 1.0 + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, one, windows(1.0, 1.0)), 2.0 + 1.0 + 0.2, 1e-12);
   // Slow writes: the stream's 2 GB take 4 s, the gradient's 1 GB 2 s.
-  EXPECT_NEAR(tier_wait_s(t, DiskRates{2.0, 0.5}, 1.0, 1.0), 3.0 + 1.0 + 0.1, 1e-12);
-  EXPECT_DOUBLE_EQ(tier_wait_s(t, DiskRates{0.0, 1.0}, 1.0, 1.0), 0.0);  // not modelled
+  EXPECT_NEAR(tier_wait_s(t, DiskRates{2.0, 0.5}, windows(1.0, 1.0)), 3.0 + 1.0 + 0.1, 1e-12);
+  // With a dp group whose reductions complete only as backward ends (dp_overlap 0), the
+  // gradient's 1 s of writes hides behind nothing; the read of the previous micro-batch's
+  // sum (0.5 s) never does.
+  t.grad_read = 0.5e9;
+  EXPECT_NEAR(tier_wait_s(t, one, TierWindows{1.0, 10.0, 0.0}), 2.0 + 0.5 + 1.0 + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, one, windows(1.0, 10.0)), 2.0 + 0.5 + 0.2, 1e-12);
+  // A disk whose transfers take half their time from the cores hides half of what fits.
+  const DiskRates half{1.0, 1.0, 0.5};
+  EXPECT_NEAR(tier_wait_s(t, half, windows(1.0, 10.0)),
+              (3.0 - 0.5) + (2.0 - 1.0) + 0.5 + (1.0 - 0.5) + 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(tier_wait_s(t, DiskRates{0.0, 1.0}, windows(1.0, 1.0)), 0.0);  // not modelled
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cmath>    // std::cbrt
 #include <fstream>  // std::ifstream
+#include <memory>   // std::make_shared
 #include <string>   // std::string
 #include <utility>  // std::pair
 
@@ -71,6 +72,17 @@ RingBlockTiming ring_block_timing(const BlockShape& shape, Communicator& cp, Com
                                   Communicator& world, double budget) {
   const auto [seconds, wait] = time_block(shape, tp, &cp, cp, world, budget);
   return {seconds, wait};
+}
+
+std::function<void()> block_step(const BlockShape& shape, Communicator& tp) {
+  GptOptions o;
+  o.hidden = shape.hidden;
+  o.heads = shape.heads;
+  o.seq_len = shape.seq;
+  auto params = std::make_shared<ParamRegistry>(o.seed, tp.rank(), tp.size(), at::kFloat);
+  auto block = std::make_shared<GptBlock>(*params, tp, o, 0);
+  at::Tensor x = at::randn({shape.batch, shape.seq, shape.hidden}).requires_grad_();
+  return [params, block, x] { block->forward(x).sum().backward(); };
 }
 
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget) {

@@ -4,7 +4,8 @@
 #pragma once
 #include <c10/core/ScalarType.h>  // at::ScalarType
 
-#include <cstdint>  // int64_t
+#include <cstdint>     // int64_t
+#include <functional>  // std::function
 
 #include "plan/cluster.h"  // plan::Cluster
 
@@ -29,6 +30,10 @@ struct BlockShape {
 /// the code training runs) on an input of `shape`, its weights sharded over `tp`; per
 /// rank while all run.
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget);
+
+/// One forward and backward of the block of `shape` per call, the block built once (for
+/// measurements that time the block beside something else).
+std::function<void()> block_step(const BlockShape& shape, Communicator& tp);
 
 /// A tp block's forward and backward: its seconds, and the seconds of them spent inside
 /// its tp all-reduces (posting, polling, waiting for the peer), per call; the ranks' mean.
