@@ -14,14 +14,36 @@ enum class Kind { kForward, kBackward, kWeight };
 struct Op {
   Kind kind = Kind::kForward;
   int64_t micro_batch = 0;
+  int chunk = 0;  ///< interleaved 1F1B: the model chunk (virtual stage chunk * stages + stage)
 };
 
 /// The order one stage runs its operations, as pipeline/schedule.cpp orders them: GPipe;
 /// 1F1B's warm-up forwards, steady one-forward-one-backward and cool-down backwards
 /// (Narayanan et al. 2021); ZB-H1's, with each backward the input half and stage s
 /// holding back s weight halves to fill its cool-down (Qi et al. 2023).
-std::vector<Op> stage_ops(int stage, int stages, int64_t m, SimulatedSchedule schedule) {
+std::vector<Op> stage_ops(int stage, int stages, int64_t m, SimulatedSchedule schedule,
+                          int chunks) {
   std::vector<Op> ops;
+  ops.reserve(static_cast<size_t>((schedule == SimulatedSchedule::kZbH1 ? 3 : 2) * m * chunks));
+  if (schedule == SimulatedSchedule::kInterleaved) {
+    // Megatron's order: the k-th forward of the stage is micro-batch (k / (p v)) p + k % p
+    // of chunk (k / p) % v; backwards visit the chunks from the last. Warm-up: 2 (p - s - 1)
+    // + (v - 1) p forwards (all of them when m == p), then pairs, then the rest.
+    const int64_t total = m * chunks;
+    auto micro_batch = [&](int64_t k) { return (k / (stages * chunks)) * stages + k % stages; };
+    auto chunk = [&](int64_t k) { return static_cast<int>((k / stages) % chunks); };
+    int64_t warmup = m == stages ? total : 2 * (stages - stage - 1) + (chunks - 1) * stages;
+    warmup = std::min(warmup, total);
+    int64_t f = 0, b = 0;
+    auto forward = [&] { ops.push_back({Kind::kForward, micro_batch(f), chunk(f)}), ++f; };
+    auto backward = [&] {
+      ops.push_back({Kind::kBackward, micro_batch(b), chunks - 1 - chunk(b)}), ++b;
+    };
+    for (int64_t i = 0; i < warmup; ++i) forward();
+    for (int64_t i = warmup; i < total; ++i) forward(), backward();
+    while (b < total) backward();
+    return ops;
+  }
   if (schedule == SimulatedSchedule::kGpipe) {
     for (int64_t i = 0; i < m; ++i) ops.push_back({Kind::kForward, i});
     for (int64_t i = 0; i < m; ++i) ops.push_back({Kind::kBackward, i});
@@ -57,13 +79,19 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 }  // namespace
 
 double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipeline& p) {
-  const int n = static_cast<int>(work.size());
+  const int chunks = p.schedule == SimulatedSchedule::kInterleaved ? std::max(p.chunks, 1) : 1;
+  const int virtual_stages = static_cast<int>(work.size());
+  const int n = virtual_stages / chunks;  // the ranks' stages
   const int64_t m = p.micro_batches;
   std::vector<std::vector<Op>> ops(n);
-  for (int s = 0; s < n; ++s) ops[s] = stage_ops(s, n, m, p.schedule);
-  // Finish times of each stage's forward and backward of each micro-batch.
-  std::vector<std::vector<double>> fwd_done(n, std::vector<double>(m, kNever)),
-      bwd_done(n, std::vector<double>(m, kNever));
+  for (int s = 0; s < n; ++s) ops[s] = stage_ops(s, n, m, p.schedule, chunks);
+  // Finish times of each virtual stage's forward and backward of each micro-batch.
+  std::vector<double> fwd_done(static_cast<size_t>(virtual_stages * m), kNever),
+      bwd_done(static_cast<size_t>(virtual_stages * m), kNever);
+  auto at = [&](std::vector<double>& done, int v, int64_t micro_batch) -> double& {
+    return done[static_cast<size_t>(v * m + micro_batch)];
+  };
+  auto virtual_stage = [&](int s, const Op& op) { return op.chunk * n + s; };
   std::vector<size_t> next(n, 0);     // the stage's next operation
   std::vector<double> left(n, -1.0);  // work left of the operation in progress; -1: not begun
   // When the operation whose computation is done ends its wait (kNever: not waiting).
@@ -73,39 +101,58 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
   auto ready_at = [&](int s) {
     const Op& op = ops[s][next[s]];
     if (op.kind == Kind::kWeight) return 0.0;
-    if (op.kind == Kind::kForward) return s == 0 ? 0.0 : fwd_done[s - 1][op.micro_batch] + p.send_s;
-    return s == n - 1 ? fwd_done[s][op.micro_batch] : bwd_done[s + 1][op.micro_batch] + p.send_s;
+    const int v = virtual_stage(s, op);
+    if (op.kind == Kind::kForward)
+      return v == 0 ? 0.0 : at(fwd_done, v - 1, op.micro_batch) + p.send_s;
+    return v == virtual_stages - 1 ? at(fwd_done, v, op.micro_batch)
+                                   : at(bwd_done, v + 1, op.micro_batch) + p.send_s;
+  };
+  auto record = [&](int s, const Op& op, double when) {
+    if (op.kind != Kind::kWeight)
+      at(op.kind == Kind::kForward ? fwd_done : bwd_done, virtual_stage(s, op), op.micro_batch) =
+          when;
   };
   const bool split = p.schedule == SimulatedSchedule::kZbH1;
   auto work_of = [&](int s, const Op& op) {
-    if (op.kind == Kind::kForward) return work[s].forward;
-    return split && op.kind == Kind::kBackward ? work[s].input : work[s].backward;
+    const StageWork& w = work[virtual_stage(s, op)];
+    if (op.kind == Kind::kForward) return w.forward;
+    return split && op.kind == Kind::kBackward ? w.input : w.backward;
   };
   auto wait_of = [&](int s, const Op& op) {
-    return op.kind == Kind::kForward ? work[s].forward_wait : work[s].backward_wait;
+    const StageWork& w = work[virtual_stage(s, op)];
+    return op.kind == Kind::kForward ? w.forward_wait : w.backward_wait;
   };
   if (p.cores >= static_cast<double>(n) * p.copies) {
     // A core for every rank: each operation starts when its stage is free and its input
-    // has arrived, and runs at full speed. Sweeping the stages down and back up settles
-    // every operation whose input is known; ops * stages events are not needed.
+    // has arrived, and runs at full speed. A stage runs on until an input is missing; an
+    // operation that completes wakes the stage that waits for what it produced (a
+    // forward's next virtual stage, a backward's previous one), so each operation is
+    // settled once instead of at every event.
     std::vector<double> free_at(n, 0.0);
-    int64_t left_ops = 0;
-    for (const auto& o : ops) left_ops += static_cast<int64_t>(o.size());
-    while (left_ops > 0) {
-      const int64_t before = left_ops;
-      for (int sweep = 0; sweep < 2 * n; ++sweep) {
-        const int s = sweep < n ? sweep : 2 * n - 1 - sweep;
-        for (; next[s] < ops[s].size(); ++next[s], --left_ops) {
-          const double ready = ready_at(s);
-          if (ready == kNever) break;
-          const Op& op = ops[s][next[s]];
-          free_at[s] = std::max(free_at[s], ready) + work_of(s, op) + wait_of(s, op);
-          if (op.kind != Kind::kWeight)
-            (op.kind == Kind::kForward ? fwd_done : bwd_done)[s][op.micro_batch] = free_at[s];
+    std::vector<int> queue(n);
+    std::vector<char> queued(n, 1);
+    for (int s = 0; s < n; ++s) queue[s] = n - 1 - s;
+    while (!queue.empty()) {
+      const int s = queue.back();
+      queue.pop_back();
+      queued[s] = 0;
+      for (; next[s] < ops[s].size(); ++next[s]) {
+        const double ready = ready_at(s);
+        if (ready == kNever) break;
+        const Op& op = ops[s][next[s]];
+        free_at[s] = std::max(free_at[s], ready) + work_of(s, op) + wait_of(s, op);
+        record(s, op, free_at[s]);
+        const int v = virtual_stage(s, op) + (op.kind == Kind::kForward ? 1 : -1);
+        if (op.kind == Kind::kWeight || v < 0 || v >= virtual_stages) continue;
+        const int waiting = v % n;
+        if (waiting != s && !queued[waiting]) {
+          queued[waiting] = 1;
+          queue.push_back(waiting);
         }
       }
-      if (left_ops == before) return kNever;  // a schedule that deadlocks; not one of ours
     }
+    for (int s = 0; s < n; ++s)
+      if (next[s] < ops[s].size()) return kNever;  // a schedule that deadlocks; not one of ours
     return *std::max_element(free_at.begin(), free_at.end());
   }
   double t = 0;
@@ -116,9 +163,7 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
     // inputs they produce.
     for (int s = 0; s < n; ++s) {
       if (wait_end[s] > t) continue;
-      const Op& op = ops[s][next[s]];
-      if (op.kind != Kind::kWeight)
-        (op.kind == Kind::kForward ? fwd_done : bwd_done)[s][op.micro_batch] = wait_end[s];
+      record(s, ops[s][next[s]], wait_end[s]);
       wait_end[s] = kNever;
       left[s] = -1.0;
       ++next[s];

@@ -1,6 +1,6 @@
-// A pipeline's step as its schedule runs it: an event simulation of the GPipe, 1F1B or
-// ZB-H1 schedule in which the ranks with work split the cores equally (processor
-// sharing). With a core (or device) per rank it is the schedule on dedicated devices,
+// A pipeline's step as its schedule runs it: an event simulation of the GPipe, 1F1B,
+// interleaved 1F1B or ZB-H1 schedule in which the ranks with work split the cores equally
+// (processor sharing). With a core (or device) per rank it is the schedule on dedicated devices,
 // stages of unequal work included: a stage idles in the fill and drain as long as the
 // others' passes it waits on take. On shared cores the other stages use that time, but
 // only as far as the schedule's dependencies let them run.
@@ -21,12 +21,15 @@ struct StageWork {
 };
 
 /// The schedules the simulation runs, in the order pipeline/schedule.h builds them.
-enum class SimulatedSchedule { kGpipe, kOneFOneB, kZbH1 };
+enum class SimulatedSchedule { kGpipe, kOneFOneB, kZbH1, kInterleaved };
 
 /// The schedule's shape and the machine it shares.
 struct SharedPipeline {
   int64_t micro_batches = 1;
   SimulatedSchedule schedule = SimulatedSchedule::kOneFOneB;
+  /// Interleaved 1F1B: model chunks per rank; the work is then one entry per virtual
+  /// stage, chunk * stages + stage (stages = entries / chunks).
+  int chunks = 1;
   /// Ranks running each stage in step (dp x tp replicas), all competing for the cores.
   int copies = 1;
   double cores = 1;   ///< the cores every rank of the pipeline shares (stages x copies:
@@ -34,7 +37,8 @@ struct SharedPipeline {
   double send_s = 0;  ///< delay of one activation or gradient between stages (no CPU)
 };
 
-/// Seconds from the first forward to the last backward.
+/// Seconds from the first forward to the last backward. `stages` holds one entry per
+/// stage (per virtual stage under interleaved 1F1B).
 double shared_pipeline_s(const std::vector<StageWork>& stages, const SharedPipeline& p);
 
 }  // namespace trident::plan

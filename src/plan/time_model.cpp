@@ -409,13 +409,16 @@ double tp_seconds(const TpCounts& n, double bytes, int tp, const Link& link) {
          n.reduce_scatter * reduce_scatter_s(bytes, tp, link);
 }
 
+/// `stage` counts the pipeline's stages, or with `chunks` model chunks a rank (interleaved
+/// 1F1B) its virtual stages: chunk * pp + stage, each 1/chunks of a stage's layers.
 MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const Cluster& c,
-                                int stage) {
+                                int stage, int chunks = 1) {
   const PlanModel m = rank_tokens(whole, l);  // with context parallelism, this rank's tokens
   const StateBytes b = state_bytes_for(m.precision, m.grad_reduce_dtype);
-  const bool first = stage == 0, last = stage == l.pp - 1;
+  const int stages = l.pp * chunks;
+  const bool first = stage == 0, last = stage == stages - 1;
   const double tokens = static_cast<double>(m.seq_len * l.micro_batch);
-  const int64_t stage_layers = m.layers / l.pp;
+  const int64_t stage_layers = m.layers / stages;
   const double layers = static_cast<double>(stage_layers);
   const double moe = static_cast<double>(m.moe_layers_in(stage * stage_layers, stage_layers));
   const double h = static_cast<double>(m.hidden);
@@ -693,27 +696,28 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     const double embedding = static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
     out.pp += all_reduce_s(embedding * b.transport, 2, link);
   }
-  // The idle time of the first stage: p - 1 micro-batches' worth of equal stages; 1/v of
-  // it with v interleaved chunks, whose sends are v times as many. GPipe, 1F1B and ZB-H1
-  // are simulated below, stages of unequal work included.
-  double idle_per_mb = slow.compute + slow.tp + slow.ep + slow.cp + pp_per_mb;
-  if (m.schedule == "interleaved-1f1b" && m.virtual_stages > 1) {
-    const double v = static_cast<double>(m.virtual_stages);
-    out.pp += (v - 1.0) * mbs * pp_per_mb;
-    idle_per_mb = (slow.compute + slow.tp + slow.ep + slow.cp) / v + pp_per_mb;
-  }
-  out.bubble = static_cast<double>(l.pp - 1) * idle_per_mb;
-  double pipeline = out.compute + out.bubble;
-  if (l.pp > 1 && m.schedule != "interleaved-1f1b") {
+  // Interleaved 1F1B sends each activation once a chunk.
+  const bool interleaved = m.schedule == "interleaved-1f1b" && m.virtual_stages > 1;
+  if (interleaved) out.pp += (m.virtual_stages - 1.0) * mbs * pp_per_mb;
+  double pipeline = out.compute;
+  if (l.pp > 1) {
     // The schedule run on the machine's cores (plan/shared_pipeline.h): with a core per
     // rank each stage idles while it waits on the others' passes; with more ranks than
     // cores, other stages run in a stage's fill and drain as far as their dependencies
-    // allow. ZB-H1's deferred weight halves fill the cool-down.
+    // allow. ZB-H1's deferred weight halves fill the cool-down; interleaved 1F1B runs
+    // each rank's chunks (the first holding the embedding, the last the head).
     SharedPipeline sim;
     sim.micro_batches = micro_batches;
     sim.schedule = m.schedule == "gpipe"   ? SimulatedSchedule::kGpipe
                    : m.schedule == "zb-h1" ? SimulatedSchedule::kZbH1
+                   : interleaved           ? SimulatedSchedule::kInterleaved
                                            : SimulatedSchedule::kOneFOneB;
+    if (interleaved) {
+      sim.chunks = m.virtual_stages;
+      stages.clear();
+      for (int v = 0; v < l.pp * m.virtual_stages; ++v)
+        add_stage(micro_batch_time(m, l, c, v, m.virtual_stages));
+    }
     sim.copies = l.replicas() * l.tp;
     sim.cores = static_cast<double>(l.world()) / core_share(l, c);
     // Every send is charged in out.pp, so the schedule runs without them (with them, a
@@ -725,8 +729,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   }
   const double share = core_share(l, c);
   // More ranks than cores: they time-share the cores, so the compute of a step is at
-  // least the node's work over its cores. Interleaved 1F1B is not simulated: on shared
-  // cores its bubble is taken as filled.
+  // least the node's work over its cores.
   if (share > 1) out.compute = std::max(out.compute, share * mbs * mean_compute);
   out.bubble = std::max(0.0, pipeline - out.compute);
 

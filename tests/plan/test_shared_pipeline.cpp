@@ -72,6 +72,23 @@ TEST(SharedPipeline, zb_h1_defers_the_weight_halves_into_the_cool_down) {
   EXPECT_DOUBLE_EQ(shared_pipeline_s(whole, p), 12.0);
 }
 
+TEST(SharedPipeline, interleaved_chunks_shorten_the_fill_to_a_chunk_a_stage) {
+  // p 2, v 2, m 2, chunks of F 1 s, B 2 s, dedicated. With m = p every forward comes
+  // first: stage 1's chunks finish their forwards at 5, its last chunk's backwards run
+  // [5,9], stage 0's [7,11], then the first chunks' [9,13] and [11,15]: 15 s, the
+  // (v m + p - 1) chunk passes of Megatron's interleaved bubble (Narayanan et al. 2021).
+  const std::vector<StageWork> chunks = {{1.0, 2.0}, {1.0, 2.0}, {1.0, 2.0}, {1.0, 2.0}};
+  SharedPipeline p;
+  p.micro_batches = 2;
+  p.cores = 2;
+  p.schedule = SimulatedSchedule::kInterleaved;
+  p.chunks = 2;
+  EXPECT_DOUBLE_EQ(shared_pipeline_s(chunks, p), 15.0);
+  // Four micro-batches: (v m + p - 1) x 3 = 27 s.
+  p.micro_batches = 4;
+  EXPECT_DOUBLE_EQ(shared_pipeline_s(chunks, p), 27.0);
+}
+
 TEST(SharedPipeline, a_core_a_rank_settles_as_the_event_simulation_does) {
   // With a core per rank the simulation settles operations without stepping through
   // events; a hair fewer cores than ranks takes the event path, which must agree.
@@ -79,13 +96,14 @@ TEST(SharedPipeline, a_core_a_rank_settles_as_the_event_simulation_does) {
                                        {1.5, 2.5, 0.0, 0.3, 1.0},
                                        {0.8, 1.9, 0.2, 0.0, 0.9},
                                        {2.0, 3.0, 0.1, 0.1, 1.5}};
-  for (SimulatedSchedule schedule :
-       {SimulatedSchedule::kGpipe, SimulatedSchedule::kOneFOneB, SimulatedSchedule::kZbH1}) {
+  for (SimulatedSchedule schedule : {SimulatedSchedule::kGpipe, SimulatedSchedule::kOneFOneB,
+                                     SimulatedSchedule::kZbH1, SimulatedSchedule::kInterleaved}) {
     SharedPipeline p;
     p.micro_batches = 6;
     p.copies = 2;
     p.send_s = 0.05;
     p.schedule = schedule;
+    p.chunks = 2;  // interleaved: two chunks on each of two ranks' stages
     p.cores = 8;
     const double settled = shared_pipeline_s(four, p);
     p.cores = 8 * (1 - 1e-9);
