@@ -347,6 +347,7 @@ def run_case(build, name, spec, rounds, steps, tmp):
     with Case(build, name, spec, tmp) as case:
         cluster = tmp / ("%s.toml" % name)
         calibrate(case, cluster)
+        cluster_text = cluster.read_text()
         memory = case.memory_per_rank_gb()
         # The whole ranking: every candidate under the budget, for the grid's predictions.
         ranked, plan_text = auto_ranking(case, cluster, 100000, memory)
@@ -381,6 +382,8 @@ def run_case(build, name, spec, rounds, steps, tmp):
     best = min(measured, key=measured.get)
     top3 = [c for c, _, _ in ranked[:3]]
     return {"case": name, "spec": spec, "memory_gb": memory, "choice": choice,
+            # The calibration, so that a later model can rank the same measurements again.
+            "cluster": cluster_text,
             "predicted": predicted, "predicted_peak": predicted_peak,
             "measured": measured, "times": times, "peaks": peaks, "killed": sorted(killed),
             "best": best, "top3": top3, "in_top3": best in top3,
