@@ -201,7 +201,7 @@ Schedule zb_h1(int stages, int stage, int micro_batches) {
   return lower(zb_h1_compute_order(stages, stage, micro_batches), stages, stage);
 }
 
-Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_batches,
+Schedule compute_order(PipelineSchedule kind, int stages, int stage, int micro_batches,
                        int chunks) {
   if (kind != PipelineSchedule::kInterleaved1F1B && chunks != 1) {
     throw std::invalid_argument(std::string("schedule ") + name_of(kind) +
@@ -210,15 +210,20 @@ Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_b
   }
   switch (kind) {
     case PipelineSchedule::kGpipe:
-      return gpipe(stages, stage, micro_batches);
+      return gpipe_compute_order(stages, stage, micro_batches);
     case PipelineSchedule::kOneFOneB:
-      return one_f_one_b(stages, stage, micro_batches);
+      return one_f_one_b_compute_order(stages, stage, micro_batches);
     case PipelineSchedule::kInterleaved1F1B:
-      return interleaved_1f1b(stages, stage, micro_batches, chunks);
+      return interleaved_1f1b_compute_order(stages, stage, micro_batches, chunks);
     case PipelineSchedule::kZbH1:
-      return zb_h1(stages, stage, micro_batches);
+      return zb_h1_compute_order(stages, stage, micro_batches);
   }
   throw std::invalid_argument("unknown pipeline schedule");
+}
+
+Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_batches,
+                       int chunks) {
+  return lower(compute_order(kind, stages, stage, micro_batches, chunks), stages, stage, chunks);
 }
 
 Schedule make_schedule(const std::string& name, int stages, int stage, int micro_batches,

@@ -75,6 +75,12 @@ std::vector<Schedule> make_schedules(PipelineSchedule kind, int stages, int micr
 std::vector<Schedule> make_schedules(const std::string& name, int stages, int micro_batches,
                                      int chunks = 1);
 
+/// The compute order (F, B, or ZB-H1's BI and W; no communication) of schedule `kind` for
+/// one stage: what the runtime computes, in order, and what the planner simulates.
+/// Throws std::invalid_argument as make_schedule does.
+Schedule compute_order(PipelineSchedule kind, int stages, int stage, int micro_batches,
+                       int chunks = 1);
+
 /// The compute order (forwards and backwards only) of GPipe for one stage.
 Schedule gpipe_compute_order(int stages, int stage, int micro_batches);
 

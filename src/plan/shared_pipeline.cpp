@@ -5,93 +5,37 @@
 #include <algorithm>  // std::min, std::max
 #include <limits>     // std::numeric_limits
 
+#include "pipeline/schedule.h"  // compute_order: the runtime's own order of each stage
+
 namespace trident::plan {
 
 namespace {
 
-enum class Kind { kForward, kBackward, kWeight };
+using pipeline::Instruction;
+using pipeline::Op;
 
-struct Op {
-  Kind kind = Kind::kForward;
-  int64_t micro_batch = 0;
-  int chunk = 0;  ///< interleaved 1F1B: the model chunk (virtual stage chunk * stages + stage)
-};
-
-/// The order one stage runs its operations, as pipeline/schedule.cpp orders them: GPipe;
-/// 1F1B's warm-up forwards, steady one-forward-one-backward and cool-down backwards
-/// (Narayanan et al. 2021); ZB-H1's, with each backward the input half and stage s
-/// holding back s weight halves to fill its cool-down (Qi et al. 2023).
-std::vector<Op> stage_ops(int stage, int stages, int64_t m, SimulatedSchedule schedule,
-                          int chunks) {
-  std::vector<Op> ops;
-  ops.reserve(static_cast<size_t>((schedule == SimulatedSchedule::kZbH1 ? 3 : 2) * m * chunks));
-  if (schedule == SimulatedSchedule::kInterleaved) {
-    // Megatron's order: the k-th forward of the stage is micro-batch (k / (p v)) p + k % p
-    // of chunk (k / p) % v; backwards visit the chunks from the last. Warm-up: 2 (p - s - 1)
-    // + (v - 1) p forwards (all of them when m == p), then pairs, then the rest.
-    const int64_t total = m * chunks;
-    auto micro_batch = [&](int64_t k) { return (k / (stages * chunks)) * stages + k % stages; };
-    auto chunk = [&](int64_t k) { return static_cast<int>((k / stages) % chunks); };
-    int64_t warmup = m == stages ? total : 2 * (stages - stage - 1) + (chunks - 1) * stages;
-    warmup = std::min(warmup, total);
-    int64_t f = 0, b = 0;
-    auto forward = [&] { ops.push_back({Kind::kForward, micro_batch(f), chunk(f)}), ++f; };
-    auto backward = [&] {
-      ops.push_back({Kind::kBackward, micro_batch(b), chunks - 1 - chunk(b)}), ++b;
-    };
-    for (int64_t i = 0; i < warmup; ++i) forward();
-    for (int64_t i = warmup; i < total; ++i) forward(), backward();
-    while (b < total) backward();
-    return ops;
-  }
-  if (schedule == SimulatedSchedule::kGpipe) {
-    for (int64_t i = 0; i < m; ++i) ops.push_back({Kind::kForward, i});
-    for (int64_t i = 0; i < m; ++i) ops.push_back({Kind::kBackward, i});
-    return ops;
-  }
-  const int64_t warmup = std::min<int64_t>(stages - stage - 1, m);
-  if (schedule == SimulatedSchedule::kOneFOneB) {
-    for (int64_t i = 0; i < warmup; ++i) ops.push_back({Kind::kForward, i});
-    for (int64_t i = 0; i < m - warmup; ++i) {
-      ops.push_back({Kind::kForward, warmup + i});
-      ops.push_back({Kind::kBackward, i});
-    }
-    for (int64_t i = m - warmup; i < m; ++i) ops.push_back({Kind::kBackward, i});
-    return ops;
-  }
-  int64_t forward = 0, input = 0, weight = 0;
-  for (int64_t i = 0; i < warmup; ++i) ops.push_back({Kind::kForward, forward++});
-  for (int64_t i = warmup; i < m; ++i) {
-    ops.push_back({Kind::kForward, forward++});
-    ops.push_back({Kind::kBackward, input++});
-    if (input - weight > stage) ops.push_back({Kind::kWeight, weight++});
-  }
-  while (input < m) {
-    ops.push_back({Kind::kBackward, input++});
-    ops.push_back({Kind::kWeight, weight++});
-  }
-  while (weight < m) ops.push_back({Kind::kWeight, weight++});
-  return ops;
-}
+bool is_forward(const Instruction& op) { return op.op == Op::kForward; }
+bool is_weight(const Instruction& op) { return op.op == Op::kBackwardWeight; }
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
 double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipeline& p) {
-  const int chunks = p.schedule == SimulatedSchedule::kInterleaved ? std::max(p.chunks, 1) : 1;
+  const int chunks = p.schedule == PipelineSchedule::kInterleaved1F1B ? std::max(p.chunks, 1) : 1;
   const int virtual_stages = static_cast<int>(work.size());
   const int n = virtual_stages / chunks;  // the ranks' stages
   const int64_t m = p.micro_batches;
-  std::vector<std::vector<Op>> ops(n);
-  for (int s = 0; s < n; ++s) ops[s] = stage_ops(s, n, m, p.schedule, chunks);
+  std::vector<pipeline::Schedule> ops(n);
+  for (int s = 0; s < n; ++s)
+    ops[s] = pipeline::compute_order(p.schedule, n, s, static_cast<int>(m), chunks);
   // Finish times of each virtual stage's forward and backward of each micro-batch.
   std::vector<double> fwd_done(static_cast<size_t>(virtual_stages * m), kNever),
       bwd_done(static_cast<size_t>(virtual_stages * m), kNever);
   auto at = [&](std::vector<double>& done, int v, int64_t micro_batch) -> double& {
     return done[static_cast<size_t>(v * m + micro_batch)];
   };
-  auto virtual_stage = [&](int s, const Op& op) { return op.chunk * n + s; };
+  auto virtual_stage = [&](int s, const Instruction& op) { return op.chunk * n + s; };
   std::vector<size_t> next(n, 0);     // the stage's next operation
   std::vector<double> left(n, -1.0);  // work left of the operation in progress; -1: not begun
   // When the operation whose computation is done ends its wait (kNever: not waiting).
@@ -99,28 +43,27 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
   // When the inputs of stage s's next operation have arrived (kNever: not yet known).
   // A weight half follows its own input half on the same stage: ready once reached.
   auto ready_at = [&](int s) {
-    const Op& op = ops[s][next[s]];
-    if (op.kind == Kind::kWeight) return 0.0;
+    const Instruction& op = ops[s][next[s]];
+    if (is_weight(op)) return 0.0;
     const int v = virtual_stage(s, op);
-    if (op.kind == Kind::kForward)
-      return v == 0 ? 0.0 : at(fwd_done, v - 1, op.micro_batch) + p.send_s;
+    if (is_forward(op)) return v == 0 ? 0.0 : at(fwd_done, v - 1, op.micro_batch) + p.send_s;
     return v == virtual_stages - 1 ? at(fwd_done, v, op.micro_batch)
                                    : at(bwd_done, v + 1, op.micro_batch) + p.send_s;
   };
-  auto record = [&](int s, const Op& op, double when) {
-    if (op.kind != Kind::kWeight)
-      at(op.kind == Kind::kForward ? fwd_done : bwd_done, virtual_stage(s, op), op.micro_batch) =
-          when;
+  auto record = [&](int s, const Instruction& op, double when) {
+    if (!is_weight(op))
+      at(is_forward(op) ? fwd_done : bwd_done, virtual_stage(s, op), op.micro_batch) = when;
   };
-  const bool split = p.schedule == SimulatedSchedule::kZbH1;
-  auto work_of = [&](int s, const Op& op) {
+  // ZB-H1's input half (BI) takes `input`; its weight half (W), like a whole backward,
+  // `backward`.
+  auto work_of = [&](int s, const Instruction& op) {
     const StageWork& w = work[virtual_stage(s, op)];
-    if (op.kind == Kind::kForward) return w.forward;
-    return split && op.kind == Kind::kBackward ? w.input : w.backward;
+    if (is_forward(op)) return w.forward;
+    return op.op == Op::kBackwardInput ? w.input : w.backward;
   };
-  auto wait_of = [&](int s, const Op& op) {
+  auto wait_of = [&](int s, const Instruction& op) {
     const StageWork& w = work[virtual_stage(s, op)];
-    return op.kind == Kind::kForward ? w.forward_wait : w.backward_wait;
+    return is_forward(op) ? w.forward_wait : w.backward_wait;
   };
   if (p.cores >= static_cast<double>(n) * p.copies) {
     // A core for every rank: each operation starts when its stage is free and its input
@@ -139,11 +82,11 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
       for (; next[s] < ops[s].size(); ++next[s]) {
         const double ready = ready_at(s);
         if (ready == kNever) break;
-        const Op& op = ops[s][next[s]];
+        const Instruction& op = ops[s][next[s]];
         free_at[s] = std::max(free_at[s], ready) + work_of(s, op) + wait_of(s, op);
         record(s, op, free_at[s]);
-        const int v = virtual_stage(s, op) + (op.kind == Kind::kForward ? 1 : -1);
-        if (op.kind == Kind::kWeight || v < 0 || v >= virtual_stages) continue;
+        const int v = virtual_stage(s, op) + (is_forward(op) ? 1 : -1);
+        if (is_weight(op) || v < 0 || v >= virtual_stages) continue;
         const int waiting = v % n;
         if (waiting != s && !queued[waiting]) {
           queued[waiting] = 1;
@@ -195,7 +138,7 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
     const double rate = std::min(1.0, p.cores / runnable);
     double step = wake - t;
     for (int s : running) {
-      const Op& op = ops[s][next[s]];
+      const Instruction& op = ops[s][next[s]];
       if (left[s] < 0) left[s] = work_of(s, op);
       step = std::min(step, left[s] / rate);
     }
@@ -203,8 +146,7 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
     for (int s : running) {
       left[s] -= step * rate;
       if (left[s] > 1e-15) continue;
-      const Op& op = ops[s][next[s]];
-      wait_end[s] = t + wait_of(s, op);
+      wait_end[s] = t + wait_of(s, ops[s][next[s]]);
     }
   }
 }

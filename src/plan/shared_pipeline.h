@@ -8,6 +8,8 @@
 #include <cstdint>  // int64_t
 #include <vector>   // std::vector
 
+#include "config/choices.h"  // PipelineSchedule
+
 namespace trident::plan {
 
 /// One stage's work for one micro-batch, in seconds on a core of its own, and what each
@@ -20,13 +22,11 @@ struct StageWork {
   double input = 0;
 };
 
-/// The schedules the simulation runs, in the order pipeline/schedule.h builds them.
-enum class SimulatedSchedule { kGpipe, kOneFOneB, kZbH1, kInterleaved };
-
 /// The schedule's shape and the machine it shares.
 struct SharedPipeline {
   int64_t micro_batches = 1;
-  SimulatedSchedule schedule = SimulatedSchedule::kOneFOneB;
+  /// Each stage runs the runtime's own compute order of it (pipeline/schedule.h).
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
   /// Interleaved 1F1B: model chunks per rank; the work is then one entry per virtual
   /// stage, chunk * stages + stage (stages = entries / chunks).
   int chunks = 1;

@@ -708,10 +708,10 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     // each rank's chunks (the first holding the embedding, the last the head).
     SharedPipeline sim;
     sim.micro_batches = micro_batches;
-    sim.schedule = m.schedule == "gpipe"   ? SimulatedSchedule::kGpipe
-                   : m.schedule == "zb-h1" ? SimulatedSchedule::kZbH1
-                   : interleaved           ? SimulatedSchedule::kInterleaved
-                                           : SimulatedSchedule::kOneFOneB;
+    sim.schedule = m.schedule == "gpipe"   ? PipelineSchedule::kGpipe
+                   : m.schedule == "zb-h1" ? PipelineSchedule::kZbH1
+                   : interleaved           ? PipelineSchedule::kInterleaved1F1B
+                                           : PipelineSchedule::kOneFOneB;
     if (interleaved) {
       sim.chunks = m.virtual_stages;
       stages.clear();

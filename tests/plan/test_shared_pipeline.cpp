@@ -40,7 +40,7 @@ TEST(SharedPipeline, gpipe_runs_every_forward_first) {
   SharedPipeline p;
   p.micro_batches = 2;
   p.cores = 2;
-  p.schedule = SimulatedSchedule::kGpipe;
+  p.schedule = PipelineSchedule::kGpipe;
   EXPECT_DOUBLE_EQ(shared_pipeline_s(kTwoStages, p), 9.0);
 }
 
@@ -65,10 +65,10 @@ TEST(SharedPipeline, zb_h1_defers_the_weight_halves_into_the_cool_down) {
   SharedPipeline p;
   p.micro_batches = 2;
   p.cores = 2;
-  p.schedule = SimulatedSchedule::kZbH1;
+  p.schedule = PipelineSchedule::kZbH1;
   EXPECT_DOUBLE_EQ(shared_pipeline_s(split, p), 9.0);
   const std::vector<StageWork> whole = {{1.0, 3.0}, {1.0, 3.0}};
-  p.schedule = SimulatedSchedule::kOneFOneB;
+  p.schedule = PipelineSchedule::kOneFOneB;
   EXPECT_DOUBLE_EQ(shared_pipeline_s(whole, p), 12.0);
 }
 
@@ -81,7 +81,7 @@ TEST(SharedPipeline, interleaved_chunks_shorten_the_fill_to_a_chunk_a_stage) {
   SharedPipeline p;
   p.micro_batches = 2;
   p.cores = 2;
-  p.schedule = SimulatedSchedule::kInterleaved;
+  p.schedule = PipelineSchedule::kInterleaved1F1B;
   p.chunks = 2;
   EXPECT_DOUBLE_EQ(shared_pipeline_s(chunks, p), 15.0);
   // Four micro-batches: (v m + p - 1) x 3 = 27 s.
@@ -96,8 +96,8 @@ TEST(SharedPipeline, a_core_a_rank_settles_as_the_event_simulation_does) {
                                        {1.5, 2.5, 0.0, 0.3, 1.0},
                                        {0.8, 1.9, 0.2, 0.0, 0.9},
                                        {2.0, 3.0, 0.1, 0.1, 1.5}};
-  for (SimulatedSchedule schedule : {SimulatedSchedule::kGpipe, SimulatedSchedule::kOneFOneB,
-                                     SimulatedSchedule::kZbH1, SimulatedSchedule::kInterleaved}) {
+  for (PipelineSchedule schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+                                    PipelineSchedule::kZbH1, PipelineSchedule::kInterleaved1F1B}) {
     SharedPipeline p;
     p.micro_batches = 6;
     p.copies = 2;
