@@ -36,10 +36,7 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
     return done[static_cast<size_t>(v * m + micro_batch)];
   };
   auto virtual_stage = [&](int s, const Instruction& op) { return op.chunk * n + s; };
-  std::vector<size_t> next(n, 0);     // the stage's next operation
-  std::vector<double> left(n, -1.0);  // work left of the operation in progress; -1: not begun
-  // When the operation whose computation is done ends its wait (kNever: not waiting).
-  std::vector<double> wait_end(n, kNever);
+  std::vector<size_t> next(n, 0);  // the stage's next operation
   // When the inputs of stage s's next operation have arrived (kNever: not yet known).
   // A weight half follows its own input half on the same stage: ready once reached.
   auto ready_at = [&](int s) {
@@ -98,6 +95,10 @@ double shared_pipeline_s(const std::vector<StageWork>& work, const SharedPipelin
       if (next[s] < ops[s].size()) return kNever;  // a schedule that deadlocks; not one of ours
     return *std::max_element(free_at.begin(), free_at.end());
   }
+  // Shared cores: step from event to event, every runnable rank at its share of them.
+  std::vector<double> left(n, -1.0);  // work left of the operation in progress; -1: not begun
+  // When the operation whose computation is done ends its wait (kNever: not waiting).
+  std::vector<double> wait_end(n, kNever);
   double t = 0;
   std::vector<int> running;
   running.reserve(n);

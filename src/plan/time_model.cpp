@@ -353,7 +353,6 @@ struct MicroBatchTime {
   double compute = 0;     ///< forward, backward and any recomputation
   double forward = 0;     ///< the forward's share of compute
   double backward = 0;    ///< the backward's share, without recomputation
-  double input_half = 0;  ///< ZB-H1's input-gradient half (its weight half: `backward`)
   double tp = 0;          ///< tp collectives of the whole micro-batch
   double tp_forward = 0;  ///< of which the forward's
   double ep = 0;          ///< the MoE layers' all-to-alls over ep
@@ -544,11 +543,9 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
   // weights (the input half's chain recomputed on the way): a whole backward. The first
   // stage has no input gradient, so its input half is empty and the weight half all of
   // the backward: docs/performance.md measured B + W at 1.52 whole backwards at pp 2.
-  double input_half = 0;
   if (m.schedule == "zb-h1" && l.pp > 1 && !first) {
-    input_half = forward_s + (base - 3.0 * forward_s) * 2.0 / 3.0;
     recompute_flops += forward;
-    recompute += input_half;
+    recompute += forward_s + (base - 3.0 * forward_s) * 2.0 / 3.0;
   }
   // Ranks computing at once on shared cores and memory slow each other down.
   const double contention = c.contention_at(ranks_sharing(l, c));
@@ -557,7 +554,6 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
   t.forward = contention * base / 3.0;
   t.backward = contention * base * 2.0 / 3.0;
   t.compute = contention * (base + recompute);
-  t.input_half = contention * input_half;
   const double passes = l.checkpointing ? 2.0 : 1.0;  // forwards per micro-batch
   if (moe > 0 && l.ep > 1) {
     // Each MoE layer's forward exchanges the counts, sends each choice's row to its
