@@ -203,6 +203,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.ring_sync_us = number(source, key, node, 0);
     } else if (key == "memory_gbps") {
       c.memory_gbps = number(source, key, node, 0);
+    } else if (key == "weight_gbps") {
+      c.weight_gbps = number(source, key, node, 0);
     } else if (key == "disk_gbps") {
       c.disk_gbps = number(source, key, node, 0);
     } else if (key == "disk_read_gbps") {
@@ -231,6 +233,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "sendrecv_us inter_sendrecv_us inter_send_us contention efficiency "
           "intra_node_gbps "
           "inter_node_gbps latency_us inter_node_latency_us sync_us ring_sync_us memory_gbps "
+          "weight_gbps "
           "disk_gbps disk_read_gbps disk_write_gbps disk_overlap process_base_gb "
           "elementwise_gbps "
           "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
@@ -313,6 +316,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "sync_us = " << c.sync_us << "\n"
       << "ring_sync_us = " << c.ring_sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
+      << "weight_gbps = " << c.weight_gbps << "\n"
       << "disk_gbps = " << c.disk_gbps << "\n"
       << "disk_read_gbps = " << c.disk_read_gbps << "\n"
       << "disk_write_gbps = " << c.disk_write_gbps << "\n"

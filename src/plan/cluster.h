@@ -72,6 +72,12 @@ struct Cluster {
   /// block against the whole-sequence block of as many tokens; 0: sync_us is used.
   double ring_sync_us = 0;
   double memory_gbps = 0;  ///< device memory bandwidth, GB/s; 0: elementwise work ignored
+  /// What a weight costs each micro-batch beyond its FLOPs, as a rate over its bytes, GB/s:
+  /// the BLAS packs the weight for the forward's and the input gradient's products, and
+  /// the weight gradient is written and added to the accumulated one, whatever the tokens.
+  /// `trident calibrate` measures it as the intercept of a chain of linear layers' forward
+  /// and backward over the token count. 0: not charged.
+  double weight_gbps = 0;
   /// The nvme tier's disk: sequential O_DIRECT bandwidth per device, GB/s (trident
   /// calibrate measures it: the mean of its write and read); 0: the tier's traffic is not
   /// modelled.

@@ -537,6 +537,16 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
                          1e-6;
   base += fixed_s;
   if (l.checkpointing) recompute += fixed_s / 3.0;
+  // Each of the stage's weights costs its bytes every micro-batch, whatever the tokens:
+  // packed for the forward's and the input gradient's products, its gradient written and
+  // added to the accumulated one (Cluster::weight_gbps). A recomputed forward packs again.
+  if (c.weight_gbps > 0) {
+    const double weight_bytes =
+        static_cast<double>(stage_parameters(whole, stages, l.tp, stage, l.ep)) * b.param;
+    const double weights_s = weight_bytes / (c.weight_gbps * 1e9);
+    base += weights_s;
+    if (l.checkpointing) recompute += weights_s / 6.0;
+  }
   // ZB-H1's input half (pipeline/runtime.cpp): the backward's input-gradient chain, its
   // products with the weights (a forward's FLOPs) and every elementwise and operator
   // call of the backward, while the weight half walks the whole graph again for the

@@ -92,6 +92,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   c.latency_us = 1.25;
   c.dp_overlap = 0;
   c.disk_overlap = 0.8;
+  c.weight_gbps = 4.25;
   c.sendrecv_seconds = {{1024, 15e-6}, {1 << 20, 1e-4}};
   const Cluster back = parse_cluster(cluster_to_toml(c, "measured here\nby test"), "back");
   EXPECT_EQ(back.name, "here");
@@ -106,6 +107,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   EXPECT_DOUBLE_EQ(back.latency_us, 1.25);
   EXPECT_DOUBLE_EQ(back.dp_overlap, 0);
   EXPECT_DOUBLE_EQ(back.disk_overlap, 0.8);
+  EXPECT_DOUBLE_EQ(back.weight_gbps, 4.25);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1 << 20), 1e-4);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1024), 15e-6);
 }

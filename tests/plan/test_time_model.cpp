@@ -5,6 +5,7 @@
 #include <cmath>  // std::sqrt
 #include <map>    // std::map
 
+#include "plan/plan_model.h"  // stage_parameters
 #include "plan/time_model.h"  // step_time, bubble_fraction, all_reduce_s, group_crosses_nodes
 
 namespace trident::plan {
@@ -262,6 +263,28 @@ TEST(StepTime, fixed_cost_per_layer) {
   c.ends_overhead_us = 1000;
   const double ends = step_time(m, Layout{1, 1, 1, 0, 1, false}, c).compute - base;
   EXPECT_NEAR(ends, 4 * (8 * 100e-6 + 1000e-6), 1e-12);
+}
+
+TEST(StepTime, weights_cost_their_bytes_every_micro_batch) {
+  // weight_gbps charges each micro-batch the stage's parameter bytes at that rate, whatever
+  // the tokens: 4 micro-batches of 1 cost four times what 1 micro-batch of 4 does, and at
+  // pp 2 each stage its own parameters (the slower stage sets the step's compute).
+  PlanModel m = small_model();
+  m.global_batch = 4;
+  const Cluster plain = compute_only();
+  Cluster c = compute_only();
+  c.weight_gbps = 2.0;
+  const double per_micro_batch =
+      static_cast<double>(stage_parameters(m, 1, 1, 0)) * 4.0 / 2e9;  // fp32
+  for (int64_t micro : {1, 4}) {
+    const Layout l{1, 1, 1, 0, micro, false};
+    EXPECT_NEAR(step_time(m, l, c).compute - step_time(m, l, plain).compute,
+                static_cast<double>(4 / micro) * per_micro_batch, 1e-12);
+  }
+  // Full recomputation packs the weights for its forward again: a sixth more.
+  const Layout ckpt{1, 1, 1, 0, 4, true};
+  EXPECT_NEAR(step_time(m, ckpt, c).compute - step_time(m, ckpt, plain).compute,
+              per_micro_batch * 7.0 / 6.0, 1e-12);
 }
 
 TEST(StepTime, tp_traffic_per_layer) {

@@ -2,13 +2,15 @@
 // stage built as training builds them.
 #include "plan/calibrate/compute.h"
 
-#include <ATen/ATen.h>  // at::matmul_out, at::add_out, at::randn
+#include <ATen/ATen.h>                     // at::matmul_out, at::add_out, at::randn
+#include <torch/csrc/autograd/autograd.h>  // torch::autograd::backward
 
 #include <cmath>    // std::cbrt
 #include <fstream>  // std::ifstream
 #include <memory>   // std::make_shared
 #include <string>   // std::string
 #include <utility>  // std::pair
+#include <vector>   // std::vector
 
 #include "models/gpt.h"                 // GptBlock, GptStage, GptOptions
 #include "parallel/communicator.h"      // Communicator
@@ -31,6 +33,27 @@ double memory_gbps(Communicator& world, double budget) {
   at::Tensor a = at::ones({n}), b = at::ones({n}), c = at::empty({n});
   const double s = time_per_call([&] { at::add_out(c, a, b); }, 0.5 * budget, world);
   return mean_over_ranks(3.0 * n * 4 / s / 1e9, world);
+}
+
+double weight_gbps(Communicator& world, double budget) {
+  // Eight 4 MB weights: 32 MB, more than a core's share of the caches, as a stage's are.
+  const int64_t k = 1024, count = 8;
+  std::vector<at::Tensor> weights;
+  for (int64_t i = 0; i < count; ++i)
+    weights.push_back((at::randn({k, k}) / std::sqrt(static_cast<double>(k))).requires_grad_());
+  auto seconds = [&](int64_t tokens) {
+    const at::Tensor x = at::randn({tokens, k}).requires_grad_();
+    const at::Tensor grad = at::randn({tokens, k});
+    auto step = [&] {
+      at::Tensor y = x;
+      for (const at::Tensor& w : weights) y = at::matmul(y, w);
+      torch::autograd::backward({y}, {grad});
+    };
+    return mean_over_ranks(time_per_call(step, 0.5 * budget, world), world);
+  };
+  const double small = seconds(16), large = seconds(512);
+  const double intercept = (small * 512.0 - large * 16.0) / (512.0 - 16.0);
+  return intercept > 0 ? static_cast<double>(count * k * k) * 4.0 / intercept / 1e9 : 0.0;
 }
 
 namespace {
@@ -110,8 +133,9 @@ double block_matmul_s(const BlockShape& x, const plan::Cluster& c) {
   const double tokens = static_cast<double>(x.batch * x.seq);
   const double h = static_cast<double>(x.hidden);
   const double size = std::cbrt(tokens * h * 4.0 * h);
+  const double weights_s = c.weight_gbps > 0 ? 12.0 * h * h * 4.0 / (c.weight_gbps * 1e9) : 0.0;
   return 3.0 * tokens * plan::layer_forward_flops_per_token(m) / c.matmul_flops("fp32", size) +
-         c.layer_overhead_us * 1e-6;
+         weights_s + c.layer_overhead_us * 1e-6;
 }
 
 double block_activation_bytes(const BlockShape& x) {

@@ -21,6 +21,12 @@ double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world, doubl
 /// GB/s of c = a + b over 64 MB fp32 tensors (three tensors' bytes per call), per rank.
 double memory_gbps(Communicator& world, double budget);
 
+/// What a weight costs each forward and backward beyond its FLOPs, as a rate over its
+/// bytes (GB/s, per rank while all run): a chain of linear layers' forward and backward,
+/// their gradients accumulating, timed at 16 and at 512 tokens; the line through the two
+/// times, at zero tokens, is the cost of the weights alone.
+double weight_gbps(Communicator& world, double budget);
+
 /// The shape of a GPT-2 block's input.
 struct BlockShape {
   int64_t batch, seq, hidden, heads;
@@ -58,7 +64,8 @@ RingBlockTiming ring_block_timing(const BlockShape& shape, Communicator& cp, Com
 double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget);
 
 /// The planner's prediction for one block's forward and backward on `c` without the
-/// elementwise term: matmul FLOPs at the measured rate, plus the fixed overhead.
+/// elementwise term: matmul FLOPs at the measured rate, its weights at weight_gbps, plus
+/// the fixed overhead.
 double block_matmul_s(const BlockShape& x, const plan::Cluster& c);
 
 /// Bytes of activations the block keeps (Korthikanti et al., fp32), what the planner

@@ -113,6 +113,12 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
   std::snprintf(line, sizeof line, "stream bandwidth (c = a + b, 64 MB fp32): %.2f GB/s per rank",
                 c.memory_gbps);
   say(line);
+  c.weight_gbps = weight_gbps(world, budget);
+  std::snprintf(line, sizeof line,
+                "weights (8 linear layers 1024 x 1024, 16 and 512 tokens): %.2f GB/s per rank "
+                "beyond their FLOPs",
+                c.weight_gbps);
+  say(line);
   if (!disk_dir.empty()) {
     // All ranks at once: a node's devices share its disk, as their tiers would.
     world.barrier()->wait();
@@ -433,11 +439,11 @@ std::map<Key, double> median_table(const std::vector<const std::map<Key, double>
 plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   plan::Cluster c = rounds.at(0);
   for (double plan::Cluster::*field :
-       {&plan::Cluster::memory_gbps, &plan::Cluster::disk_gbps, &plan::Cluster::disk_read_gbps,
-        &plan::Cluster::disk_write_gbps, &plan::Cluster::disk_overlap,
-        &plan::Cluster::process_base_gb, &plan::Cluster::intra_node_gbps,
-        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
-        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+       {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps, &plan::Cluster::disk_gbps,
+        &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
+        &plan::Cluster::disk_overlap, &plan::Cluster::process_base_gb,
+        &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
+        &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::ring_sync_us, &plan::Cluster::layer_overhead_us,
         &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
     std::vector<double> v;
