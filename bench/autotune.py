@@ -4,7 +4,7 @@ For each case (a model the calibration never timed, a rank count, emulated nodes
 machine, a memory cap or none): calibrate the machine with that many ranks, ask
 `trident plan --auto --top 3` for the choice and its predicted ranking, then train every
 configuration of the case's fixed grid (listed with the case; the choice is added when it
-is not in it) for a few steps, rounds in alternating order (a third round for a
+is not in it) for a few steps, rounds in alternating order (round_order; a third round for a
 configuration whose two rounds differ by more than 15%), the choice through
 `trident train --auto` itself. Report the choice's measured step against the best
 measured, whether the best is in the predicted top 3, the predicted and measured peak RSS
@@ -339,6 +339,18 @@ def check_grid(build, name, spec):
                              (name, g, out.stdout[-1500:]))
 
 
+def round_order(grid, r):
+    """Round r's order: the grid, and every other round the grid reversed in two halves
+    (the first half backwards, then the second). Within a half this cancels a steady drift,
+    as plain alternation does; the halves keep the configurations that end one round from
+    starting the next, so a slow spell across the boundary does not disturb the same ones
+    in both rounds."""
+    if r % 2 == 0:
+        return list(grid)
+    half = len(grid) // 2
+    return list(reversed(grid[:half])) + list(reversed(grid[half:]))
+
+
 # Two rounds of one configuration further apart than this ratio get a third.
 DISAGREE = 1.15
 
@@ -369,7 +381,7 @@ def run_case(build, name, spec, rounds, steps, tmp):
                 peaks[c] = max(peaks[c], result[1])
 
         for r in range(rounds):
-            measure(grid if r % 2 == 0 else list(reversed(grid)))
+            measure(round_order(grid, r))
         if rounds == 2:
             # Two rounds that disagree by more than the machine's own spread (about 15%)
             # mean one was disturbed: a third round, in the first round's order, makes the
