@@ -16,6 +16,7 @@
 #include <set>         // std::set
 #include <sstream>     // std::ostringstream, std::istringstream
 #include <tuple>       // std::tuple
+#include <utility>     // std::pair
 
 namespace trident::plan {
 
@@ -108,7 +109,9 @@ double Cluster::matmul_flops(const std::string& precision, double n) const {
   return peak->second * 1e12 * efficiency;
 }
 
-double Cluster::elementwise_bytes_per_s(double bytes) const {
+double Cluster::elementwise_bytes_per_s(double bytes, bool llama) const {
+  if (llama && !llama_elementwise_gbps.empty())
+    return interpolate(llama_elementwise_gbps, bytes) * 1e9;
   if (elementwise_gbps.empty()) return memory_gbps * 1e9;
   return interpolate(elementwise_gbps, bytes) * 1e9;
 }
@@ -189,6 +192,9 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     } else if (key == "elementwise_gbps") {
       read_size_table(source, key, node, "a layer's activation bytes", 1e-9,
                       [&](double bytes, double gbps) { c.elementwise_gbps[bytes] = gbps; });
+    } else if (key == "llama_elementwise_gbps") {
+      read_size_table(source, key, node, "a layer's activation bytes", 1e-9,
+                      [&](double bytes, double gbps) { c.llama_elementwise_gbps[bytes] = gbps; });
     } else if (key == "efficiency") {
       c.efficiency = number(source, key, node, 1e-6);
     } else if (key == "intra_node_gbps") {
@@ -215,8 +221,12 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.disk_overlap = std::min(1.0, number(source, key, node, 0));
     } else if (key == "process_base_gb") {
       c.process_base_gb = number(source, key, node, 0);
+    } else if (key == "process_shared_gb") {
+      c.process_shared_gb = number(source, key, node, 0);
     } else if (key == "layer_overhead_us") {
       c.layer_overhead_us = number(source, key, node, 0);
+    } else if (key == "llama_layer_overhead_us") {
+      c.llama_layer_overhead_us = number(source, key, node, 0);
     } else if (key == "layer_overhead_tp_us") {
       c.layer_overhead_tp_us = number(source, key, node, 0);
     } else if (key == "ends_overhead_us") {
@@ -234,9 +244,9 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "intra_node_gbps "
           "inter_node_gbps latency_us inter_node_latency_us sync_us ring_sync_us memory_gbps "
           "weight_gbps "
-          "disk_gbps disk_read_gbps disk_write_gbps disk_overlap process_base_gb "
-          "elementwise_gbps "
-          "layer_overhead_us layer_overhead_tp_us ends_overhead_us "
+          "disk_gbps disk_read_gbps disk_write_gbps disk_overlap process_base_gb process_shared_gb "
+          "elementwise_gbps llama_elementwise_gbps "
+          "layer_overhead_us llama_layer_overhead_us layer_overhead_tp_us ends_overhead_us "
           "dp_overlap");
     }
   }
@@ -322,7 +332,9 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "disk_write_gbps = " << c.disk_write_gbps << "\n"
       << "disk_overlap = " << c.disk_overlap << "\n"
       << "process_base_gb = " << c.process_base_gb << "\n"
+      << "process_shared_gb = " << c.process_shared_gb << "\n"
       << "layer_overhead_us = " << c.layer_overhead_us << "\n"
+      << "llama_layer_overhead_us = " << c.llama_layer_overhead_us << "\n"
       << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"
       << "ends_overhead_us = " << c.ends_overhead_us << "\n"
       << "dp_overlap = " << c.dp_overlap << "\n";
@@ -334,9 +346,12 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
     out << "\n[matmul_tflops." << p << "]  # measured, by matmul size n (n x n times n x n)\n";
     for (const auto& [n, v] : table) out << "\"" << n << "\" = " << v << "\n";
   }
-  if (!c.elementwise_gbps.empty()) {
-    out << "\n[elementwise_gbps]  # measured, by a layer's activation bytes per micro-batch\n";
-    for (const auto& [bytes, gbps] : c.elementwise_gbps)
+  for (const auto& [name, table] :
+       {std::pair{"elementwise_gbps", &c.elementwise_gbps},
+        std::pair{"llama_elementwise_gbps", &c.llama_elementwise_gbps}}) {
+    if (table->empty()) continue;
+    out << "\n[" << name << "]  # measured, by a layer's activation bytes per micro-batch\n";
+    for (const auto& [bytes, gbps] : *table)
       out << "\"" << static_cast<long long>(bytes) << "\" = " << gbps << "\n";
   }
   for (const auto& [name, table, what] :

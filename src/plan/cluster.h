@@ -96,15 +96,28 @@ struct Cluster {
   /// it after a block's forward and backward). With it the planner predicts a CPU rank's
   /// peak RSS; 0: not known.
   double process_base_gb = 0;
+  /// Of process_base_gb, the file-backed pages (the program's and its libraries' code and
+  /// data), which the ranks of a node share: the node's memory holds them once, though each
+  /// rank's RSS counts them. Measured by `trident calibrate` (RssFile); 0: not known.
+  double process_shared_gb = 0;
   /// Measured effective rate of elementwise work (GB/s of activation bytes streamed) by a
   /// layer's activation bytes per micro-batch; replaces memory_gbps for that work when
   /// present (caches make small layers faster). TOML: [elementwise_gbps].
   std::map<double, double> elementwise_gbps;
-  /// The rate elementwise work streams `bytes` of a layer's activations at, bytes/s.
-  double elementwise_bytes_per_s(double bytes) const;
+  /// The same measured on trident's Llama block (RMSNorm, RoPE, grouped kv heads, SwiGLU),
+  /// whose operators stream its activations at other rates than the GPT-2 block's; used
+  /// for Llama models when present. TOML: [llama_elementwise_gbps].
+  std::map<double, double> llama_elementwise_gbps;
+  /// The rate elementwise work streams `bytes` of a layer's activations at, bytes/s: the
+  /// Llama table for a Llama layer when measured, else the GPT-2 block's.
+  double elementwise_bytes_per_s(double bytes, bool llama = false) const;
   /// Fixed time of one layer's forward + backward for one micro-batch, beyond its FLOPs
   /// and bytes: operator dispatch, kernel launches, autograd bookkeeping.
   double layer_overhead_us = 0;
+  /// The same for a Llama layer, which calls more operators (RoPE, the kv heads' repeat,
+  /// SwiGLU's third matrix); 0: layer_overhead_us. A tensor-parallel Llama layer costs
+  /// layer_overhead_tp_us scaled by this over layer_overhead_us.
+  double llama_layer_overhead_us = 0;
   /// The same for a tensor-parallel layer (more operators: the tp regions, sharded QKV),
   /// beyond its all-reduces; 0: as layer_overhead_us.
   double layer_overhead_tp_us = 0;

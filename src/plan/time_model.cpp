@@ -463,7 +463,7 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
   const double moe_act = moe > 0 ? moe_layer_activation_bytes(shape, options, b.activation) : 0.0;
   // A layer's activations on average over the stage's dense and MoE layers.
   const double layer_act = ((layers - moe) * dense_act + moe * moe_act) / layers;
-  const double stream = c.elementwise_bytes_per_s(layer_act);
+  const double stream = c.elementwise_bytes_per_s(layer_act, m.llama);
   if ((l.selective || l.cp > 1) && !l.checkpointing) {
     // Attention's core runs again in backward: its two (s x s) products, 2 * 2 * s * h
     // FLOPs a token, and the softmax over the scores it rebuilds. Ring attention rebuilds
@@ -521,8 +521,11 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
   }
   // The fixed cost of each layer's operator calls, and of the model's ends (embedding on
   // the first stage; final norm, head and loss on the last), half of it at each end.
-  const double overhead_us =
+  double overhead_us =
       l.tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us : c.layer_overhead_us;
+  // A Llama layer's calls, measured on its own block, scale the GPT-2 block's figure.
+  if (m.llama && c.llama_layer_overhead_us > 0 && c.layer_overhead_us > 0)
+    overhead_us *= c.llama_layer_overhead_us / c.layer_overhead_us;
   const double ends_us = c.ends_overhead_us > 0 ? c.ends_overhead_us : 2.0 * overhead_us;
   // An MoE layer issues more operator calls than a dense one (about 40 forward): the
   // router's ten, a dozen to pick each of the E experts' rows, weights and combine, five for

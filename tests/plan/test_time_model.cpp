@@ -287,6 +287,35 @@ TEST(StepTime, weights_cost_their_bytes_every_micro_batch) {
               per_micro_batch * 7.0 / 6.0, 1e-12);
 }
 
+TEST(StepTime, llama_layers_use_the_llama_blocks_calibration) {
+  // A Llama model's elementwise work runs at llama_elementwise_gbps and its operator calls
+  // cost layer_overhead_us scaled by llama_layer_overhead_us / layer_overhead_us (its ends
+  // too, which default to two layers); a GPT-2 model's keep the GPT-2 block's figures.
+  PlanModel m = small_model();
+  m.llama = true, m.kv_heads = 4, m.ffn_hidden = 704, m.tied = false;
+  m.global_batch = 4;
+  const Layout l{1, 1, 1, 0, 1, false};
+  const double flops = step_time(m, l, compute_only()).compute;
+  Cluster c = compute_only();
+  c.elementwise_gbps = {{1.0, 10.0}};  // one entry: that rate at every size
+  const double elementwise = step_time(m, l, c).compute - flops;
+  c.elementwise_gbps.clear();
+  c.layer_overhead_us = 100;
+  const double calls = step_time(m, l, c).compute - flops;
+  ASSERT_GT(elementwise, 0);
+  ASSERT_GT(calls, 0);
+  c.elementwise_gbps = {{1.0, 10.0}};
+  c.llama_elementwise_gbps = {{1.0, 5.0}};
+  c.llama_layer_overhead_us = 300;
+  EXPECT_NEAR(step_time(m, l, c).compute - flops, 2.0 * elementwise + 3.0 * calls, 1e-12);
+  PlanModel gpt = small_model();
+  gpt.global_batch = 4;
+  Cluster gpt_only = c;
+  gpt_only.llama_elementwise_gbps.clear();
+  gpt_only.llama_layer_overhead_us = 0;
+  EXPECT_DOUBLE_EQ(step_time(gpt, l, c).compute, step_time(gpt, l, gpt_only).compute);
+}
+
 TEST(StepTime, tp_traffic_per_layer) {
   // tp 2, one micro-batch of 1: 4 all-reduces per layer, +1 embedding, +1 head, and the
   // cross-entropy's three all-reduces of a value per token.

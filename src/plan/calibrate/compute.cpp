@@ -5,14 +5,17 @@
 #include <ATen/ATen.h>                     // at::matmul_out, at::add_out, at::randn
 #include <torch/csrc/autograd/autograd.h>  // torch::autograd::backward
 
-#include <cmath>    // std::cbrt
-#include <fstream>  // std::ifstream
-#include <memory>   // std::make_shared
-#include <string>   // std::string
-#include <utility>  // std::pair
-#include <vector>   // std::vector
+#include <algorithm>  // std::max
+#include <cmath>      // std::cbrt
+#include <fstream>    // std::ifstream
+#include <memory>     // std::make_shared
+#include <string>     // std::string
+#include <utility>    // std::pair
+#include <vector>     // std::vector
 
 #include "models/gpt.h"                 // GptBlock, GptStage, GptOptions
+#include "models/llama.h"               // LlamaBlock, LlamaOptions
+#include "models/llama_ops.h"           // RopeTables, rope_tables
 #include "parallel/communicator.h"      // Communicator
 #include "plan/calibrate/timing.h"      // time_per_call, mean_over_ranks
 #include "plan/memory_model.h"          // layer_activation_bytes
@@ -58,23 +61,61 @@ double weight_gbps(Communicator& world, double budget) {
 
 namespace {
 
-/// Seconds of one of trident's GPT blocks' forward and backward on `shape` (with ring
-/// attention over `cp`, this rank's seq / cp tokens of each sequence), and of them the
-/// seconds spent inside `waited`'s operations; per call, the ranks' mean.
-std::pair<double, double> time_block(const BlockShape& shape, Communicator& tp, Communicator* cp,
-                                     Communicator& waited, Communicator& world, double budget) {
+/// The planner's model of the block of `x`.
+plan::PlanModel block_model(const BlockShape& x) {
+  plan::PlanModel m;
+  m.hidden = x.hidden;
+  m.heads = x.heads;
+  m.seq_len = x.seq;
+  if (x.llama) {
+    m.llama = true;
+    m.kv_heads = std::max<int64_t>(1, x.heads / 2);
+    m.ffn_hidden = (8 * x.hidden / 3 + 31) / 32 * 32;
+  }
+  return m;
+}
+
+/// One forward and backward of the block of `shape` (GPT-2 or Llama) per call, on an
+/// input with a gradient, backward from a dense gradient of the output.
+std::function<void()> block_call(const BlockShape& shape, Communicator& tp, Communicator* cp) {
+  auto params =
+      std::make_shared<ParamRegistry>(GptOptions{}.seed, tp.rank(), tp.size(), at::kFloat);
+  const int64_t tokens = shape.seq / (cp != nullptr ? cp->size() : 1);
+  at::Tensor x = at::randn({shape.batch, tokens, shape.hidden}).requires_grad_();  // (B, T, C)
+  at::Tensor grad = at::randn({shape.batch, tokens, shape.hidden});
+  if (shape.llama) {
+    const plan::PlanModel m = block_model(shape);
+    LlamaOptions o;
+    o.hidden = m.hidden;
+    o.heads = m.heads;
+    o.kv_heads = m.kv_heads;
+    o.ffn_hidden = m.ffn_hidden;
+    o.seq_len = m.seq_len;
+    o.cp = cp;
+    auto rope = std::make_shared<RopeTables>(
+        rope_tables(o.seq_len, o.head_dim(), o.rope_theta, at::kFloat));
+    auto block = std::make_shared<LlamaBlock>(*params, tp, nullptr, o, 0, *rope);
+    return
+        [params, rope, block, x, grad] { torch::autograd::backward({block->forward(x)}, {grad}); };
+  }
   GptOptions o;
   o.hidden = shape.hidden;
   o.heads = shape.heads;
   o.seq_len = shape.seq;
   o.cp = cp;
-  ParamRegistry params(o.seed, tp.rank(), tp.size(), at::kFloat);
-  GptBlock block(params, tp, o, 0);
-  const int64_t tokens = shape.seq / (cp != nullptr ? cp->size() : 1);
-  at::Tensor x = at::randn({shape.batch, tokens, shape.hidden}).requires_grad_();  // (B, T, C)
+  auto block = std::make_shared<GptBlock>(*params, tp, o, 0);
+  return [params, block, x, grad] { torch::autograd::backward({block->forward(x)}, {grad}); };
+}
+
+/// Seconds of one of trident's GPT blocks' forward and backward on `shape` (with ring
+/// attention over `cp`, this rank's seq / cp tokens of each sequence), and of them the
+/// seconds spent inside `waited`'s operations; per call, the ranks' mean.
+std::pair<double, double> time_block(const BlockShape& shape, Communicator& tp, Communicator* cp,
+                                     Communicator& waited, Communicator& world, double budget) {
+  const std::function<void()> call = block_call(shape, tp, cp);
   int64_t calls = 0;
   auto step = [&] {
-    block.forward(x).sum().backward();
+    call();
     ++calls;
   };
   const double wait_before = waited.total_wait_seconds();
@@ -98,14 +139,7 @@ RingBlockTiming ring_block_timing(const BlockShape& shape, Communicator& cp, Com
 }
 
 std::function<void()> block_step(const BlockShape& shape, Communicator& tp) {
-  GptOptions o;
-  o.hidden = shape.hidden;
-  o.heads = shape.heads;
-  o.seq_len = shape.seq;
-  auto params = std::make_shared<ParamRegistry>(o.seed, tp.rank(), tp.size(), at::kFloat);
-  auto block = std::make_shared<GptBlock>(*params, tp, o, 0);
-  at::Tensor x = at::randn({shape.batch, shape.seq, shape.hidden}).requires_grad_();
-  return [params, block, x] { block->forward(x).sum().backward(); };
+  return block_call(shape, tp, nullptr);
 }
 
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget) {
@@ -127,19 +161,22 @@ double stage_s(const BlockShape& shape, Communicator& tp, Communicator& world, d
 }
 
 double block_matmul_s(const BlockShape& x, const plan::Cluster& c) {
-  plan::PlanModel m;
-  m.hidden = x.hidden;
-  m.seq_len = x.seq;
+  const plan::PlanModel m = block_model(x);
   const double tokens = static_cast<double>(x.batch * x.seq);
   const double h = static_cast<double>(x.hidden);
-  const double size = std::cbrt(tokens * h * 4.0 * h);
-  const double weights_s = c.weight_gbps > 0 ? 12.0 * h * h * 4.0 / (c.weight_gbps * 1e9) : 0.0;
+  const double size = std::cbrt(tokens * h * 4.0 * h);  // as the time model takes the rate
+  const double weights_s =
+      c.weight_gbps > 0 ? static_cast<double>(m.layer_matrix_params()) * 4.0 / (c.weight_gbps * 1e9)
+                        : 0.0;
+  const double overhead_us =
+      x.llama && c.llama_layer_overhead_us > 0 ? c.llama_layer_overhead_us : c.layer_overhead_us;
   return 3.0 * tokens * plan::layer_forward_flops_per_token(m) / c.matmul_flops("fp32", size) +
-         weights_s + c.layer_overhead_us * 1e-6;
+         weights_s + overhead_us * 1e-6;
 }
 
 double block_activation_bytes(const BlockShape& x) {
-  return plan::layer_activation_bytes({x.seq, x.batch, x.hidden, x.heads}, 1, false, 4.0);
+  return plan::layer_activation_bytes(plan::activation_shape(block_model(x), x.batch), 1, false,
+                                      4.0);
 }
 
 double mem_total_bytes() {

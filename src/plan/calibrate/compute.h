@@ -27,14 +27,18 @@ double memory_gbps(Communicator& world, double budget);
 /// times, at zero tokens, is the cost of the weights alone.
 double weight_gbps(Communicator& world, double budget);
 
-/// The shape of a GPT-2 block's input.
+/// The shape of a block's input; `llama`: trident's Llama block (models/llama.h) with
+/// Llama's proportions, kv heads half the heads and a SwiGLU width of 8/3 hidden rounded
+/// up to a multiple of 32, instead of the GPT-2 block.
 struct BlockShape {
   int64_t batch, seq, hidden, heads;
+  bool llama = false;
 };
 
-/// Seconds of the forward and backward of one of trident's GPT-2 blocks (models/gpt.h,
-/// the code training runs) on an input of `shape`, its weights sharded over `tp`; per
-/// rank while all run.
+/// Seconds of the forward and backward of one of trident's GPT-2 or Llama blocks
+/// (models/gpt.h, models/llama.h: the code training runs) on an input of `shape`, its
+/// weights sharded over `tp`, the output's gradient a dense tensor as a next layer's is;
+/// per rank while all run.
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget);
 
 /// One forward and backward of the block of `shape` per call, the block built once (for

@@ -25,12 +25,13 @@ namespace trident::calibrate {
 
 namespace {
 
-/// This process's resident bytes (VmRSS of /proc/self/status); 0 where it cannot be read.
-double resident_bytes() {
+/// A figure of this process's /proc/self/status in bytes ("VmRSS:", "RssFile:"); 0 where it
+/// cannot be read.
+double status_bytes(const std::string& key) {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;  // in kB
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size())) * 1024.0;  // in kB
   return 0.0;
 }
 
@@ -91,9 +92,12 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
     // measurement buffer enters the heap, which trident never trims.
     const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
     block_s(BlockShape{1, 4, 16, 2}, *alone, world, budget);
-    c.process_base_gb = resident_bytes() / 1e9;
-    std::snprintf(line, sizeof line, "process base (resident after a tiny block): %.0f MB",
-                  c.process_base_gb * 1e3);
+    c.process_base_gb = status_bytes("VmRSS:") / 1e9;
+    c.process_shared_gb = std::min(c.process_base_gb, status_bytes("RssFile:") / 1e9);
+    std::snprintf(line, sizeof line,
+                  "process base (resident after a tiny block): %.0f MB, of which %.0f MB "
+                  "file-backed, shared by a node's ranks",
+                  c.process_base_gb * 1e3, c.process_shared_gb * 1e3);
     say(line);
   }
   for (const auto& [name, dtype] :
@@ -164,21 +168,34 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
                 "fixed cost of the ends (embedding, final norm, head, loss): %.1f us per rank",
                 c.ends_overhead_us);
   say(line);
+  // The Llama block's fixed cost: more operator calls (RMSNorm, RoPE, the kv heads'
+  // repeat, SwiGLU's third matrix).
+  c.llama_layer_overhead_us = block_s(BlockShape{1, 4, 16, 2, true}, *alone, world, budget) * 1e6;
+  std::snprintf(line, sizeof line,
+                "fixed cost of one Llama layer's forward + backward: %.1f us per rank",
+                c.llama_layer_overhead_us);
+  say(line);
   // What larger blocks take beyond their matmuls and that fixed cost is elementwise work
-  // (norms, softmax, GELU, adds), which the planner charges as 6x the activation bytes
-  // over an effective rate: measured at three sizes, as caches make small layers faster.
-  for (const BlockShape& x :
-       {BlockShape{2, 32, 64, 4}, BlockShape{4, 64, 128, 4}, BlockShape{8, 128, 256, 4}}) {
-    const double measured = block_s(x, *alone, world, budget), matmuls = block_matmul_s(x, c);
-    const double rest = measured - matmuls;
-    const double gbps = rest > 0 ? 6.0 * block_activation_bytes(x) / rest / 1e9 : 0;
-    std::snprintf(line, sizeof line,
-                  "block b%lld s%lld h%lld: %.2f ms, of which matmuls + fixed %.2f ms; "
-                  "elementwise at %.2f GB/s effective",
-                  static_cast<long long>(x.batch), static_cast<long long>(x.seq),
-                  static_cast<long long>(x.hidden), measured * 1e3, matmuls * 1e3, gbps);
-    say(line);
-    if (gbps > 0) c.elementwise_gbps[block_activation_bytes(x)] = gbps;
+  // (norms, softmax, GELU or SwiGLU, RoPE, adds), which the planner charges as 6x the
+  // activation bytes over an effective rate: measured at three sizes, as caches make small
+  // layers faster, for each block, as their operators stream their activations unalike.
+  for (const bool llama : {false, true}) {
+    for (BlockShape x :
+         {BlockShape{2, 32, 64, 4}, BlockShape{4, 64, 128, 4}, BlockShape{8, 128, 256, 4}}) {
+      x.llama = llama;
+      const double measured = block_s(x, *alone, world, budget), matmuls = block_matmul_s(x, c);
+      const double rest = measured - matmuls;
+      const double gbps = rest > 0 ? 6.0 * block_activation_bytes(x) / rest / 1e9 : 0;
+      std::snprintf(line, sizeof line,
+                    "%s block b%lld s%lld h%lld: %.2f ms, of which matmuls + fixed %.2f ms; "
+                    "elementwise at %.2f GB/s effective",
+                    llama ? "Llama" : "GPT-2", static_cast<long long>(x.batch),
+                    static_cast<long long>(x.seq), static_cast<long long>(x.hidden), measured * 1e3,
+                    matmuls * 1e3, gbps);
+      say(line);
+      if (gbps > 0)
+        (llama ? c.llama_elementwise_gbps : c.elementwise_gbps)[block_activation_bytes(x)] = gbps;
+    }
   }
 }
 
@@ -442,18 +459,20 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
        {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps, &plan::Cluster::disk_gbps,
         &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
         &plan::Cluster::disk_overlap, &plan::Cluster::process_base_gb,
-        &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
-        &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+        &plan::Cluster::process_shared_gb, &plan::Cluster::intra_node_gbps,
+        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
+        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::ring_sync_us, &plan::Cluster::layer_overhead_us,
-        &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
+        &plan::Cluster::llama_layer_overhead_us, &plan::Cluster::layer_overhead_tp_us,
+        &plan::Cluster::ends_overhead_us}) {
     std::vector<double> v;
     for (const plan::Cluster& r : rounds) v.push_back(r.*field);
     c.*field = median(v);
   }
   for (std::map<double, double> plan::Cluster::*table :
-       {&plan::Cluster::elementwise_gbps, &plan::Cluster::sendrecv_seconds,
-        &plan::Cluster::inter_sendrecv_seconds, &plan::Cluster::inter_send_seconds,
-        &plan::Cluster::contention}) {
+       {&plan::Cluster::elementwise_gbps, &plan::Cluster::llama_elementwise_gbps,
+        &plan::Cluster::sendrecv_seconds, &plan::Cluster::inter_sendrecv_seconds,
+        &plan::Cluster::inter_send_seconds, &plan::Cluster::contention}) {
     std::vector<const std::map<double, double>*> tables;
     for (const plan::Cluster& r : rounds) tables.push_back(&(r.*table));
     c.*table = median_table(tables);
