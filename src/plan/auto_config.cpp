@@ -92,19 +92,10 @@ std::vector<Layout> layouts_for(const PlanModel& m, const AutoBudget& b, bool ti
   return out;
 }
 
-/// The most a rank's predicted peak RSS may be: the budget less the margin, plus the
-/// share of the program's file-backed pages that the node's other ranks hold too (each
-/// rank's RSS counts them, the node's memory once: memory_per_rank is a node's memory
-/// shared among its ranks).
-double peak_limit(const Cluster& c, const AutoBudget& b) {
-  const double n = static_cast<double>(std::max(1, b.ranks_per_node));
-  return (1 - b.margin) * b.memory_per_rank + c.process_shared_gb * 1e9 * (n - 1) / n;
-}
-
 AutoChoice search(const PlanModel& m, const Cluster& c, const AutoBudget& b) {
   AutoChoice choice;
   const bool tier = b.disk_per_rank >= 0;
-  const double limit = peak_limit(c, b);
+  const double limit = (1 - b.margin) * b.memory_per_rank;
   bool have_smallest = false;
   for (const Layout& l : layouts_for(m, b, tier)) {
     for (const ScheduleChoice& s : schedules_for(m, l)) {
@@ -151,14 +142,12 @@ AutoChoice search(const PlanModel& m, const Cluster& c, const AutoBudget& b) {
   return choice;
 }
 
-std::string explain(const AutoChoice& choice, const Cluster& c, const AutoBudget& b) {
+std::string explain(const AutoChoice& choice, const AutoBudget& b) {
   const AutoCandidate& best = choice.ranked.front();
   std::ostringstream out;
-  const double limit = peak_limit(c, b), shared = limit - (1 - b.margin) * b.memory_per_rank;
-  out << "fastest of " << choice.fitting << " configurations that fit " << bytes_text(limit)
-      << " per rank";
-  if (shared > 0) out << " (" << bytes_text(shared) << " of it the other ranks' shared pages)";
-  out << " (" << choice.considered << " considered)";
+  out << "fastest of " << choice.fitting << " configurations that fit "
+      << bytes_text((1 - b.margin) * b.memory_per_rank) << " per rank (" << choice.considered
+      << " considered)";
   if (choice.ranked.size() > 1) {
     const AutoCandidate& next = choice.ranked[1];
     const double t0 = best.evaluation.time.total(), t1 = next.evaluation.time.total();
@@ -180,7 +169,7 @@ std::string explain(const AutoChoice& choice, const Cluster& c, const AutoBudget
 /// When nothing fits: the smallest change that would, tried in order of cost to the user.
 std::string suggest(const PlanModel& m, const Cluster& c, const AutoBudget& b,
                     const AutoChoice& none) {
-  const double limit = peak_limit(c, b);
+  const double limit = (1 - b.margin) * b.memory_per_rank;
   if (b.disk_per_rank < 0 && b.tier_possible) {
     AutoBudget with_tier = b;
     with_tier.disk_per_rank = 1e300;
@@ -199,9 +188,7 @@ std::string suggest(const PlanModel& m, const Cluster& c, const AutoBudget& b,
              " ranks with as much memory each: " + t.ranked.front().name() + " fits (" +
              bytes_text(t.ranked.front().peak) + " per rank)";
   }
-  return "give each rank " +
-         bytes_text((none.smallest.peak - (limit - (1 - b.margin) * b.memory_per_rank)) /
-                    (1 - b.margin)) +
+  return "give each rank " + bytes_text(none.smallest.peak / (1 - b.margin)) +
          " of memory: " + none.smallest.name() + " needs " + bytes_text(none.smallest.peak) +
          " (the budget is " + bytes_text(limit) + " after the " +
          std::to_string(static_cast<int>(b.margin * 100)) + "% margin)";
@@ -241,7 +228,7 @@ AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
                                   " ranks: use a rank count that divides the heads or the layers"
                             : suggest(m, cluster, budget, choice);
   else
-    choice.why = explain(choice, cluster, budget);
+    choice.why = explain(choice, budget);
   return choice;
 }
 

@@ -221,8 +221,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.disk_overlap = std::min(1.0, number(source, key, node, 0));
     } else if (key == "process_base_gb") {
       c.process_base_gb = number(source, key, node, 0);
-    } else if (key == "process_shared_gb") {
-      c.process_shared_gb = number(source, key, node, 0);
+
     } else if (key == "layer_overhead_us") {
       c.layer_overhead_us = number(source, key, node, 0);
     } else if (key == "llama_layer_overhead_us") {
@@ -244,7 +243,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "intra_node_gbps "
           "inter_node_gbps latency_us inter_node_latency_us sync_us ring_sync_us memory_gbps "
           "weight_gbps "
-          "disk_gbps disk_read_gbps disk_write_gbps disk_overlap process_base_gb process_shared_gb "
+          "disk_gbps disk_read_gbps disk_write_gbps disk_overlap process_base_gb "
           "elementwise_gbps llama_elementwise_gbps "
           "layer_overhead_us llama_layer_overhead_us layer_overhead_tp_us ends_overhead_us "
           "dp_overlap");
@@ -332,7 +331,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "disk_write_gbps = " << c.disk_write_gbps << "\n"
       << "disk_overlap = " << c.disk_overlap << "\n"
       << "process_base_gb = " << c.process_base_gb << "\n"
-      << "process_shared_gb = " << c.process_shared_gb << "\n"
+
       << "layer_overhead_us = " << c.layer_overhead_us << "\n"
       << "llama_layer_overhead_us = " << c.llama_layer_overhead_us << "\n"
       << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"

@@ -96,10 +96,6 @@ struct Cluster {
   /// it after a block's forward and backward). With it the planner predicts a CPU rank's
   /// peak RSS; 0: not known.
   double process_base_gb = 0;
-  /// Of process_base_gb, the file-backed pages (the program's and its libraries' code and
-  /// data), which the ranks of a node share: the node's memory holds them once, though each
-  /// rank's RSS counts them. Measured by `trident calibrate` (RssFile); 0: not known.
-  double process_shared_gb = 0;
   /// Measured effective rate of elementwise work (GB/s of activation bytes streamed) by a
   /// layer's activation bytes per micro-batch; replaces memory_gbps for that work when
   /// present (caches make small layers faster). TOML: [elementwise_gbps].

@@ -3,7 +3,6 @@
 // nowhere told the smallest change that would make it fit.
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
-#include <algorithm>  // std::min
 #include <string>
 
 #include "plan/auto_config.h"  // choose_configuration, overrides_of
@@ -115,26 +114,6 @@ TEST(AutoConfig, a_rank_that_keeps_its_heap_is_allowed_its_fragmentation) {
   c.process_base_gb = 0;  // a device: its memory is the memory model's total
   for (const AutoCandidate& x : choose_configuration(m, c, budget(1, 64, 100)).ranked)
     EXPECT_DOUBLE_EQ(x.peak, x.evaluation.memory.total()) << x.name();
-}
-
-TEST(AutoConfig, the_programs_shared_pages_count_once_a_node) {
-  // Each rank's RSS counts the program's file-backed pages, the node's memory holds them
-  // once: with 4 ranks a node, a peak may exceed the budget less its margin by 3/4 of them.
-  const PlanModel m = gpt160m();
-  Cluster c = machine();
-  const AutoChoice free = choose_configuration(m, c, budget(4, 64, 100));
-  ASSERT_FALSE(free.ranked.empty());
-  double least = free.ranked.front().peak;
-  for (const AutoCandidate& x : free.ranked) least = std::min(least, x.peak);
-  const double memory_gb = (least - 0.05e9) / 0.9 / 1e9;  // the smallest peak 50 MB over
-  EXPECT_TRUE(choose_configuration(m, c, budget(4, memory_gb, 100)).ranked.empty());
-  c.process_shared_gb = 0.1;  // 75 MB of it held by the other three ranks
-  const AutoChoice shared = choose_configuration(m, c, budget(4, memory_gb, 100));
-  ASSERT_FALSE(shared.ranked.empty()) << shared.suggestion;
-  for (const AutoCandidate& x : shared.ranked)
-    EXPECT_LE(x.peak, 0.9 * memory_gb * 1e9 + 0.075e9 + 1.0) << x.name();
-  EXPECT_NE(shared.why.find("of it the other ranks' shared pages"), std::string::npos)
-      << shared.why;
 }
 
 TEST(AutoConfig, a_job_that_fits_nowhere_is_told_the_smallest_change) {

@@ -95,7 +95,6 @@ TEST(ClusterFile, writes_what_it_reads) {
   c.weight_gbps = 4.25;
   c.llama_elementwise_gbps = {{3e6, 4.5}, {5e7, 3.25}};
   c.llama_layer_overhead_us = 410;
-  c.process_shared_gb = 0.125;
   c.sendrecv_seconds = {{1024, 15e-6}, {1 << 20, 1e-4}};
   const Cluster back = parse_cluster(cluster_to_toml(c, "measured here\nby test"), "back");
   EXPECT_EQ(back.name, "here");
@@ -113,7 +112,6 @@ TEST(ClusterFile, writes_what_it_reads) {
   EXPECT_DOUBLE_EQ(back.weight_gbps, 4.25);
   EXPECT_EQ(back.llama_elementwise_gbps, c.llama_elementwise_gbps);
   EXPECT_DOUBLE_EQ(back.llama_layer_overhead_us, 410);
-  EXPECT_DOUBLE_EQ(back.process_shared_gb, 0.125);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1 << 20), 1e-4);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1024), 15e-6);
 }

@@ -25,8 +25,8 @@ namespace trident::calibrate {
 
 namespace {
 
-/// A figure of this process's /proc/self/status in bytes ("VmRSS:", "RssFile:"); 0 where it
-/// cannot be read.
+/// A figure of this process's /proc/self/status in bytes ("VmRSS:"); 0 where it cannot be
+/// read.
 double status_bytes(const std::string& key) {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -93,11 +93,8 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
     const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
     block_s(BlockShape{1, 4, 16, 2}, *alone, world, budget);
     c.process_base_gb = status_bytes("VmRSS:") / 1e9;
-    c.process_shared_gb = std::min(c.process_base_gb, status_bytes("RssFile:") / 1e9);
-    std::snprintf(line, sizeof line,
-                  "process base (resident after a tiny block): %.0f MB, of which %.0f MB "
-                  "file-backed, shared by a node's ranks",
-                  c.process_base_gb * 1e3, c.process_shared_gb * 1e3);
+    std::snprintf(line, sizeof line, "process base (resident after a tiny block): %.0f MB",
+                  c.process_base_gb * 1e3);
     say(line);
   }
   for (const auto& [name, dtype] :
@@ -459,9 +456,8 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
        {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps, &plan::Cluster::disk_gbps,
         &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
         &plan::Cluster::disk_overlap, &plan::Cluster::process_base_gb,
-        &plan::Cluster::process_shared_gb, &plan::Cluster::intra_node_gbps,
-        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
-        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+        &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
+        &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::ring_sync_us, &plan::Cluster::layer_overhead_us,
         &plan::Cluster::llama_layer_overhead_us, &plan::Cluster::layer_overhead_tp_us,
         &plan::Cluster::ends_overhead_us}) {
