@@ -1,6 +1,8 @@
-// Step time of a layout on a cluster: matmul FLOPs over the device's rate, each
-// collective's bytes over the link it crosses (within or across nodes, from the rank
-// order), the pipeline bubble, and how much of the dp reduction hides behind backward.
+// Step time of a layout on a cluster: matmul FLOPs over the device's rate, the stage's
+// weights each micro-batch, elementwise work and operator calls (docs/planner.md, "Step
+// time"), each collective's bytes over the link it crosses (within or across nodes, from
+// the rank order), the pipeline bubble, and how much of the dp reduction hides behind
+// backward.
 #pragma once
 #include <map>     // std::map
 #include <memory>  // std::shared_ptr
@@ -132,13 +134,13 @@ Link link_for(const Cluster& cluster, const Layout& layout, Dim dim);
 /// Step time by part, in seconds. total() = compute + tp + ep + cp + pp + dp + bubble +
 /// optimizer + tier.
 struct TimeBreakdown {
-  double compute = 0;    ///< matmuls (and elementwise work) of the slowest stage, m micro-batches
-  double tp = 0;         ///< tp all-reduces, not overlapped
-  double ep = 0;         ///< MoE layers' all-to-alls over ep, not overlapped
-  double cp = 0;         ///< ring attention's transfers over cp not hidden behind its blocks
-  double pp = 0;         ///< activation and gradient sends between stages, not overlapped
-  double dp = 0;         ///< the part of the dp gradient reduction and parameter gather exposed
-  double bubble = 0;     ///< pipeline fill and drain: (p-1) micro-batch times
+  double compute = 0;  ///< matmuls, weights, elementwise work of the slowest stage, m micro-batches
+  double tp = 0;       ///< tp all-reduces, not overlapped
+  double ep = 0;       ///< MoE layers' all-to-alls over ep, not overlapped
+  double cp = 0;       ///< ring attention's transfers over cp not hidden behind its blocks
+  double pp = 0;       ///< activation and gradient sends between stages, not overlapped
+  double dp = 0;       ///< the part of the dp gradient reduction and parameter gather exposed
+  double bubble = 0;   ///< pipeline fill and drain: (p-1) micro-batch times
   double optimizer = 0;  ///< AdamW over the device's shard (memory-bound)
   double tier = 0;       ///< nvme offload: the tier's traffic at the disk's bandwidth beyond
                          ///< the AdamW step and the compute it overlaps (tier_wait_s)
