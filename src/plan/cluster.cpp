@@ -109,6 +109,14 @@ double Cluster::matmul_flops(const std::string& precision, double n) const {
   return peak->second * 1e12 * efficiency;
 }
 
+double Cluster::layer_calls_us(bool llama, bool tensor_parallel) const {
+  double us =
+      tensor_parallel && layer_overhead_tp_us > 0 ? layer_overhead_tp_us : layer_overhead_us;
+  if (llama && llama_layer_overhead_us > 0 && layer_overhead_us > 0)
+    us *= llama_layer_overhead_us / layer_overhead_us;
+  return us;
+}
+
 double Cluster::elementwise_bytes_per_s(double bytes, bool llama) const {
   if (llama && !llama_elementwise_gbps.empty())
     return interpolate(llama_elementwise_gbps, bytes) * 1e9;
@@ -331,7 +339,6 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "disk_write_gbps = " << c.disk_write_gbps << "\n"
       << "disk_overlap = " << c.disk_overlap << "\n"
       << "process_base_gb = " << c.process_base_gb << "\n"
-
       << "layer_overhead_us = " << c.layer_overhead_us << "\n"
       << "llama_layer_overhead_us = " << c.llama_layer_overhead_us << "\n"
       << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"

@@ -123,6 +123,10 @@ struct Cluster {
   double dp_overlap = 1.0;  ///< fraction of dp gradient reduction hidden behind backward
 
   double usable_memory_bytes() const { return memory_per_device_gb * 1e9 * usable_memory_fraction; }
+  /// One layer's operator calls per micro-batch, µs: layer_overhead_tp_us for a
+  /// tensor-parallel layer (when measured), else layer_overhead_us; for a Llama layer
+  /// scaled by llama_layer_overhead_us / layer_overhead_us (when measured).
+  double layer_calls_us(bool llama, bool tensor_parallel) const;
   /// The rate a matmul of characteristic size n (cube root of m*n*k) reaches, FLOP/s.
   /// Throws naming the key when the precision has no entry.
   double matmul_flops(const std::string& precision, double n) const;

@@ -521,11 +521,7 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
   }
   // The fixed cost of each layer's operator calls, and of the model's ends (embedding on
   // the first stage; final norm, head and loss on the last), half of it at each end.
-  double overhead_us =
-      l.tp > 1 && c.layer_overhead_tp_us > 0 ? c.layer_overhead_tp_us : c.layer_overhead_us;
-  // A Llama layer's calls, measured on its own block, scale the GPT-2 block's figure.
-  if (m.llama && c.llama_layer_overhead_us > 0 && c.layer_overhead_us > 0)
-    overhead_us *= c.llama_layer_overhead_us / c.layer_overhead_us;
+  const double overhead_us = c.layer_calls_us(m.llama, l.tp > 1);
   const double ends_us = c.ends_overhead_us > 0 ? c.ends_overhead_us : 2.0 * overhead_us;
   // An MoE layer issues more operator calls than a dense one (about 40 forward): the
   // router's ten, a dozen to pick each of the E experts' rows, weights and combine, five for

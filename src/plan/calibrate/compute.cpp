@@ -40,7 +40,7 @@ double memory_gbps(Communicator& world, double budget) {
 
 double weight_gbps(Communicator& world, double budget) {
   // Eight 4 MB weights: 32 MB, more than a core's share of the caches, as a stage's are.
-  const int64_t k = 1024, count = 8;
+  const int64_t k = 1024, count = 8, few = 16, many = 512;  // tokens: few, many
   std::vector<at::Tensor> weights;
   for (int64_t i = 0; i < count; ++i)
     weights.push_back((at::randn({k, k}) / std::sqrt(static_cast<double>(k))).requires_grad_());
@@ -54,8 +54,8 @@ double weight_gbps(Communicator& world, double budget) {
     };
     return mean_over_ranks(time_per_call(step, 0.5 * budget, world), world);
   };
-  const double small = seconds(16), large = seconds(512);
-  const double intercept = (small * 512.0 - large * 16.0) / (512.0 - 16.0);
+  const double t_few = seconds(few), t_many = seconds(many);
+  const double intercept = (t_few * many - t_many * few) / static_cast<double>(many - few);
   return intercept > 0 ? static_cast<double>(count * k * k) * 4.0 / intercept / 1e9 : 0.0;
 }
 
@@ -168,8 +168,7 @@ double block_matmul_s(const BlockShape& x, const plan::Cluster& c) {
   const double weights_s =
       c.weight_gbps > 0 ? static_cast<double>(m.layer_matrix_params()) * 4.0 / (c.weight_gbps * 1e9)
                         : 0.0;
-  const double overhead_us =
-      x.llama && c.llama_layer_overhead_us > 0 ? c.llama_layer_overhead_us : c.layer_overhead_us;
+  const double overhead_us = c.layer_calls_us(x.llama, false);
   return 3.0 * tokens * plan::layer_forward_flops_per_token(m) / c.matmul_flops("fp32", size) +
          weights_s + overhead_us * 1e-6;
 }

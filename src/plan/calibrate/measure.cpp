@@ -25,13 +25,12 @@ namespace trident::calibrate {
 
 namespace {
 
-/// A figure of this process's /proc/self/status in bytes ("VmRSS:"); 0 where it cannot be
-/// read.
-double status_bytes(const std::string& key) {
+/// This process's resident bytes (VmRSS of /proc/self/status); 0 where it cannot be read.
+double resident_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line))
-    if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size())) * 1024.0;  // in kB
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) * 1024.0;  // in kB
   return 0.0;
 }
 
@@ -92,7 +91,7 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
     // measurement buffer enters the heap, which trident never trims.
     const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
     block_s(BlockShape{1, 4, 16, 2}, *alone, world, budget);
-    c.process_base_gb = status_bytes("VmRSS:") / 1e9;
+    c.process_base_gb = resident_bytes() / 1e9;
     std::snprintf(line, sizeof line, "process base (resident after a tiny block): %.0f MB",
                   c.process_base_gb * 1e3);
     say(line);
