@@ -187,7 +187,7 @@ TEST(Collectives, groups_crossing_a_link_share_its_rounds) {
 TEST(Collectives, rounds_one_way_and_rings_as_exchanges_between_nodes) {
   // With a one-way table between nodes (inter_send_us), a binomial round or a pipeline
   // send is priced by it and a ring's round, a message each way at once, by the exchange
-  // table: on a shaped TCP link the exchange takes about twice as long.
+  // table: on a shaped TCP link the exchange takes longer (here made twice as long).
   Cluster c = two_mpi_nodes();
   for (const auto& [bytes, s] : c.inter_sendrecv_seconds) c.inter_send_seconds[bytes] = s / 2;
   c.placement = "cyclic";

@@ -95,11 +95,15 @@ two_nodes() {
   grep -q '^\[inter_sendrecv_us\]' "$tmp/two.toml" || fail "two nodes: no inter-node table"
   grep -q '^\[inter_send_us\]' "$tmp/two.toml" || fail "two nodes: no one-way inter-node table"
   # On the shaped link a message each way at once waits for acknowledgements queued behind
-  # the other direction's data: a 1 MiB exchange takes longer than the message one way.
-  table_us() { sed -n "/^\[$1\]/,/^\[/s/^\"$2\" = //p" "$tmp/two.toml"; }
-  one_way=$(table_us inter_send_us 1048576) exchange=$(table_us inter_sendrecv_us 1048576)
+  # the other direction's data: exchanges take longer than messages one way (1.4-1.5 times
+  # here, summed over 256 KiB to 4 MiB; a single size's ratio ranged 1.18-1.44 at 1 MiB).
+  table_sum() {  # TABLE: its microseconds summed over 256 KiB and up
+    sed -n "/^\[$1\]/,/^\[/p" "$tmp/two.toml" |
+      awk -F' = ' '/^"[0-9]+" = / { gsub(/"/, "", $1); if ($1 + 0 >= 262144) t += $2 } END { print t + 0 }'
+  }
+  one_way=$(table_sum inter_send_us) exchange=$(table_sum inter_sendrecv_us)
   awk -v a="$one_way" -v b="$exchange" 'BEGIN { exit !(a > 0 && b > 1.2 * a) }' ||
-    fail "two nodes: 1 MiB one way $one_way us is not well under the exchange's $exchange us"
+    fail "two nodes: messages one way (${one_way} us, 256 KiB to 4 MiB) are not well under the exchanges' ${exchange} us"
   grep -q '^"4" = ' "$tmp/two.toml" || fail "two nodes: no contention at 4 ranks"
   inter=$(key inter_node_gbps "$tmp/two.toml") intra=$(key intra_node_gbps "$tmp/two.toml")
   # A 1 Gbit/s link (0.125 GB/s, shared by the node's 2 ranks) against shared memory.

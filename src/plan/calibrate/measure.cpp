@@ -362,8 +362,8 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     // the job on the cores (a TCP link's messages cost the cores of both ends). One way
     // (the receiver answers with one byte), as a round of a binomial collective or a
     // pipeline send goes; and as an exchange, as a ring's rounds go. On a shaped link an
-    // exchange takes about twice as long: each direction's acknowledgements queue behind
-    // the other's data.
+    // exchange takes longer (1.4-1.5 times from 256 KiB up on a 1 Gbit/s tbf link): each
+    // direction's acknowledgements queue behind the other's data.
     auto counterpart = [&](int of_node) {
       for (int r = 0; r < size; ++r)
         if (where.node[r] == of_node && where.local[r] == where.local[rank]) return r;
