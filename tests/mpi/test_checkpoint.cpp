@@ -30,13 +30,13 @@ constexpr int kSteps = 10;
 constexpr int kSaveAt = 5;
 const Layout kSource{"dp2_pp2_tp2_zero2_1f1b_ckpt", 2, 2, 2, 2, "1f1b", true, 1};
 
+// One job of 8 ranks for the four: a start of 8 ranks costs about 4 s on two cores, as
+// long as most of these tests' own work.
 const bool kRegistered = register_mpi_cases({
-    {"checkpoint_exact_resume_dp2_pp2_tp2_zero2_fp64", 8,
-     "CheckpointResume.dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise"},
-    {"checkpoint_resume_dp2_pp2_tp2_into_other_layouts", 8,
-     "CheckpointResume.dp2_pp2_tp2_zero2_into_other_layouts"},
-    {"checkpoint_convert_dp2_pp2_tp2_to_dp4_tp2_and_back", 8, "CheckpointConvert.*"},
-    {"checkpoint_zero_ownership_matches_optimizer", 8, "CheckpointOwnership.*"},
+    {"checkpoint_dp2_pp2_tp2_resume_into_layouts_convert_and_ownership", 8,
+     "CheckpointResume.dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise:"
+     "CheckpointResume.dp2_pp2_tp2_zero2_into_other_layouts:CheckpointConvert.*:"
+     "CheckpointOwnership.*"},
 });
 
 /// The uninterrupted 8-rank run: its losses, and its final state saved in `dir`/full.

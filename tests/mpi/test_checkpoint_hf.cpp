@@ -32,9 +32,10 @@ namespace {
 
 using nlohmann::json;
 
+// One job of 8 ranks for both (a start of 8 ranks costs about 4 s on two cores).
 const bool kRegistered = register_mpi_cases({
-    {"checkpoint_hf_export_import_dp2_pp2_tp2_to_dp1_pp2_tp4", 8, "CheckpointHf.export_*"},
-    {"checkpoint_hf_independent_files_eval_dp2_pp2_tp2", 8, "CheckpointHf.independent_*"},
+    {"checkpoint_hf_export_import_to_dp1_pp2_tp4_and_independent_files_eval", 8,
+     "CheckpointHf.export_*:CheckpointHf.independent_*"},
 });
 
 TEST(CheckpointHf, export_then_import_dp2_pp2_tp2_to_dp1_pp2_tp4_fp32_gives_identical_weights) {

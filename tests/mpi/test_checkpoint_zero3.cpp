@@ -28,9 +28,10 @@ constexpr int kSteps = 6;
 constexpr int kSaveAt = 3;
 const Layout kSource{"dp2_pp2_tp2_zero3_1f1b_ckpt", 2, 2, 2, 3, "1f1b", true, 1};
 
+// One job of 8 ranks for both (a start of 8 ranks costs about 4 s on two cores).
 const bool kRegistered = register_mpi_cases({
-    {"checkpoint_zero3_exact_resume_dp2_pp2_tp2", 8, "CheckpointZero3.resumes_bitwise"},
-    {"checkpoint_zero3_resume_into_other_layouts", 8, "CheckpointZero3.resumes_in_other_layouts"},
+    {"checkpoint_zero3_dp2_pp2_tp2_exact_resume_and_into_other_layouts", 8,
+     "CheckpointZero3.resumes_bitwise:CheckpointZero3.resumes_in_other_layouts"},
 });
 
 TEST(CheckpointZero3, resumes_bitwise) {
