@@ -73,7 +73,7 @@ int cmd_calibrate(const Args& args) {
   say("calibrating with " + std::to_string(size) + " ranks x " + std::to_string(threads) +
       " threads on " + std::to_string(cores) + " cores");
 
-  const int rounds = static_cast<int>(args.get_int("rounds", 3));
+  const int rounds = static_cast<int>(args.get_int("rounds", 2));
   if (rounds < 1) throw UsageError("--rounds must be at least 1");
   // --quick: each figure timed for a fifth as long, rougher, for trying the tools.
   const double budget = args.has("quick") ? 0.2 : 1.0;
@@ -83,7 +83,7 @@ int cmd_calibrate(const Args& args) {
     const std::string disk = args.get("disk-dir", "/tmp");
     measured.push_back(
         calibrate::measure_once(*world, cores, say, disk == "none" ? "" : disk, budget));
-    if (r + 1 < rounds) std::this_thread::sleep_for(std::chrono::seconds(10));  // spread out
+    if (r + 1 < rounds) std::this_thread::sleep_for(std::chrono::seconds(5));  // spread out
   }
   plan::Cluster c = calibrate::median_of(measured);
   c.name = args.get("name", "here");

@@ -232,12 +232,12 @@ const std::vector<Command>& commands() {
          {"threads", "T", "intra-op threads per rank (default: cores / ranks, at least 1)"},
          {"name", "NAME", "the cluster's name in the file (default: here)"},
          {"rounds", "R",
-          "measure R times, 10 s apart, keeping the median of each figure (default 3)"},
+          "measure R times, 5 s apart, keeping the median of each figure (default 2: their mean)"},
          {"disk-dir", "DIR",
           "where the disk bandwidth is measured: nvme_path's disk (default /tmp; none: skip)"},
          {"quick", "",
-          "time each figure for a fifth as long: a rougher calibration (about 12 s a round on "
-          "2 ranks of 2 cores instead of 34 s), for trying the tools"},
+          "time each figure for a fifth as long: a rougher calibration (about 13 s a round on "
+          "2 ranks of 2 cores instead of 48 s), for trying the tools"},
          {"merge", "FILE...", "measure nothing; write the median of these calibrations' figures",
           false, true}},
         0,
