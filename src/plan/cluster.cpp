@@ -229,7 +229,6 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.disk_overlap = std::min(1.0, number(source, key, node, 0));
     } else if (key == "process_base_gb") {
       c.process_base_gb = number(source, key, node, 0);
-
     } else if (key == "layer_overhead_us") {
       c.layer_overhead_us = number(source, key, node, 0);
     } else if (key == "llama_layer_overhead_us") {

@@ -1,5 +1,5 @@
-// Compute measurements on libtorch: matmuls, a stream kernel, and trident's GPT block and
-// stage built as training builds them.
+// Compute measurements on libtorch: matmuls, a stream kernel, a chain of weights, and
+// trident's GPT-2 and Llama blocks and GPT-2 stage built as training builds them.
 #include "plan/calibrate/compute.h"
 
 #include <ATen/ATen.h>                     // at::matmul_out, at::add_out, at::randn
@@ -107,7 +107,7 @@ std::function<void()> block_call(const BlockShape& shape, Communicator& tp, Comm
   return [params, block, x, grad] { torch::autograd::backward({block->forward(x)}, {grad}); };
 }
 
-/// Seconds of one of trident's GPT blocks' forward and backward on `shape` (with ring
+/// Seconds of one of trident's blocks' forward and backward on `shape` (with ring
 /// attention over `cp`, this rank's seq / cp tokens of each sequence), and of them the
 /// seconds spent inside `waited`'s operations; per call, the ranks' mean.
 std::pair<double, double> time_block(const BlockShape& shape, Communicator& tp, Communicator* cp,

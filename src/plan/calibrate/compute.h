@@ -1,5 +1,6 @@
 // Compute measurements for the planner, every rank measuring at once: matmul rate,
-// memory bandwidth, and the forward and backward of trident's own GPT block and stage.
+// memory bandwidth, a chain of weights, and the forward and backward of trident's own
+// GPT-2 and Llama blocks and GPT-2 stage.
 // `budget` scales each measurement's timing (1: the full time, under 1: rougher, faster).
 #pragma once
 #include <c10/core/ScalarType.h>  // at::ScalarType
