@@ -213,6 +213,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.latency_us = number(source, key, node, 0);
     } else if (key == "sync_us") {
       c.sync_us = number(source, key, node, 0);
+    } else if (key == "sync_fraction") {
+      c.sync_fraction = number(source, key, node, 0);
     } else if (key == "ring_sync_us") {
       c.ring_sync_us = number(source, key, node, 0);
     } else if (key == "memory_gbps") {
@@ -248,7 +250,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "matmul_tflops "
           "sendrecv_us inter_sendrecv_us inter_send_us contention efficiency "
           "intra_node_gbps "
-          "inter_node_gbps latency_us inter_node_latency_us sync_us ring_sync_us memory_gbps "
+          "inter_node_gbps latency_us inter_node_latency_us sync_us sync_fraction ring_sync_us "
+          "memory_gbps "
           "weight_gbps "
           "disk_gbps disk_read_gbps disk_write_gbps disk_overlap process_base_gb "
           "elementwise_gbps llama_elementwise_gbps "
@@ -330,6 +333,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "latency_us = " << c.latency_us << "\n"
       << "inter_node_latency_us = " << c.inter_node_latency_us << "\n"
       << "sync_us = " << c.sync_us << "\n"
+      << "sync_fraction = " << c.sync_fraction << "\n"
       << "ring_sync_us = " << c.ring_sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
       << "weight_gbps = " << c.weight_gbps << "\n"

@@ -66,6 +66,10 @@ struct Cluster {
   /// out of step (cores shared with other ranks or processes, OS jitter). Measured by
   /// `trident calibrate`; 0 for dedicated devices.
   double sync_us = 0;
+  /// The part of that wait which grows with the compute since the previous collective: the
+  /// ranks' compute drifts apart by this fraction of its length (for 2 ranks; a larger group
+  /// waits for the slowest of more). Measured by `trident calibrate`; 0: none.
+  double sync_fraction = 0;
   /// What one transfer of ring attention (context parallelism) costs the step beyond its
   /// message: each step of the ring waits for its neighbour's block, and on shared cores
   /// for the neighbour to be scheduled at all. Measured by `trident calibrate` on a cp-2

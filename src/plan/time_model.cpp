@@ -635,6 +635,16 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
       t.tp += loss;
       t.tp_forward += loss;
     }
+    if (c.sync_fraction > 0 && t.compute > 0) {
+      // Between two collectives the tp ranks' compute drifts apart by a share of its length
+      // (Cluster::sync_fraction, calibrated on pairs), and each collective waits for the
+      // last rank: over the micro-batch, that share of its compute, as much more as the
+      // last of tp ranks comes later than the last of two.
+      const double drift =
+          c.sync_fraction * t.compute * expected_max_of_normals(l.tp) / expected_max_of_normals(2);
+      t.tp += drift;
+      t.tp_forward += drift * t.forward / t.compute;
+    }
   }
   return t;
 }

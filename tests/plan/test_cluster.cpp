@@ -86,6 +86,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   c.layer_overhead_tp_us = 400;
   c.elementwise_gbps = {{3e6, 6.5}};
   c.sync_us = 40;
+  c.sync_fraction = 0.125;
   c.peak_tflops = {{"fp32", 0.05}};
   c.matmul_tflops["fp32"] = {{64, 0.01}, {256, 0.04}};
   c.intra_node_gbps = c.inter_node_gbps = 3.5;
@@ -104,6 +105,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   EXPECT_DOUBLE_EQ(back.layer_overhead_tp_us, 400);
   EXPECT_DOUBLE_EQ(back.elementwise_gbps.at(3e6), 6.5);
   EXPECT_DOUBLE_EQ(back.sync_us, 40);
+  EXPECT_DOUBLE_EQ(back.sync_fraction, 0.125);
   EXPECT_DOUBLE_EQ(back.memory_per_device_gb, 11.5);
   EXPECT_DOUBLE_EQ(back.matmul_tflops.at("fp32").at(256), 0.04);
   EXPECT_DOUBLE_EQ(back.latency_us, 1.25);

@@ -335,6 +335,31 @@ TEST(StepTime, tp_traffic_per_layer) {
   EXPECT_NEAR(llama.tp, (8 * 7 + 2) * (bytes / 1e9) + loss, 1e-12);
 }
 
+TEST(StepTime, tp_ranks_drift_apart_by_a_share_of_their_compute) {
+  // Cluster::sync_fraction: each tp collective waits for the rank that computed longest
+  // since the previous one; over a micro-batch that is the fraction of its compute, for a
+  // group of 2, and as much more for larger groups as the expected last of n normal draws
+  // exceeds the last of 2. The compute itself and the runs without tp are unchanged.
+  PlanModel m = small_model();
+  m.global_batch = 4;
+  Cluster c = compute_only();
+  c.intra_node_gbps = 1;
+  for (const int tp : {2, 4}) {
+    const Layout l{1, 1, tp, 0, 2, false};
+    const TimeBreakdown before = step_time(m, l, c);
+    Cluster drifting = c;
+    drifting.sync_fraction = 0.1;
+    const TimeBreakdown after = step_time(m, l, drifting);
+    EXPECT_DOUBLE_EQ(after.compute, before.compute);
+    const double share = expected_max_of_normals(tp) / expected_max_of_normals(2);
+    EXPECT_NEAR(after.tp - before.tp, 0.1 * before.compute * share, 1e-12) << "tp " << tp;
+  }
+  Cluster drifting = c;
+  drifting.sync_fraction = 0.1;
+  const Layout alone{1, 1, 1, 0, 2, false};
+  EXPECT_DOUBLE_EQ(step_time(m, alone, drifting).total(), step_time(m, alone, c).total());
+}
+
 TEST(StepTime, sequence_parallel_gathers_and_scatters) {
   // tp 2 with sequence parallelism: per GPT-2 layer, forward 2 all-gathers and 2
   // reduce-scatters; backward 4 all-gathers (2 again for the weight gradients) and 2

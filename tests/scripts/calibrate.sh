@@ -34,6 +34,9 @@ check_file() {  # FILE: what every calibration must hold
   grep -q '^\[contention\]' "$f" || fail "no [contention] in $f"
   grep -q '^"2" = ' "$f" || fail "no contention at 2 ranks in $f"
   awk -F' = ' '/^sync_us/ { exit !($2 >= 0) }' "$f" || fail "sync_us missing or negative in $f"
+  local drift; drift=$(key sync_fraction "$f")
+  awk -v x="$drift" 'BEGIN { exit !(x != "" && x >= 0 && x < 1) }' ||
+    fail "sync_fraction is missing or not in [0, 1) in $f: '$drift'"
   [ "$(key collectives "$f")" = '"mpi"' ] || fail "collectives is not \"mpi\" in $f"
 }
 

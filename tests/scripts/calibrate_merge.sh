@@ -8,7 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 key() { sed -n "s/^$1 = //p" "$2" | head -1; }
-write() {  # FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US INTER_ONE_WAY_64KIB_US
+write() {  # FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US INTER_ONE_WAY_64KIB_US SYNC_FRACTION
   cat > "$1" <<TOML
 name = "emulated-n2"
 devices_per_node = 2
@@ -16,6 +16,7 @@ machine_cores = 2
 collectives = "mpi"
 memory_per_device_gb = 6
 sync_us = $2
+sync_fraction = $7
 layer_overhead_us = $3
 [peak_tflops]
 fp32 = 0.09
@@ -30,12 +31,13 @@ fp32 = 0.09
 "65536" = $6
 TOML
 }
-write "$tmp/a.toml" 500 300 1.10 1400 900
-write "$tmp/b.toml" 900 250 1.02 2000 700
-write "$tmp/c.toml" 600 420 1.30 1500 800
+write "$tmp/a.toml" 500 300 1.10 1400 900 0.25
+write "$tmp/b.toml" 900 250 1.02 2000 700 0.05
+write "$tmp/c.toml" 600 420 1.30 1500 800 0.125
 "$trident" calibrate --merge "$tmp/a.toml" "$tmp/b.toml" "$tmp/c.toml" --out "$tmp/m.toml" \
   > "$tmp/log" 2>&1 || fail "merge failed: $(cat "$tmp/log")"
 [ "$(key sync_us "$tmp/m.toml")" = 600 ] || fail "sync_us is not the median 600: $(key sync_us "$tmp/m.toml")"
+[ "$(key sync_fraction "$tmp/m.toml")" = 0.125 ] || fail "sync_fraction is not the median 0.125"
 [ "$(key layer_overhead_us "$tmp/m.toml")" = 300 ] || fail "layer_overhead_us is not 300"
 [ "$(key '"4"' "$tmp/m.toml")" = 1.1 ] || fail "contention at 4 is not 1.1: $(key '"4"' "$tmp/m.toml")"
 table_us() { sed -n "/^\[$1\]/,/^\[/s/^\"65536\" = //p" "$tmp/m.toml"; }

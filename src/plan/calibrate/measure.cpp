@@ -216,27 +216,48 @@ void measure_tp_overhead(Communicator& pair, Communicator& world, plan::Cluster&
   say(line);
 }
 
-/// sync_us: the middle block at tp 2 on pairs of neighbouring ranks, every rank of the job
-/// at once (sharing the cores as training's ranks will): the time a rank spends inside one
-/// of its all-reduces beyond the raw messages is the wait for a peer that computes in
-/// between and arrives late — or, on shared cores, is not running. With `share` ranks per
-/// core the other ranks compute during most of that wait, and the step loses 1/share of
-/// it: what sync_us holds.
+/// sync_us and sync_fraction: the middle and the large block at tp 2 on pairs of
+/// neighbouring ranks, every rank of the job at once (sharing the cores as training's ranks
+/// will). The time a rank spends inside one of a block's four all-reduces beyond the raw
+/// messages is the wait for a peer that computed in between and arrived late — or, on
+/// shared cores, is not running. Part of that wait is fixed (waking up, being scheduled:
+/// sync_us) and part grows with the compute since the previous collective, since the two
+/// ranks' compute drifts apart by a share of its length (sync_fraction): the line through
+/// the two blocks' (compute per all-reduce, wait beyond the messages). With `share` ranks
+/// per core the other ranks compute during most of that wait, and the step loses 1/share
+/// of it: what both keys hold.
 void measure_sync(Communicator& pair, Communicator& world, double share, plan::Cluster& c,
                   const Say& say, double budget) {
-  char line[200];
-  const BlockShape mid{4, 64, 128, 4};
+  char line[240];
   plan::Link raw{c.intra_node_gbps * 1e9, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
   raw.collectives = plan::Collectives::kMpi;  // the block's all-reduces: binomial over 2
-  const double message = plan::all_reduce_s(mid.batch * mid.seq * mid.hidden * 4.0, 2, raw);
-  const TpBlockTiming t = tp_block_timing(mid, pair, world, budget);
-  c.sync_us = std::max(0.0, t.tp_wait_s / 4 - message) / share * 1e6;
+  struct Point {
+    double segment = 0, wait = 0;  // compute per all-reduce, wait beyond its message
+  };
+  auto point = [&](const BlockShape& x) {
+    const double message = plan::all_reduce_s(x.batch * x.seq * x.hidden * 4.0, 2, raw);
+    const TpBlockTiming t = tp_block_timing(x, pair, world, budget);
+    const Point p{(t.seconds - t.tp_wait_s) / 4, std::max(0.0, t.tp_wait_s / 4 - message)};
+    std::snprintf(line, sizeof line,
+                  "block b%lld s%lld h%lld with tp 2, %d ranks at once: %.2f ms, inside each of "
+                  "its 4 all-reduces %.1f us, of which the messages %.1f us, after %.2f ms of "
+                  "compute",
+                  static_cast<long long>(x.batch), static_cast<long long>(x.seq),
+                  static_cast<long long>(x.hidden), world.size(), t.seconds * 1e3,
+                  t.tp_wait_s / 4 * 1e6, message * 1e6, p.segment * 1e3);
+    say(line);
+    return p;
+  };
+  const Point mid = point(BlockShape{4, 64, 128, 4}), large = point(BlockShape{8, 128, 256, 4});
+  const double slope = large.segment > mid.segment
+                           ? std::max(0.0, (large.wait - mid.wait) / (large.segment - mid.segment))
+                           : 0.0;
+  c.sync_fraction = slope / share;
+  c.sync_us = std::max(0.0, mid.wait - slope * mid.segment) / share * 1e6;
   std::snprintf(line, sizeof line,
-                "block b4 s64 h128 with tp 2, %d ranks at once: %.2f ms, inside each of its 4 "
-                "all-reduces %.1f us, of which the messages %.1f us; %.1f ranks per core: "
-                "sync_us %.1f",
-                world.size(), t.seconds * 1e3, t.tp_wait_s / 4 * 1e6, message * 1e6, share,
-                c.sync_us);
+                "%.1f ranks per core: sync_us %.1f, sync_fraction %.4f of the compute between "
+                "collectives",
+                share, c.sync_us, c.sync_fraction);
   say(line);
 }
 
@@ -457,9 +478,9 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
         &plan::Cluster::disk_overlap, &plan::Cluster::process_base_gb,
         &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
         &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
-        &plan::Cluster::ring_sync_us, &plan::Cluster::layer_overhead_us,
-        &plan::Cluster::llama_layer_overhead_us, &plan::Cluster::layer_overhead_tp_us,
-        &plan::Cluster::ends_overhead_us}) {
+        &plan::Cluster::sync_fraction, &plan::Cluster::ring_sync_us,
+        &plan::Cluster::layer_overhead_us, &plan::Cluster::llama_layer_overhead_us,
+        &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
     std::vector<double> v;
     for (const plan::Cluster& r : rounds) v.push_back(r.*field);
     c.*field = median(v);
