@@ -63,12 +63,14 @@ struct Cluster {
   double latency_us = 5;             ///< per message, both kinds of link
   double inter_node_latency_us = 0;  ///< per message between nodes; 0: latency_us
   /// Extra wait per collective or send when the ranks compute in between: they arrive
-  /// out of step (cores shared with other ranks or processes, OS jitter). Measured by
-  /// `trident calibrate`; 0 for dedicated devices.
+  /// out of step (cores shared with other ranks or processes, OS jitter). Its fixed part;
+  /// the tp collectives add sync_fraction. Measured by `trident calibrate`, over the ranks
+  /// per core; 0 for dedicated devices.
   double sync_us = 0;
-  /// The part of that wait which grows with the compute since the previous collective: the
-  /// ranks' compute drifts apart by this fraction of its length (for 2 ranks; a larger group
-  /// waits for the slowest of more). Measured by `trident calibrate`; 0: none.
+  /// The part of a tp collective's wait which grows with the compute since the previous
+  /// one: the ranks' compute drifts apart by this fraction of its length (for 2 ranks; a
+  /// larger group waits for the slowest of more). Measured by `trident calibrate`, over
+  /// the ranks per core as sync_us; 0: none.
   double sync_fraction = 0;
   /// What one transfer of ring attention (context parallelism) costs the step beyond its
   /// message: each step of the ring waits for its neighbour's block, and on shared cores

@@ -8,7 +8,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 key() { sed -n "s/^$1 = //p" "$2" | head -1; }
-write() {  # FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US INTER_ONE_WAY_64KIB_US SYNC_FRACTION
+# FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US INTER_ONE_WAY_64KIB_US SYNC_FRACTION
+write() {
   cat > "$1" <<TOML
 name = "emulated-n2"
 devices_per_node = 2

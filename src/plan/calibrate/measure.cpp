@@ -450,7 +450,8 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     });
     c = cluster_from_rank0(c, world);
   } else {
-    say("no two ranks on one node: sync_us, ring_sync_us and layer_overhead_tp_us not measured");
+    say("no two ranks on one node: sync_us, sync_fraction, ring_sync_us and "
+        "layer_overhead_tp_us not measured");
   }
   return c;
 }
