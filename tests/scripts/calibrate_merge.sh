@@ -32,9 +32,9 @@ fp32 = 0.09
 "65536" = $6
 TOML
 }
-write "$tmp/a.toml" 500 300 1.10 1400 900 0.25
+write "$tmp/a.toml" 500 300 1.10 1400 900 0.125
 write "$tmp/b.toml" 900 250 1.02 2000 700 0.05
-write "$tmp/c.toml" 600 420 1.30 1500 800 0.125
+write "$tmp/c.toml" 600 420 1.30 1500 800 0.25
 "$trident" calibrate --merge "$tmp/a.toml" "$tmp/b.toml" "$tmp/c.toml" --out "$tmp/m.toml" \
   > "$tmp/log" 2>&1 || fail "merge failed: $(cat "$tmp/log")"
 [ "$(key sync_us "$tmp/m.toml")" = 600 ] || fail "sync_us is not the median 600: $(key sync_us "$tmp/m.toml")"

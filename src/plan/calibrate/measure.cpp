@@ -19,6 +19,7 @@
 #include "plan/calibrate/disk.h"     // disk_bandwidth, disk_overlap
 #include "plan/calibrate/links.h"    // sendrecv_s, send_s
 #include "plan/calibrate/timing.h"   // with_others_idle
+#include "plan/sync_fit.h"           // SyncPoint, fit_sync
 #include "plan/time_model.h"         // Link, all_reduce_s
 
 namespace trident::calibrate {
@@ -222,38 +223,32 @@ void measure_tp_overhead(Communicator& pair, Communicator& world, plan::Cluster&
 /// messages is the wait for a peer that computed in between and arrived late — or, on
 /// shared cores, is not running. Part of that wait is fixed (waking up, being scheduled:
 /// sync_us) and part grows with the compute since the previous collective, since the two
-/// ranks' compute drifts apart by a share of its length (sync_fraction): the line through
-/// the two blocks' (compute per all-reduce, wait beyond the messages). With `share` ranks
-/// per core the other ranks compute during most of that wait, and the step loses 1/share
-/// of it: what both keys hold.
+/// ranks' compute drifts apart by a share of its length (sync_fraction): plan::fit_sync,
+/// the line through the two blocks' (compute per all-reduce, wait beyond the messages).
 void measure_sync(Communicator& pair, Communicator& world, double share, plan::Cluster& c,
                   const Say& say, double budget) {
   char line[240];
   plan::Link raw{c.intra_node_gbps * 1e9, c.latency_us * 1e-6, false, &c.sendrecv_seconds};
   raw.collectives = plan::Collectives::kMpi;  // the block's all-reduces: binomial over 2
-  struct Point {
-    double segment = 0, wait = 0;  // compute per all-reduce, wait beyond its message
-  };
   auto point = [&](const BlockShape& x) {
     const double message = plan::all_reduce_s(x.batch * x.seq * x.hidden * 4.0, 2, raw);
     const TpBlockTiming t = tp_block_timing(x, pair, world, budget);
-    const Point p{(t.seconds - t.tp_wait_s) / 4, std::max(0.0, t.tp_wait_s / 4 - message)};
+    const plan::SyncPoint p{(t.seconds - t.tp_wait_s) / 4,
+                            std::max(0.0, t.tp_wait_s / 4 - message)};
     std::snprintf(line, sizeof line,
                   "block b%lld s%lld h%lld with tp 2, %d ranks at once: %.2f ms, inside each of "
                   "its 4 all-reduces %.1f us, of which the messages %.1f us, after %.2f ms of "
                   "compute",
                   static_cast<long long>(x.batch), static_cast<long long>(x.seq),
                   static_cast<long long>(x.hidden), world.size(), t.seconds * 1e3,
-                  t.tp_wait_s / 4 * 1e6, message * 1e6, p.segment * 1e3);
+                  t.tp_wait_s / 4 * 1e6, message * 1e6, p.segment_s * 1e3);
     say(line);
     return p;
   };
-  const Point mid = point(BlockShape{4, 64, 128, 4}), large = point(BlockShape{8, 128, 256, 4});
-  const double slope = large.segment > mid.segment
-                           ? std::max(0.0, (large.wait - mid.wait) / (large.segment - mid.segment))
-                           : 0.0;
-  c.sync_fraction = slope / share;
-  c.sync_us = std::max(0.0, mid.wait - slope * mid.segment) / share * 1e6;
+  const plan::SyncPoint mid = point(BlockShape{4, 64, 128, 4});
+  const plan::SyncFit fit = plan::fit_sync(mid, point(BlockShape{8, 128, 256, 4}), share);
+  c.sync_us = fit.sync_us;
+  c.sync_fraction = fit.sync_fraction;
   std::snprintf(line, sizeof line,
                 "%.1f ranks per core: sync_us %.1f, sync_fraction %.4f of the compute between "
                 "collectives",
