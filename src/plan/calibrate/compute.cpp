@@ -109,19 +109,13 @@ std::function<void()> block_call(const BlockShape& shape, Communicator& tp, Comm
 
 /// Seconds of one of trident's blocks' forward and backward on `shape` (with ring
 /// attention over `cp`, this rank's seq / cp tokens of each sequence), and of them the
-/// seconds spent inside `waited`'s operations; per call, the ranks' mean.
+/// seconds spent inside `waited`'s operations, both from the median trial; per call, the
+/// ranks' mean.
 std::pair<double, double> time_block(const BlockShape& shape, Communicator& tp, Communicator* cp,
                                      Communicator& waited, Communicator& world, double budget) {
-  const std::function<void()> call = block_call(shape, tp, cp);
-  int64_t calls = 0;
-  auto step = [&] {
-    call();
-    ++calls;
-  };
-  const double wait_before = waited.total_wait_seconds();
-  const double seconds = time_per_call(step, 1.0 * budget, world);
-  const double wait = (waited.total_wait_seconds() - wait_before) / static_cast<double>(calls);
-  return {mean_over_ranks(seconds, world), mean_over_ranks(wait, world)};
+  const PerCall timed = time_per_call(block_call(shape, tp, cp), 1.0 * budget, world,
+                                      [&waited] { return waited.total_wait_seconds(); });
+  return {mean_over_ranks(timed.seconds, world), mean_over_ranks(timed.figure, world)};
 }
 
 }  // namespace

@@ -23,17 +23,23 @@ double max_over_ranks(double value, Communicator& world) {
   return t.item<double>();
 }
 
-/// Seconds per call over one trial: batches of calls, doubling, until the slowest rank
-/// has spent `min_s`.
-double one_trial(const std::function<void()>& fn, double min_s, Communicator& world) {
+/// Seconds per call over one trial, and how far `counter` grew per call: batches of calls,
+/// doubling, until the slowest rank has spent `min_s`.
+PerCall one_trial(const std::function<void()>& fn, double min_s, Communicator& world,
+                  const std::function<double()>& counter) {
   world.barrier()->wait();
   int64_t calls = 0, batch = 1;
+  const double before = counter();
   const auto start = Clock::now();
   while (true) {
     for (int64_t i = 0; i < batch; ++i) fn();
     calls += batch;
     const double mine = std::chrono::duration<double>(Clock::now() - start).count();
-    if (max_over_ranks(mine, world) >= min_s) return mine / static_cast<double>(calls);
+    const double grown = counter() - before;
+    if (max_over_ranks(mine, world) >= min_s) {
+      const auto n = static_cast<double>(calls);
+      return {mine / n, grown / n};
+    }
     batch *= 2;
   }
 }
@@ -47,10 +53,16 @@ double mean_over_ranks(double value, Communicator& world) {
 }
 
 double time_per_call(const std::function<void()>& fn, double min_s, Communicator& world) {
+  return time_per_call(fn, min_s, world, [] { return 0.0; }).seconds;
+}
+
+PerCall time_per_call(const std::function<void()>& fn, double min_s, Communicator& world,
+                      const std::function<double()>& counter) {
   fn();
-  std::vector<double> trials;
-  for (int t = 0; t < 5; ++t) trials.push_back(one_trial(fn, min_s / 5, world));
-  std::nth_element(trials.begin(), trials.begin() + 2, trials.end());
+  std::vector<PerCall> trials;
+  for (int t = 0; t < 5; ++t) trials.push_back(one_trial(fn, min_s / 5, world, counter));
+  std::nth_element(trials.begin(), trials.begin() + 2, trials.end(),
+                   [](const PerCall& a, const PerCall& b) { return a.seconds < b.seconds; });
   return trials[2];
 }
 
