@@ -4,7 +4,8 @@
 #   calibrate.sh TRIDENT ROOT two   on 2 emulated nodes of 2 ranks, which need network
 #                                   namespaces: skipped (exit 77) where none can be made,
 #                                   failed under CI (netns_common.sh).
-# Each cluster file must load in `trident plan`, hold positive measured rates, a
+# Each cluster file must load in `trident plan`, hold positive measured rates (on one
+# node the tier's disk too, measured under the test's directory), a
 # [contention] entry per rank count measured and, across nodes, the inter-node tables (one
 # way and exchange) and the machine's shared cores. On one node the file then drives
 # `trident train --auto`.
@@ -42,8 +43,16 @@ check_file() {  # FILE: what every calibration must hold
 
 one_node() {
   mpirun -np 2 --oversubscribe --bind-to none "$trident" calibrate --threads 1 --rounds 1 --quick \
-    --disk-dir none --out "$tmp/one.toml" > "$tmp/one.log" 2>&1 || fail "calibrate failed: $(cat "$tmp/one.log")"
+    --disk-dir "$tmp" --out "$tmp/one.toml" > "$tmp/one.log" 2>&1 || fail "calibrate failed: $(cat "$tmp/one.log")"
   check_file "$tmp/one.toml"
+  # The tier's disk, here under the test's own directory: each direction, and beside a block.
+  for k in disk_read_gbps disk_write_gbps; do
+    positive "$(key $k "$tmp/one.toml")" || fail "$k is not positive in $tmp/one.toml"
+  done
+  local overlap; overlap=$(key disk_overlap "$tmp/one.toml")
+  awk -v x="$overlap" 'BEGIN { exit !(x != "" && x >= 0 && x <= 1) }' ||
+    fail "disk_overlap is missing or not in [0, 1]: '$overlap'"
+  ls "$tmp" | grep -q '\.tier$' && fail "calibrate left its scratch file in $tmp"
   [ "$(key devices_per_node "$tmp/one.toml")" = 2 ] || fail "one node: devices_per_node is not 2"
   [ "$(key machine_cores "$tmp/one.toml")" = 0 ] || fail "one node: machine_cores set"
   grep -q '^\[inter_sendrecv_us\]' "$tmp/one.toml" && fail "one node: an inter-node table"
