@@ -257,6 +257,19 @@ class Case:
         with open(log, "w") as out:
             return subprocess.run(cmd, env=ENV, stdout=out, stderr=subprocess.STDOUT).returncode
 
+    def reset_cgroup_peak(self):
+        """Starts the cap's own peak afresh (v1: writing 0 to memory.max_usage_in_bytes)."""
+        if self.cgroup is not None:
+            (self.cgroup / "memory.max_usage_in_bytes").write_text("0")
+
+    def cgroup_peak(self):
+        """The most memory the cgroup was charged since reset_cgroup_peak(), bytes: what the
+        cap compares with, the node's ranks together, pages they share counted once; 0 when
+        uncapped."""
+        if self.cgroup is None:
+            return 0
+        return int((self.cgroup / "memory.max_usage_in_bytes").read_text())
+
     def memory_per_rank_gb(self):
         """What train --auto measures: the cap (or MemAvailable) shared by a node's ranks."""
         per_node = self.spec["ranks"] // max(1, self.spec.get("nodes", 1))
@@ -291,7 +304,8 @@ def auto_ranking(case, cluster, top, memory_gb):
 
 
 def train(case, name, steps, cluster, auto):
-    """(median step after the first two, peak RSS of rank 0) or None when killed."""
+    """(median step after the first two, peak RSS of rank 0, the cgroup's peak) or None
+    when killed."""
     tag = re.sub(r"[^a-z0-9]+", "_", name)
     metrics = case.tmp / ("%s.jsonl" % tag)
     if metrics.exists():
@@ -308,6 +322,7 @@ def train(case, name, steps, cluster, auto):
     for kv in sets:
         args += ["--set", kv]
     log = case.tmp / ("%s.log" % tag)
+    case.reset_cgroup_peak()
     if case.mpirun(args, log) != 0:
         text = log.read_text()
         if "trident: error" in text:  # the config refuses it: a mistake in the grid
@@ -321,7 +336,7 @@ def train(case, name, steps, cluster, auto):
                              (chose and chose[1], name))
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     return (statistics.median(r["step_time_s"] for r in rows[2:]),
-            max(r.get("peak_rss_bytes", 0) for r in rows)), ""
+            max(r.get("peak_rss_bytes", 0) for r in rows), case.cgroup_peak()), ""
 
 
 def check_grid(build, name, spec):
@@ -368,6 +383,7 @@ def run_case(build, name, spec, rounds, steps, tmp):
         grid = list(dict.fromkeys([canonical(g) for g in spec["grid"]] + [choice]))
         times = {c: [] for c in grid}
         peaks = {c: 0 for c in grid}
+        cgroup_peaks = {c: 0 for c in grid}
         killed = {}
         def measure(order):
             for c in order:
@@ -379,6 +395,7 @@ def run_case(build, name, spec, rounds, steps, tmp):
                     continue
                 times[c].append(result[0])
                 peaks[c] = max(peaks[c], result[1])
+                cgroup_peaks[c] = max(cgroup_peaks[c], result[2])
 
         for r in range(rounds):
             measure(round_order(grid, r))
@@ -397,7 +414,8 @@ def run_case(build, name, spec, rounds, steps, tmp):
             # The calibration, so that a later model can rank the same measurements again.
             "cluster": cluster_text,
             "predicted": predicted, "predicted_peak": predicted_peak,
-            "measured": measured, "times": times, "peaks": peaks, "killed": sorted(killed),
+            "measured": measured, "times": times, "peaks": peaks,
+            "cgroup_peaks": cgroup_peaks, "killed": sorted(killed),
             "best": best, "top3": top3, "in_top3": best in top3,
             "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
             "ratio": measured[choice] / measured[best]}
@@ -448,9 +466,13 @@ def markdown(results, rounds, steps):
         for c in sorted(r["measured"], key=r["measured"].get):
             guess = ("predicted %.3f s" % predicted[c][0]) if c in predicted else \
                 "over the budget"
-            lines.append("    %-62s %.3f s  (rounds %s; %s)%s" % (
+            # Capped: rank 0's peak RSS and the cgroup's (the node's ranks together).
+            cgroup = r.get("cgroup_peaks", {}).get(c, 0)
+            memory = ("; peak RSS %.0f MB, the cgroup's %.0f MB" % (r["peaks"][c] / 1e6, cgroup / 1e6)
+                      if cgroup else "")
+            lines.append("    %-62s %.3f s  (rounds %s; %s%s)%s" % (
                 short(c), r["measured"][c], ", ".join("%.3f" % t for t in r["times"][c]),
-                guess, "  <- the choice" if c == r["choice"] else ""))
+                guess, memory, "  <- the choice" if c == r["choice"] else ""))
         for c in r["killed"]:
             lines.append("    %-62s killed by the cap%s" % (
                 short(c), "" if c not in predicted else
