@@ -108,15 +108,22 @@ two_nodes() {
   grep -q '^\[inter_sendrecv_us\]' "$tmp/two.toml" || fail "two nodes: no inter-node table"
   grep -q '^\[inter_send_us\]' "$tmp/two.toml" || fail "two nodes: no one-way inter-node table"
   # On the shaped link a message each way at once waits for acknowledgements queued behind
-  # the other direction's data: exchanges take longer than messages one way (1.4-1.5 times
-  # here, summed over 256 KiB to 4 MiB; a single size's ratio ranged 1.18-1.44 at 1 MiB).
-  table_sum() {  # TABLE: its microseconds summed over 256 KiB and up
+  # the other direction's data: exchanges take longer than messages one way. Compared size
+  # by size from 256 KiB to 4 MiB, the median ratio: 1.36-1.52 in nine runs here, where a
+  # single size's ranged 0.96-1.64 in four of them. The sum over the sizes this check first
+  # compared is dominated by the 4 MiB exchange, timed briefly with --quick and the most
+  # unsteady: 1.06-1.51 in five runs, under 1.2 in one (and once in a full suite).
+  table() {  # TABLE: "bytes microseconds" a line, 256 KiB and up
     sed -n "/^\[$1\]/,/^\[/p" "$tmp/two.toml" |
-      awk -F' = ' '/^"[0-9]+" = / { gsub(/"/, "", $1); if ($1 + 0 >= 262144) t += $2 } END { print t + 0 }'
+      awk -F' = ' '/^"[0-9]+" = / { gsub(/"/, "", $1); if ($1 + 0 >= 262144) print $1, $2 }'
   }
-  one_way=$(table_sum inter_send_us) exchange=$(table_sum inter_sendrecv_us)
-  awk -v a="$one_way" -v b="$exchange" 'BEGIN { exit !(a > 0 && b > 1.2 * a) }' ||
-    fail "two nodes: messages one way (${one_way} us, 256 KiB to 4 MiB) are not well under the exchanges' ${exchange} us"
+  ratios=$(awk 'NR == FNR { one[$1] = $2; next } ($1 in one) && one[$1] > 0 { print $2 / one[$1] }' \
+    <(table inter_send_us) <(table inter_sendrecv_us) | sort -g)
+  median=$(echo "$ratios" | awk '{ r[NR] = $1 } END { print NR ? (NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2) : 0 }')
+  [ "$(echo "$ratios" | grep -c .)" -ge 4 ] || fail "two nodes: fewer than 4 sizes from 256 KiB in both inter-node tables"
+  awk -v m="$median" 'BEGIN { exit !(m > 1.2) }' ||
+    fail "two nodes: exchanges are not well over messages one way: median ratio $median over 256 KiB to 4 MiB ($(echo $ratios))"
+  echo "two nodes: exchange / one way over 256 KiB to 4 MiB: median $median of $(echo $ratios)"
   grep -q '^"4" = ' "$tmp/two.toml" || fail "two nodes: no contention at 4 ranks"
   inter=$(key inter_node_gbps "$tmp/two.toml") intra=$(key intra_node_gbps "$tmp/two.toml")
   # A 1 Gbit/s link (0.125 GB/s, shared by the node's 2 ranks) against shared memory.
