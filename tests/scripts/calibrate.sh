@@ -110,10 +110,10 @@ two_nodes() {
   # On the shaped link a message each way at once waits for acknowledgements queued behind
   # the other direction's data: exchanges take longer than messages one way. Compared size
   # by size from 256 KiB to 4 MiB, the median ratio: 1.36-1.52 in nine runs alone here and
-  # 1.30 in a full suite, where a
-  # single size's ranged 0.96-1.64 in four of them. The sum over the sizes this check first
-  # compared is dominated by the 4 MiB exchange, timed briefly with --quick and the most
-  # unsteady: 1.06-1.51 in five runs, under 1.2 in one (and once in a full suite).
+  # 1.30 in a full suite, where a single size's ranged 0.96-1.64 in four of them. The sum
+  # over the sizes this check first compared is dominated by the 4 MiB exchange, timed
+  # briefly with --quick and the most unsteady: 1.06-1.51 in five runs, under 1.2 in one
+  # (and once in a full suite).
   table() {  # TABLE: "bytes microseconds" a line, 256 KiB and up
     sed -n "/^\[$1\]/,/^\[/p" "$tmp/two.toml" |
       awk -F' = ' '/^"[0-9]+" = / { gsub(/"/, "", $1); if ($1 + 0 >= 262144) print $1, $2 }'
