@@ -229,6 +229,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.disk_write_gbps = number(source, key, node, 0);
     } else if (key == "disk_overlap") {
       c.disk_overlap = std::min(1.0, number(source, key, node, 0));
+    } else if (key == "tier_stream_s_per_gb") {
+      c.tier_stream_s_per_gb = number(source, key, node, 0);
     } else if (key == "process_base_gb") {
       c.process_base_gb = number(source, key, node, 0);
     } else if (key == "layer_overhead_us") {
@@ -253,7 +255,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "inter_node_gbps latency_us inter_node_latency_us sync_us sync_fraction ring_sync_us "
           "memory_gbps "
           "weight_gbps "
-          "disk_gbps disk_read_gbps disk_write_gbps disk_overlap process_base_gb "
+          "disk_gbps disk_read_gbps disk_write_gbps disk_overlap tier_stream_s_per_gb "
+          "process_base_gb "
           "elementwise_gbps llama_elementwise_gbps "
           "layer_overhead_us llama_layer_overhead_us layer_overhead_tp_us ends_overhead_us "
           "dp_overlap");
@@ -340,8 +343,10 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "disk_gbps = " << c.disk_gbps << "\n"
       << "disk_read_gbps = " << c.disk_read_gbps << "\n"
       << "disk_write_gbps = " << c.disk_write_gbps << "\n"
-      << "disk_overlap = " << c.disk_overlap << "\n"
-      << "process_base_gb = " << c.process_base_gb << "\n"
+      << "disk_overlap = " << c.disk_overlap << "\n";
+  if (c.tier_stream_s_per_gb >= 0)
+    out << "tier_stream_s_per_gb = " << c.tier_stream_s_per_gb << "\n";
+  out << "process_base_gb = " << c.process_base_gb << "\n"
       << "layer_overhead_us = " << c.layer_overhead_us << "\n"
       << "llama_layer_overhead_us = " << c.llama_layer_overhead_us << "\n"
       << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"

@@ -97,6 +97,11 @@ struct Cluster {
   /// measures it: the disk's passes while every rank computes a block); 1: all of it, as
   /// a disk that moves the bytes itself (DMA) does.
   double disk_overlap = 1.0;
+  /// Seconds per 1e9 bytes the tier's stream (the AdamW step over the states in the tier)
+  /// takes beyond the same step in memory (trident calibrate streams a shard through the
+  /// tier's own NvmeTier, every rank at once); negative: not measured, the stream priced
+  /// from the disk's rates and disk_overlap.
+  double tier_stream_s_per_gb = -1.0;
   /// Resident memory of a training process beyond its model's state, activations and
   /// buffers: the program, libtorch, MPI, the BLAS's buffers (trident calibrate measures
   /// it after a block's forward and backward). With it the planner predicts a CPU rank's

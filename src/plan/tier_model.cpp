@@ -49,7 +49,9 @@ double tier_wait_s(const TierTraffic& t, const DiskRates& disk, const TierWindow
   const double read = disk.read_gbps * 1e9, write = disk.write_gbps * 1e9;
   const double overlap = std::clamp(disk.overlap, 0.0, 1.0);
   const double stream_io = std::max(t.stream_read / read, t.stream_write / write);
-  const double stream = stream_io - overlap * std::min(stream_io, w.optimizer_s);
+  const double stream = disk.stream_s_per_gb >= 0
+                            ? (t.stream_read + t.stream_write) / 1e9 * disk.stream_s_per_gb
+                            : stream_io - overlap * std::min(stream_io, w.optimizer_s);
   const double gather_io = t.gather_read / read;
   const double gathers = gather_io - overlap * std::min(gather_io, w.compute_s);
   const double write_io = t.grad_write / write;

@@ -35,6 +35,9 @@ struct DiskRates {
   /// (Cluster::disk_overlap): 1 where the disk moves the bytes while the cores compute,
   /// less where the transfers take CPU time the ranks' compute would have used.
   double overlap = 1.0;
+  /// Seconds per 1e9 bytes the stream takes beyond its AdamW step, as calibrated
+  /// (Cluster::tier_stream_s_per_gb); negative: priced from the rates and `overlap`.
+  double stream_s_per_gb = -1.0;
 };
 
 /// What the tier's transfers can hide behind, in seconds of the step.
@@ -51,7 +54,9 @@ struct TierWindows {
 /// Seconds the step waits for the tier beyond what it hides behind (`w`). The ring keeps
 /// the stream's reads ahead and writes behind in flight at once, so the stream takes as
 /// long as its slower direction; the gradient's read of the previous micro-batch's sum is
-/// synchronous; of the rest the disk's overlap fraction hides behind the work beside it:
+/// synchronous; of the rest the disk's overlap fraction hides behind the work beside it.
+/// The stream, where its own cost was calibrated, is (stream_read + stream_write) x
+/// stream_s_per_gb; else
 ///   io_s - overlap x min(io_s, optimizer),  io_s = max(stream_read / read, stream_write / write)
 ///   + io_g - overlap x min(io_g, compute),  io_g = gather_read / read
 ///   + grad_read / read + io_w - overlap x min(io_w, gradient),  io_w = grad_write / write

@@ -825,7 +825,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     windows.optimizer_s = out.optimizer;
     windows.compute_s = out.compute;
     windows.gradient_s = l.replicas() > 1 ? c.dp_overlap * out.compute : out.compute;
-    const DiskRates disk{c.disk_read(), c.disk_write(), c.disk_overlap};
+    const DiskRates disk{c.disk_read(), c.disk_write(), c.disk_overlap, c.tier_stream_s_per_gb};
     for (int s = 0; s < l.pp; ++s)
       out.tier = std::max(out.tier, tier_wait_s(tier_traffic(m, l, s), disk, windows));
   }

@@ -93,6 +93,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   c.latency_us = 1.25;
   c.dp_overlap = 0;
   c.disk_overlap = 0.8;
+  c.tier_stream_s_per_gb = 0.375;
   c.weight_gbps = 4.25;
   c.llama_elementwise_gbps = {{3e6, 4.5}, {5e7, 3.25}};
   c.llama_layer_overhead_us = 410;
@@ -111,6 +112,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   EXPECT_DOUBLE_EQ(back.latency_us, 1.25);
   EXPECT_DOUBLE_EQ(back.dp_overlap, 0);
   EXPECT_DOUBLE_EQ(back.disk_overlap, 0.8);
+  EXPECT_DOUBLE_EQ(back.tier_stream_s_per_gb, 0.375);
   EXPECT_DOUBLE_EQ(back.weight_gbps, 4.25);
   EXPECT_EQ(back.llama_elementwise_gbps, c.llama_elementwise_gbps);
   EXPECT_DOUBLE_EQ(back.llama_layer_overhead_us, 410);

@@ -190,6 +190,12 @@ TEST(OffloadPlan, tier_wait_is_the_traffic_each_part_does_not_hide) {
   const DiskRates half{1.0, 1.0, 0.5};
   EXPECT_NEAR(tier_wait_s(t, half, windows(1.0, 10.0)),
               (3.0 - 0.5) + (2.0 - 1.0) + 0.5 + (1.0 - 0.5) + 0.2, 1e-12);
+  // A calibrated stream: its 5 GB at 0.3 s a GB, whatever the AdamW step; the rest as
+  // before.
+  EXPECT_NEAR(tier_wait_s(t, DiskRates{1.0, 1.0, 0.5, 0.3}, windows(1.0, 10.0)),
+              1.5 + (2.0 - 1.0) + 0.5 + (1.0 - 0.5) + 0.2, 1e-12);
+  EXPECT_NEAR(tier_wait_s(t, DiskRates{1.0, 1.0, 0.5, 0.3}, windows(6.0, 10.0)),
+              1.5 + (2.0 - 1.0) + 0.5 + (1.0 - 0.5) + 0.2, 1e-12);
   EXPECT_DOUBLE_EQ(tier_wait_s(t, DiskRates{0.0, 1.0}, windows(1.0, 1.0)), 0.0);  // not modelled
 }
 

@@ -13,14 +13,15 @@
 #include <string>     // std::string, std::getline, std::stod
 #include <vector>     // std::vector
 
-#include "parallel/communicator.h"   // Communicator::split
-#include "parallel/placement.h"      // node_names
-#include "plan/calibrate/compute.h"  // matmul_tflops, block_s, stage_s, ...
-#include "plan/calibrate/disk.h"     // disk_bandwidth, disk_overlap
-#include "plan/calibrate/links.h"    // sendrecv_s, send_s
-#include "plan/calibrate/timing.h"   // with_others_idle
-#include "plan/sync_fit.h"           // SyncPoint, fit_sync
-#include "plan/time_model.h"         // Link, all_reduce_s
+#include "parallel/communicator.h"       // Communicator::split
+#include "parallel/placement.h"          // node_names
+#include "plan/calibrate/compute.h"      // matmul_tflops, block_s, stage_s, ...
+#include "plan/calibrate/disk.h"         // disk_bandwidth, disk_overlap
+#include "plan/calibrate/links.h"        // sendrecv_s, send_s
+#include "plan/calibrate/tier_stream.h"  // tier_stream
+#include "plan/calibrate/timing.h"       // with_others_idle
+#include "plan/sync_fit.h"               // SyncPoint, fit_sync
+#include "plan/time_model.h"             // Link, all_reduce_s
 
 namespace trident::calibrate {
 
@@ -146,6 +147,16 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
                   "disk beside a block b4 s64 h128: its passes %.0f ms alone, the block lost "
                   "%.0f ms beside them: disk_overlap %.2f (the ranks' mean)",
                   overlap.io_s * 1e3, overlap.lost_s * 1e3, c.disk_overlap);
+    say(line);
+    // The tier's own stream through an AdamW step, against the step in memory: what the
+    // stream costs beyond its updates, however its reads, writes and updates overlap.
+    const TierStream stream = tier_stream(disk_dir, world, budget);
+    c.tier_stream_s_per_gb = stream.s_per_gb();
+    std::snprintf(line, sizeof line,
+                  "AdamW streamed through the tier (%.0f MB read and written): %.1f ms, in memory "
+                  "%.1f ms: tier_stream_s_per_gb %.3f",
+                  stream.bytes / 1e6, stream.stream_s * 1e3, stream.memory_s * 1e3,
+                  c.tier_stream_s_per_gb);
     say(line);
   }
 
@@ -471,9 +482,10 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   for (double plan::Cluster::*field :
        {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps, &plan::Cluster::disk_gbps,
         &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
-        &plan::Cluster::disk_overlap, &plan::Cluster::process_base_gb,
-        &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
-        &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+        &plan::Cluster::disk_overlap, &plan::Cluster::tier_stream_s_per_gb,
+        &plan::Cluster::process_base_gb, &plan::Cluster::intra_node_gbps,
+        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
+        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::sync_fraction, &plan::Cluster::ring_sync_us,
         &plan::Cluster::layer_overhead_us, &plan::Cluster::llama_layer_overhead_us,
         &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
