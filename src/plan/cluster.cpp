@@ -174,10 +174,12 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           c.matmul_tflops[p][n] = number(source, key + "." + p + "." + s, rate, 1e-12);
         }
       });
-    } else if (key == "sendrecv_us" || key == "inter_sendrecv_us" || key == "inter_send_us") {
+    } else if (key == "sendrecv_us" || key == "inter_sendrecv_us" || key == "inter_send_us" ||
+               key == "inter_ring_us") {
       auto& table = key == "sendrecv_us"         ? c.sendrecv_seconds
                     : key == "inter_sendrecv_us" ? c.inter_sendrecv_seconds
-                                                 : c.inter_send_seconds;
+                    : key == "inter_send_us"     ? c.inter_send_seconds
+                                                 : c.inter_ring_seconds;
       read_size_table(source, key, node, "a message size in bytes", 1e-9,
                       [&](double bytes, double us) { table[bytes] = us * 1e-6; });
     } else if (key == "contention") {
@@ -250,7 +252,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "memory_per_device_gb "
           "usable_memory_fraction machine_cores placement collectives peak_tflops "
           "matmul_tflops "
-          "sendrecv_us inter_sendrecv_us inter_send_us contention efficiency "
+          "sendrecv_us inter_sendrecv_us inter_send_us inter_ring_us contention efficiency "
           "intra_node_gbps "
           "inter_node_gbps latency_us inter_node_latency_us sync_us sync_fraction ring_sync_us "
           "memory_gbps "
@@ -371,7 +373,8 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
   for (const auto& [name, table, what] :
        {std::tuple{"sendrecv_us", &c.sendrecv_seconds, "an exchange"},
         std::tuple{"inter_sendrecv_us", &c.inter_sendrecv_seconds, "an exchange"},
-        std::tuple{"inter_send_us", &c.inter_send_seconds, "a message one way"}}) {
+        std::tuple{"inter_send_us", &c.inter_send_seconds, "a message one way"},
+        std::tuple{"inter_ring_us", &c.inter_ring_seconds, "a ring's step across nodes"}}) {
     if (table->empty()) continue;
     out << "\n[" << name << "]  # measured, " << what << " by its bytes\n";
     for (const auto& [bytes, s] : *table)

@@ -49,6 +49,11 @@ struct Cluster {
   /// whose acknowledgements queue behind the other direction's data. When present it prices
   /// those messages instead of inter_sendrecv_us. TOML: [inter_send_us].
   std::map<double, double> inter_send_seconds;
+  /// Measured seconds of a ring's step between nodes with one stream leaving each node:
+  /// every rank sends to the next of a ring through the nodes in order and receives from
+  /// the previous, all at once. A ring whose groups put k of a node's P ranks on its link
+  /// lies between this (k = 1) and inter_sendrecv_us (k = P). TOML: [inter_ring_us].
+  std::map<double, double> inter_ring_seconds;
   /// Ranks computing at once slow each other beyond sharing the cores (memory bandwidth,
   /// caches, switching): the factor on compute by the number of ranks computing at once on
   /// a machine (or node), measured by `trident calibrate` as a block's time with that many

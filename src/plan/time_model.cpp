@@ -54,6 +54,12 @@ double Link::exchange_s(double bytes) const {
   return interpolated_s(*measured_exchange, bytes);
 }
 
+double Link::ring_step_s(double bytes) const {
+  if (!measured_ring || measured_ring->empty()) return exchange_s(bytes) * ring_scale;
+  const double one = interpolated_s(*measured_ring, bytes);
+  return one + ring_weight * (exchange_s(bytes) - one);
+}
+
 double Link::round_message_s(double bytes, int k) const {
   if (within && k < static_cast<int>(round_crosses.size()) && !round_crosses[k])
     return within->message_s(bytes);
@@ -67,7 +73,7 @@ double send_s(double bytes, const Link& link) {
 namespace {
 
 double reduce_scatter_rounds_s(double bytes, int n, const Link& link) {
-  const double ring = (n - 1) * link.exchange_s(bytes / n) * link.ring_scale;
+  const double ring = (n - 1) * link.ring_step_s(bytes / n);
   if (link.collectives == Collectives::kMpi) return ring;  // trident's own ring
   // Recursive halving: partners n/2 apart exchange half the buffer, then n/4 apart a
   // quarter, ...: round r has partners 2^(R-1-r) apart.
@@ -103,7 +109,17 @@ double reduce_scatter_s(double bytes, int n, const Link& link) {
 }
 
 double all_gather_s(double bytes, int n, const Link& link) {
-  return reduce_scatter_s(bytes, n, link);
+  if (n <= 1) return 0;
+  if (link.collectives != Collectives::kMpi || link.gather_streams <= 0 || link.node_streams <= 0)
+    return reduce_scatter_s(bytes, n, link);
+  // libnbc's linear all-gather: every part to every other member at once. The parts that
+  // cross pass the node's link as gather_streams exchanges beside the table's node_streams;
+  // each member takes in n - 1 parts, at least at the node's own link's rate.
+  const double part = bytes / n;
+  const Link& inside = link.within ? *link.within : link;
+  const double across =
+      link.exchange_s(part) * link.gather_streams / static_cast<double>(link.node_streams);
+  return std::max(across, (n - 1) * inside.message_s(part)) + link.sync_s;
 }
 
 double all_reduce_s(double bytes, int n, const Link& link) {
@@ -271,6 +287,18 @@ int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, b
   return streams;
 }
 
+int gather_streams_leaving_a_node(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
+  std::map<int, int> leaving;  // node -> messages to members on other nodes
+  for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
+    for (int from : on)
+      for (int to : on)
+        if (to != from) ++leaving[from];
+  });
+  int most = 0;
+  for (const auto& [node, count] : leaving) most = std::max(most, count);
+  return most;
+}
+
 int pipeline_streams_leaving_a_node(const Layout& l, int devices_per_node, bool cyclic) {
   // By (boundary between stage i and i + 1, node of stage i's rank): the sends across.
   std::map<std::pair<int, int>, int> streams;
@@ -315,6 +343,12 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
     const int streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);
     link.ring_scale = static_cast<double>(std::max(streams, 1)) / std::max(c.devices_per_node, 1);
     link.node_streams = std::max(c.devices_per_node, 1);
+    if (!c.inter_ring_seconds.empty()) {
+      link.measured_ring = &c.inter_ring_seconds;
+      link.ring_weight = link.node_streams > 1 ? static_cast<double>(std::max(streams, 1) - 1) /
+                                                     (link.node_streams - 1)
+                                               : 0.0;
+    }
     if (dim == Dim::kPp) {
       // The ranks of a stage send to the next stage at once (its dp replicas and tp ranks
       // run in step); those that leave one node share its link.
@@ -326,6 +360,9 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
     link.collectives = Collectives::kMpi;
     link.binomial = binomial_rounds(l, dim, c.devices_per_node, c.placement == "cyclic");
     link.binomial_n = group_size(l, dim);
+    if (link.inter_node)
+      link.gather_streams =
+          gather_streams_leaving_a_node(l, dim, c.devices_per_node, c.placement == "cyclic");
   }
   return link;
 }

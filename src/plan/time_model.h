@@ -46,10 +46,15 @@ struct Link {
   const std::map<double, double>* measured_exchange = nullptr;
   double sync_s =
       0;  ///< extra wait once per collective or send (Cluster::sync_us; ring_sync_us for cp)
-  /// A ring's messages take this times message_s(): a measured table between nodes holds
-  /// the time with every rank of a node sending at once, a ring only the groups' edges
-  /// that leave the node (streams / devices_per_node).
+  /// A ring's messages take this times exchange_s() where no ring step was measured: the
+  /// exchange table between nodes holds the time with every rank of a node sending at
+  /// once, a ring only the groups' edges that leave the node (streams / devices_per_node).
   double ring_scale = 1;
+  /// Measured seconds of a ring's step with one stream leaving each node
+  /// (Cluster::inter_ring_us); a ring whose groups leave a node by `streams` of its P
+  /// ranks takes ring + ring_weight x (exchange - ring), ring_weight = (streams - 1) / (P - 1).
+  const std::map<double, double>* measured_ring = nullptr;
+  double ring_weight = 0;
   /// For a link across nodes: per round k of recursive halving or doubling (partners 2^k
   /// apart in the group), whether the partners are on different nodes; a round that
   /// stays inside every node uses `within` instead. Empty: every round uses this link.
@@ -60,6 +65,10 @@ struct Link {
   /// reduce's, then the broadcast's); empty: each round one message on this link.
   std::vector<BinomialRound> binomial;
   int binomial_n = 0;
+  /// kMpi between nodes: the messages of libnbc's linear all-gather (each member sends its
+  /// part to every other at once) that leave the busiest node together, over every group
+  /// of the dimension; 0: an all-gather is priced as the ring.
+  int gather_streams = 0;
   /// The measured table between nodes timed this many messages leaving a node at once
   /// (its ranks all sending across): k messages leaving together then pass the node's
   /// link like k / node_streams of the table's. 0: each device has its own link.
@@ -73,6 +82,9 @@ struct Link {
   double message_s(double bytes) const;
   /// Seconds of a message each way at once with peers, as in a ring's round.
   double exchange_s(double bytes) const;
+  /// Seconds of one step of trident's ring (each member sends to the next while it
+  /// receives from the previous) of `bytes`, as the group's rings share the node's link.
+  double ring_step_s(double bytes) const;
   /// The same in round k of recursive halving or doubling.
   double round_message_s(double bytes, int k) const;
 };
@@ -123,6 +135,10 @@ bool group_crosses_nodes(const Layout& layout, Dim dim, int devices_per_node, bo
 /// The ring edges (member i to i + 1 of each group of `dim`) that leave node 0 for
 /// another node: the streams a ring collective of every group at once puts on the link.
 int ring_streams_leaving_node0(const Layout& layout, Dim dim, int devices_per_node, bool cyclic);
+
+/// The messages of a linear all-gather over every group of `dim` at once (each member's
+/// part to every other member) that leave the busiest node.
+int gather_streams_leaving_a_node(const Layout& layout, Dim dim, int devices_per_node, bool cyclic);
 
 /// The most sends of one pipeline boundary (stage i to i + 1, every dp replica and tp
 /// rank at once) that leave one node: the streams the pipeline puts on a node's link.

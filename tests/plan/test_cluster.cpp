@@ -98,6 +98,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   c.llama_elementwise_gbps = {{3e6, 4.5}, {5e7, 3.25}};
   c.llama_layer_overhead_us = 410;
   c.sendrecv_seconds = {{1024, 15e-6}, {1 << 20, 1e-4}};
+  c.inter_ring_seconds = {{1024, 40e-6}, {1 << 20, 2e-3}};
   const Cluster back = parse_cluster(cluster_to_toml(c, "measured here\nby test"), "back");
   EXPECT_EQ(back.name, "here");
   EXPECT_EQ(back.devices_per_node, 2);
@@ -118,6 +119,8 @@ TEST(ClusterFile, writes_what_it_reads) {
   EXPECT_DOUBLE_EQ(back.llama_layer_overhead_us, 410);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1 << 20), 1e-4);
   EXPECT_DOUBLE_EQ(back.sendrecv_seconds.at(1024), 15e-6);
+  EXPECT_EQ(back.inter_ring_seconds.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.inter_ring_seconds.at(1 << 20), 2e-3);
 }
 
 TEST(ClusterFile, elementwise_rate_by_activation_bytes) {

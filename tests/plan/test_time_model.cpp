@@ -203,6 +203,47 @@ TEST(Collectives, rounds_one_way_and_rings_as_exchanges_between_nodes) {
   EXPECT_NEAR(reduce_scatter_s(1e6, 4, dp), 3 * (10e-6 + 0.25e6 * 0.1e-9) * 0.5, 1e-12);
 }
 
+TEST(Collectives, a_measured_ring_step_prices_rings_between_nodes) {
+  // A ring step measured with one stream leaving each node (here 30 us at every size)
+  // replaces the halved exchange for dp 4 over two nodes of two in blocks, whose ring puts
+  // one stream on each node's link.
+  Cluster c = two_mpi_nodes();
+  for (const auto& [bytes, s] : c.inter_sendrecv_seconds) c.inter_ring_seconds[bytes] = 30e-6;
+  const Link dp = link_for(c, Layout{4, 1, 1}, Dim::kDp);
+  EXPECT_DOUBLE_EQ(dp.ring_weight, 0.0);
+  EXPECT_NEAR(reduce_scatter_s(1e6, 4, dp), 3 * 30e-6, 1e-12);
+  // Dealt round robin, every edge of the ring crosses: both ranks of a node on its link,
+  // the exchange table's condition.
+  c.placement = "cyclic";
+  const Link dealt = link_for(c, Layout{4, 1, 1}, Dim::kDp);
+  EXPECT_DOUBLE_EQ(dealt.ring_weight, 1.0);
+  EXPECT_NEAR(reduce_scatter_s(1e6, 4, dealt), 3 * dealt.exchange_s(0.25e6), 1e-12);
+  // Between: nodes of four, two of whose ranks' edges leave: a third of the way.
+  Link between = dealt;
+  between.ring_weight = 1.0 / 3;
+  EXPECT_NEAR(between.ring_step_s(0.25e6), 30e-6 + (dealt.exchange_s(0.25e6) - 30e-6) / 3, 1e-15);
+}
+
+TEST(Collectives, mpi_all_gather_sends_every_part_across_at_once) {
+  // libnbc's linear all-gather over dp 4 on two nodes of two in blocks: each rank sends
+  // its quarter to the two members on the other node, four messages leaving each node at
+  // once, twice the exchange table's two.
+  const Cluster c = two_mpi_nodes();
+  EXPECT_EQ(gather_streams_leaving_a_node(Layout{4, 1, 1}, Dim::kDp, 2, false), 4);
+  const Link dp = link_for(c, Layout{4, 1, 1}, Dim::kDp);
+  EXPECT_NEAR(all_gather_s(1e6, 4, dp), dp.exchange_s(0.25e6) * 4 / 2, 1e-12);
+  // dp 8 over four nodes of two: each rank's part to six members elsewhere.
+  EXPECT_EQ(gather_streams_leaving_a_node(Layout{8, 1, 1}, Dim::kDp, 2, false), 12);
+  // Groups inside a node keep the ring, and so do NCCL's collectives.
+  EXPECT_EQ(gather_streams_leaving_a_node(Layout{2, 1, 2}, Dim::kDp, 4, false), 0);
+  const Link inside = link_for(c, Layout{2, 1, 1}, Dim::kDp);
+  EXPECT_DOUBLE_EQ(all_gather_s(1e6, 2, inside), reduce_scatter_s(1e6, 2, inside));
+  Cluster nccl = c;
+  nccl.collectives = "nccl";
+  const Link ring = link_for(nccl, Layout{4, 1, 1}, Dim::kDp);
+  EXPECT_DOUBLE_EQ(all_gather_s(1e6, 4, ring), reduce_scatter_s(1e6, 4, ring));
+}
+
 TEST(Collectives, pipeline_sends_share_a_node_link) {
   // Nodes of two in blocks. pp 4: stage 1 (rank 1, node 0) sends alone to stage 2 (rank
   // 2, node 1): half the table's two messages at once. dp 2 x pp 2: both replicas of

@@ -107,6 +107,7 @@ two_nodes() {
     fail "two nodes: machine_cores is not $(getconf _NPROCESSORS_ONLN)"
   grep -q '^\[inter_sendrecv_us\]' "$tmp/two.toml" || fail "two nodes: no inter-node table"
   grep -q '^\[inter_send_us\]' "$tmp/two.toml" || fail "two nodes: no one-way inter-node table"
+  grep -q '^\[inter_ring_us\]' "$tmp/two.toml" || fail "two nodes: no ring step between nodes"
   # On the shaped link a message each way at once waits for acknowledgements queued behind
   # the other direction's data: exchanges take longer than messages one way. Compared size
   # by size from 256 KiB to 4 MiB, the median ratio: 1.36-1.52 in nine runs alone here and
@@ -125,6 +126,16 @@ two_nodes() {
   awk -v m="$median" 'BEGIN { exit !(m > 1.2) }' ||
     fail "two nodes: exchanges are not well over messages one way: median ratio $median over 256 KiB to 4 MiB ($(echo $ratios))"
   echo "two nodes: exchange / one way over 256 KiB to 4 MiB: median $median of $(echo $ratios)"
+  # A ring through the nodes puts one stream each way on a node's link where the exchanges
+  # put both ranks': on the shaped link its steps take less than the exchanges (median
+  # ratio 0.44-0.58 in three runs here, single sizes 0.32-0.64).
+  ring_ratios=$(awk 'NR == FNR { ex[$1] = $2; next } ($1 in ex) && ex[$1] > 0 { print $2 / ex[$1] }' \
+    <(table inter_sendrecv_us) <(table inter_ring_us) | sort -g)
+  ring_median=$(echo "$ring_ratios" | awk '{ r[NR] = $1 } END { print NR ? (NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2) : 0 }')
+  [ "$(echo "$ring_ratios" | grep -c .)" -ge 4 ] || fail "two nodes: fewer than 4 sizes from 256 KiB in the ring table"
+  awk -v m="$ring_median" 'BEGIN { exit !(m > 0 && m < 0.85) }' ||
+    fail "two nodes: ring steps are not below exchanges: median ratio $ring_median ($(echo $ring_ratios))"
+  echo "two nodes: ring step / exchange over 256 KiB to 4 MiB: median $ring_median of $(echo $ring_ratios)"
   grep -q '^"4" = ' "$tmp/two.toml" || fail "two nodes: no contention at 4 ranks"
   inter=$(key inter_node_gbps "$tmp/two.toml") intra=$(key intra_node_gbps "$tmp/two.toml")
   # A 1 Gbit/s link (0.125 GB/s, shared by the node's 2 ranks) against shared memory.

@@ -29,6 +29,20 @@ double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator&
   return mean_over_ranks(s, timing);
 }
 
+double ring_step_s(int64_t bytes, int next, int prev, Communicator& world, Communicator& timing,
+                   double budget) {
+  at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
+  const double s = time_per_call(
+      [&] {
+        WorkHandle recv = world.recv(in, prev, 8);
+        WorkHandle send = world.send(out, next, 8);
+        send->wait();
+        recv->wait();
+      },
+      (bytes >= (16 << 20) ? 1.0 : 0.3) * budget, timing);
+  return mean_over_ranks(s, timing);
+}
+
 double send_s(int64_t bytes, int partner, bool sending, Communicator& world, Communicator& timing,
               double budget) {
   at::Tensor message = at::ones({bytes}, at::kByte), answer = at::zeros({1}, at::kByte);

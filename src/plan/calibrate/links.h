@@ -18,6 +18,12 @@ namespace trident::calibrate {
 double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing,
                   double budget);
 
+/// Seconds per step of a ring: `bytes` sent to `next` while as many arrive from `prev`,
+/// both waited on, as each round of trident's reduce-scatter goes; averaged over, and the
+/// trials agreed between, the ranks of `timing`.
+double ring_step_s(int64_t bytes, int next, int prev, Communicator& world, Communicator& timing,
+                   double budget);
+
 /// Seconds per message of `bytes` one way, from the sender to `partner` (`sending`), or to
 /// this rank from `partner`, which then answers with one byte so that the sender sees the
 /// message delivered; averaged over, and the trials agreed between, the ranks of `timing`.

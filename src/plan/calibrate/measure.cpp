@@ -4,13 +4,14 @@
 
 #include <ATen/ATen.h>  // at::kFloat, at::kDouble
 
-#include <algorithm>  // std::max, std::min, std::max_element
+#include <algorithm>  // std::max, std::min, std::max_element, std::find, std::stable_sort
 #include <cstdio>     // std::snprintf
 #include <fstream>    // std::ifstream
 #include <map>        // std::map
 #include <memory>     // std::unique_ptr
 #include <set>        // std::set
 #include <string>     // std::string, std::getline, std::stod
+#include <utility>    // std::pair
 #include <vector>     // std::vector
 
 #include "parallel/communicator.h"       // Communicator::split
@@ -421,8 +422,28 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
                     exchange[b] * 1e6, b / exchange[b] / 1e9);
       say(line);
     }
+    // A ring through the nodes in order, every rank at once: one stream leaves each node
+    // (its last rank's, to the next node's first), where the pairs above put all of them
+    // on the link; a ring's groups lie between the two.
+    std::vector<int> ring(size);
+    for (int r = 0; r < size; ++r) ring[r] = r;
+    std::stable_sort(ring.begin(), ring.end(), [&](int a, int b) {
+      return std::pair{where.node[a], where.local[a]} < std::pair{where.node[b], where.local[b]};
+    });
+    const int at = static_cast<int>(std::find(ring.begin(), ring.end(), rank) - ring.begin());
+    const int next = ring[(at + 1) % size], prev = ring[(at + size - 1) % size];
+    std::map<double, double> ring_step;
+    for (int64_t bytes = 1 << 10; bytes <= inter_largest; bytes *= 2) {
+      const double b = static_cast<double>(bytes);
+      ring_step[b] = ring_step_s(bytes, next, prev, world, world, budget);
+      std::snprintf(line, sizeof line,
+                    "ring through the nodes %9lld B: a step %10.2f us (%6.3f GB/s each way)",
+                    static_cast<long long>(bytes), ring_step[b] * 1e6, b / ring_step[b] / 1e9);
+      say(line);
+    }
     c.inter_send_seconds = one_way;
     c.inter_sendrecv_seconds = exchange;
+    c.inter_ring_seconds = ring_step;
     const double inter_bw = static_cast<double>(inter_largest) / one_way.rbegin()->second;
     c.inter_node_gbps = inter_bw / 1e9;
     c.inter_node_latency_us = std::max(0.0, one_way.begin()->second - 1024.0 / inter_bw) * 1e6;
@@ -496,7 +517,8 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   for (std::map<double, double> plan::Cluster::*table :
        {&plan::Cluster::elementwise_gbps, &plan::Cluster::llama_elementwise_gbps,
         &plan::Cluster::sendrecv_seconds, &plan::Cluster::inter_sendrecv_seconds,
-        &plan::Cluster::inter_send_seconds, &plan::Cluster::contention}) {
+        &plan::Cluster::inter_send_seconds, &plan::Cluster::inter_ring_seconds,
+        &plan::Cluster::contention}) {
     std::vector<const std::map<double, double>*> tables;
     for (const plan::Cluster& r : rounds) tables.push_back(&(r.*table));
     c.*table = median_table(tables);
