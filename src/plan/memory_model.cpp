@@ -319,10 +319,11 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
     out.optimizer_states = static_cast<double>(m.offload_buffer_count) * planes *
                            static_cast<double>(m.offload_block_size);
   }
-  if (l.zero == 3) {
-    // The stage's real bucket layout, and the tied embedding's buffer of its own on the
-    // stages that hold a copy: a bucket's gradients stay until its last one arrives and
-    // the bucket is reduced, so the largest bucket is the most gradient held at once.
+  if (l.zero >= 2) {
+    // From stage 2 on the gradients leave by buckets (zero/zero_optimizer.cpp copies a
+    // bucket's full-size gradients out and drops them once the last one arrived): the
+    // stage's real bucket layout, and the tied embedding's buffer of its own on the stages
+    // that hold a copy, so the largest bucket is the most gradient held at once.
     int64_t largest = 0, largest_shard = 0;
     auto widest = [&](const std::vector<int64_t>& numels, int group) {
       const BucketLayout layout(numels, m.bucket_size, group);
@@ -340,9 +341,9 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
     // is produced first in backward and kept until the embedding's own arrives last.
     if (m.tied && l.pp == 1)
       out.transient += b.grad * static_cast<double>(padded_vocab(m, l.tp) / l.tp * m.hidden);
-    // A released layer's memory kept for the next gather is not counted: a spare exists
-    // only while fewer than zero3_max_live_layers are gathered, and the next prefetch
-    // takes it (measured: gathered and spare together peak at the live bound).
+    // In stage 3, a released layer's memory kept for the next gather is not counted: a
+    // spare exists only while fewer than zero3_max_live_layers are gathered, and the next
+    // prefetch takes it (measured: gathered and spare together peak at the live bound).
     // The tier's gradient buffer: the largest bucket's shard.
     if (out.offloaded > 0) out.transient += b.grad_shard * static_cast<double>(largest_shard);
   }

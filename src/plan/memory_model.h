@@ -139,9 +139,9 @@ struct MemoryBreakdown {
   double bucket_buffers = 0;  ///< the ZeRO-2 part of `communication`
   double gather_buffers = 0;  ///< ZeRO-3's gathered layers, also part of `communication`
   double offloaded = 0;       ///< model state in the nvme tier's files, not counted
-  /// ZeRO 3 beyond the live layers: the largest bucket's gradients before its reduction,
-  /// the tied embedding's gradient on a stage with both ends, and with the gradient in the
-  /// tier the buffer a bucket's shard is summed in.
+  /// From ZeRO 2 on (in ZeRO 3 beyond the live layers): the largest bucket's gradients
+  /// before its reduction, the tied embedding's gradient on a stage with both ends, and
+  /// with the gradient in the tier the buffer a bucket's shard is summed in.
   double transient = 0;
   /// Attention's score tensors in flight beyond those kept (attention_scores_in_flight).
   double scores = 0;

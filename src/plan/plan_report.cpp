@@ -153,7 +153,7 @@ std::string evaluation_text(const PlanModel& m, const Cluster& c, const Evaluati
                                                   {"total", b.total()}};
   for (const auto& [name, v] : parts) {
     if (std::string(name) == "total" && b.transient > 0)
-      out << "  transient (ZeRO 3)    " << format("%16.0f bytes", b.transient)
+      out << "  transient (ZeRO 2, 3) " << format("%16.0f bytes", b.transient)
           << format("  %10.4g GB\n", b.transient / 1e9);
     out << "  " << name << std::string(22 - std::string(name).size(), ' ')
         << format("%16.0f bytes", v) << format("  %10.4g GB\n", v / 1e9);
