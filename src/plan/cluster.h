@@ -27,8 +27,8 @@ struct Cluster {
   std::string placement = "block";
   /// What carries the collectives: "nccl" (GPUs; the planner takes the fastest of ring,
   /// Rabenseifner and recursive doubling, as NCCL picks ring or tree) or "mpi" (trident's
-  /// MPI communicator on Open MPI: binomial all-reduce, ring reduce-scatter and
-  /// all-gather). `trident calibrate` writes "mpi".
+  /// MPI communicator on Open MPI: binomial all-reduce, ring reduce-scatter, libnbc's
+  /// linear all-gather). `trident calibrate` writes "mpi".
   std::string collectives = "nccl";
   double memory_per_device_gb = 80;     ///< 1e9 bytes
   double usable_memory_fraction = 1.0;  ///< what the allocator, context and fragmentation leave

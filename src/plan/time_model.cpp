@@ -113,12 +113,13 @@ double all_gather_s(double bytes, int n, const Link& link) {
   if (link.collectives != Collectives::kMpi || link.gather_streams <= 0 || link.node_streams <= 0)
     return reduce_scatter_s(bytes, n, link);
   // libnbc's linear all-gather: every part to every other member at once. The parts that
-  // cross pass the node's link as gather_streams exchanges beside the table's node_streams;
-  // each member takes in n - 1 parts, at least at the node's own link's rate.
+  // cross share the node's link, gather_streams of them where the table timed
+  // node_streams: an exchange of that share of the bytes (as binomial rounds and pipeline
+  // sends share it); each member takes in n - 1 parts, at least at the node's own rate.
   const double part = bytes / n;
   const Link& inside = link.within ? *link.within : link;
   const double across =
-      link.exchange_s(part) * link.gather_streams / static_cast<double>(link.node_streams);
+      link.exchange_s(part * link.gather_streams / static_cast<double>(link.node_streams));
   return std::max(across, (n - 1) * inside.message_s(part)) + link.sync_s;
 }
 

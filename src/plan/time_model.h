@@ -95,8 +95,11 @@ double send_s(double bytes, const Link& link);
 /// Reduce-scatter or all-gather of a buffer of `bytes` (whole, before sharding) over n
 /// devices: the faster of the ring, n-1 messages of bytes/n (the (n-1)/n * bytes every
 /// algorithm moves), and recursive halving / doubling, ceil(log2 n) messages of
-/// bytes/2, bytes/4, ... (Thakur, Rabenseifner and Gropp 2005).
+/// bytes/2, bytes/4, ... (Thakur, Rabenseifner and Gropp 2005); with MPI, trident's own
+/// ring.
 double reduce_scatter_s(double bytes, int n, const Link& link);
+/// The same for an all-gather, but with MPI across nodes libnbc's linear algorithm: every
+/// member's part to every other at once, Link::gather_streams of them leaving a node.
 double all_gather_s(double bytes, int n, const Link& link);
 /// All-reduce: the faster of a reduce-scatter followed by an all-gather (ring or
 /// Rabenseifner: 2 (n-1)/n * bytes on the wire) and recursive doubling, ceil(log2 n)

@@ -114,6 +114,11 @@ TEST(ClusterFile, writes_what_it_reads) {
   EXPECT_DOUBLE_EQ(back.dp_overlap, 0);
   EXPECT_DOUBLE_EQ(back.disk_overlap, 0.8);
   EXPECT_DOUBLE_EQ(back.tier_stream_s_per_gb, 0.375);
+  // Not measured (no disk): not written, and read back as not measured.
+  c.tier_stream_s_per_gb = -1;
+  const std::string unmeasured = cluster_to_toml(c, "");
+  EXPECT_EQ(unmeasured.find("tier_stream_s_per_gb"), std::string::npos);
+  EXPECT_LT(parse_cluster(unmeasured, "back").tier_stream_s_per_gb, 0);
   EXPECT_DOUBLE_EQ(back.weight_gbps, 4.25);
   EXPECT_EQ(back.llama_elementwise_gbps, c.llama_elementwise_gbps);
   EXPECT_DOUBLE_EQ(back.llama_layer_overhead_us, 410);

@@ -218,20 +218,25 @@ TEST(Collectives, a_measured_ring_step_prices_rings_between_nodes) {
   const Link dealt = link_for(c, Layout{4, 1, 1}, Dim::kDp);
   EXPECT_DOUBLE_EQ(dealt.ring_weight, 1.0);
   EXPECT_NEAR(reduce_scatter_s(1e6, 4, dealt), 3 * dealt.exchange_s(0.25e6), 1e-12);
-  // Between: nodes of four, two of whose ranks' edges leave: a third of the way.
-  Link between = dealt;
-  between.ring_weight = 1.0 / 3;
-  EXPECT_NEAR(between.ring_step_s(0.25e6), 30e-6 + (dealt.exchange_s(0.25e6) - 30e-6) / 3, 1e-15);
+  // Between: nodes of four in blocks, dp 4 x tp 2: each of the two dp rings leaves a node
+  // once, two of its four ranks' edges on the link, a third of the way.
+  c.placement = "block";
+  c.devices_per_node = 4;
+  const Link between = link_for(c, Layout{4, 1, 2}, Dim::kDp);
+  EXPECT_DOUBLE_EQ(between.ring_weight, 1.0 / 3);
+  EXPECT_NEAR(between.ring_step_s(0.25e6), 30e-6 + (between.exchange_s(0.25e6) - 30e-6) / 3, 1e-15);
 }
 
 TEST(Collectives, mpi_all_gather_sends_every_part_across_at_once) {
   // libnbc's linear all-gather over dp 4 on two nodes of two in blocks: each rank sends
   // its quarter to the two members on the other node, four messages leaving each node at
-  // once, twice the exchange table's two.
+  // once, twice the exchange table's two: an exchange of two quarters. Dealt round robin,
+  // the same.
   const Cluster c = two_mpi_nodes();
   EXPECT_EQ(gather_streams_leaving_a_node(Layout{4, 1, 1}, Dim::kDp, 2, false), 4);
+  EXPECT_EQ(gather_streams_leaving_a_node(Layout{4, 1, 1}, Dim::kDp, 2, true), 4);
   const Link dp = link_for(c, Layout{4, 1, 1}, Dim::kDp);
-  EXPECT_NEAR(all_gather_s(1e6, 4, dp), dp.exchange_s(0.25e6) * 4 / 2, 1e-12);
+  EXPECT_NEAR(all_gather_s(1e6, 4, dp), 10e-6 + 0.5e6 * 0.1e-9, 1e-12);
   // dp 8 over four nodes of two: each rank's part to six members elsewhere.
   EXPECT_EQ(gather_streams_leaving_a_node(Layout{8, 1, 1}, Dim::kDp, 2, false), 12);
   // Groups inside a node keep the ring, and so do NCCL's collectives.

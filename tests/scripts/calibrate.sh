@@ -5,10 +5,10 @@
 #                                   namespaces: skipped (exit 77) where none can be made,
 #                                   failed under CI (netns_common.sh).
 # Each cluster file must load in `trident plan`, hold positive measured rates (on one
-# node the tier's disk too, measured under the test's directory), a
-# [contention] entry per rank count measured and, across nodes, the inter-node tables (one
-# way and exchange) and the machine's shared cores. On one node the file then drives
-# `trident train --auto`.
+# node the tier's disk and its stream of an AdamW step too, measured under the test's
+# directory), a [contention] entry per rank count measured and, across nodes, the
+# inter-node tables (one way, exchange and a ring's step) and the machine's shared cores.
+# On one node the file then drives `trident train --auto`.
 set -u
 trident=$1 root=$2 half=${3:-}
 case "$half" in

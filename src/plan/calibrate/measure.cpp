@@ -503,10 +503,9 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   for (double plan::Cluster::*field :
        {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps, &plan::Cluster::disk_gbps,
         &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
-        &plan::Cluster::disk_overlap, &plan::Cluster::tier_stream_s_per_gb,
-        &plan::Cluster::process_base_gb, &plan::Cluster::intra_node_gbps,
-        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
-        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+        &plan::Cluster::disk_overlap, &plan::Cluster::process_base_gb,
+        &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
+        &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::sync_fraction, &plan::Cluster::ring_sync_us,
         &plan::Cluster::layer_overhead_us, &plan::Cluster::llama_layer_overhead_us,
         &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
@@ -514,6 +513,12 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
     for (const plan::Cluster& r : rounds) v.push_back(r.*field);
     c.*field = median(v);
   }
+  // The tier's stream where it was measured (negative: not measured, as in a file of a
+  // calibration without a disk).
+  std::vector<double> streams;
+  for (const plan::Cluster& r : rounds)
+    if (r.tier_stream_s_per_gb >= 0) streams.push_back(r.tier_stream_s_per_gb);
+  c.tier_stream_s_per_gb = streams.empty() ? -1.0 : median(streams);
   for (std::map<double, double> plan::Cluster::*table :
        {&plan::Cluster::elementwise_gbps, &plan::Cluster::llama_elementwise_gbps,
         &plan::Cluster::sendrecv_seconds, &plan::Cluster::inter_sendrecv_seconds,
