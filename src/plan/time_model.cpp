@@ -291,9 +291,10 @@ int ring_streams_leaving_node0(const Layout& l, Dim dim, int devices_per_node, b
 int gather_streams_leaving_a_node(const Layout& l, Dim dim, int devices_per_node, bool cyclic) {
   std::map<int, int> leaving;  // node -> messages to members on other nodes
   for_each_group(l, dim, devices_per_node, cyclic, [&](const std::vector<int>& on) {
-    for (int from : on)
-      for (int to : on)
-        if (to != from) ++leaving[from];
+    std::map<int, int> members;  // node -> members of this group there
+    for (int node : on) ++members[node];
+    const int n = static_cast<int>(on.size());
+    for (const auto& [node, here] : members) leaving[node] += here * (n - here);
   });
   int most = 0;
   for (const auto& [node, count] : leaving) most = std::max(most, count);
