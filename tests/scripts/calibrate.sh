@@ -128,7 +128,7 @@ two_nodes() {
   echo "two nodes: exchange / one way over 256 KiB to 4 MiB: median $median of $(echo $ratios)"
   # A ring through the nodes puts one stream each way on a node's link where the exchanges
   # put both ranks': on the shaped link its steps take less than the exchanges (median
-  # ratio 0.44-0.58 in three runs here, single sizes 0.32-0.64).
+  # ratio 0.42-0.58 in four runs here, single sizes 0.32-0.64).
   ring_ratios=$(awk 'NR == FNR { ex[$1] = $2; next } ($1 in ex) && ex[$1] > 0 { print $2 / ex[$1] }' \
     <(table inter_sendrecv_us) <(table inter_ring_us) | sort -g)
   ring_median=$(echo "$ring_ratios" | awk '{ r[NR] = $1 } END { print NR ? (NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2) : 0 }')
