@@ -123,22 +123,22 @@ two_nodes() {
     awk 'NR == FNR { under[$1] = $2; next } ($1 in under) && under[$1] > 0 { print $2 / under[$1] }' \
       <(table "$2") <(table "$1") | sort -g
   }
-  median_of() { awk '{ r[NR] = $1 } END { print NR ? (NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2) : 0 }'; }
-  ratios=$(ratios inter_sendrecv_us inter_send_us)
-  median=$(echo "$ratios" | median_of)
-  [ "$(echo "$ratios" | grep -c .)" -ge 4 ] || fail "two nodes: fewer than 4 sizes from 256 KiB in both inter-node tables"
-  awk -v m="$median" 'BEGIN { exit !(m > 1.2) }' ||
-    fail "two nodes: exchanges are not well over messages one way: median ratio $median over 256 KiB to 4 MiB ($(echo $ratios))"
-  echo "two nodes: exchange / one way over 256 KiB to 4 MiB: median $median of $(echo $ratios)"
+  # OVER UNDER WHAT CONDITION: the median of ratios OVER UNDER, over 4 sizes at least, must
+  # meet the awk CONDITION on m, else WHAT fails the test.
+  compare() {
+    local r m
+    r=$(ratios "$1" "$2")
+    m=$(echo "$r" | awk '{ r[NR] = $1 } END { print NR ? (NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2) : 0 }')
+    [ "$(echo "$r" | grep -c .)" -ge 4 ] || fail "two nodes: fewer than 4 sizes from 256 KiB in [$1] and [$2]"
+    awk -v m="$m" "BEGIN { exit !($4) }" ||
+      fail "two nodes: $3: median ratio $m over 256 KiB to 4 MiB ($(echo $r))"
+    echo "two nodes: [$1] / [$2] over 256 KiB to 4 MiB: median $m of $(echo $r)"
+  }
+  compare inter_sendrecv_us inter_send_us "exchanges are not well over messages one way" "m > 1.2"
   # A ring through the nodes puts one stream each way on a node's link where the exchanges
   # put both ranks': on the shaped link its steps take less than the exchanges (median
   # ratio 0.42-0.61 in five runs here, single sizes 0.32-0.83).
-  ring_ratios=$(ratios inter_ring_us inter_sendrecv_us)
-  ring_median=$(echo "$ring_ratios" | median_of)
-  [ "$(echo "$ring_ratios" | grep -c .)" -ge 4 ] || fail "two nodes: fewer than 4 sizes from 256 KiB in the ring table"
-  awk -v m="$ring_median" 'BEGIN { exit !(m > 0 && m < 0.85) }' ||
-    fail "two nodes: ring steps are not below exchanges: median ratio $ring_median ($(echo $ring_ratios))"
-  echo "two nodes: ring step / exchange over 256 KiB to 4 MiB: median $ring_median of $(echo $ring_ratios)"
+  compare inter_ring_us inter_sendrecv_us "ring steps are not below exchanges" "m > 0 && m < 0.85"
   grep -q '^"4" = ' "$tmp/two.toml" || fail "two nodes: no contention at 4 ranks"
   inter=$(key inter_node_gbps "$tmp/two.toml") intra=$(key intra_node_gbps "$tmp/two.toml")
   # A 1 Gbit/s link (0.125 GB/s, shared by the node's 2 ranks) against shared memory.
