@@ -55,9 +55,12 @@ double Link::exchange_s(double bytes) const {
 }
 
 double Link::ring_step_s(double bytes) const {
-  if (!measured_ring || measured_ring->empty()) return exchange_s(bytes) * ring_scale;
+  const double exchange = exchange_s(bytes);
+  if (node_streams <= 0) return exchange;  // each device has its own link
+  const double k = std::max(ring_streams, 1), p = node_streams;
+  if (!measured_ring || measured_ring->empty()) return exchange * k / p;
   const double one = interpolated_s(*measured_ring, bytes);
-  return one + ring_weight * (exchange_s(bytes) - one);
+  return p > 1 ? one + (k - 1) / (p - 1) * (exchange - one) : one;
 }
 
 double Link::round_message_s(double bytes, int k) const {
@@ -342,15 +345,9 @@ Link link_for(const Cluster& c, const Layout& l, Dim dim) {
   if (link.inter_node && link.measured) {
     // trident calibrate measured with every rank of a node sending across at once.
     const bool cyclic = c.placement == "cyclic";
-    const int streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);
-    link.ring_scale = static_cast<double>(std::max(streams, 1)) / std::max(c.devices_per_node, 1);
+    link.ring_streams = ring_streams_leaving_node0(l, dim, c.devices_per_node, cyclic);
     link.node_streams = std::max(c.devices_per_node, 1);
-    if (!c.inter_ring_seconds.empty()) {
-      link.measured_ring = &c.inter_ring_seconds;
-      link.ring_weight = link.node_streams > 1 ? static_cast<double>(std::max(streams, 1) - 1) /
-                                                     (link.node_streams - 1)
-                                               : 0.0;
-    }
+    if (!c.inter_ring_seconds.empty()) link.measured_ring = &c.inter_ring_seconds;
     if (dim == Dim::kPp) {
       // The ranks of a stage send to the next stage at once (its dp replicas and tp ranks
       // run in step); those that leave one node share its link.

@@ -46,15 +46,12 @@ struct Link {
   const std::map<double, double>* measured_exchange = nullptr;
   double sync_s =
       0;  ///< extra wait once per collective or send (Cluster::sync_us; ring_sync_us for cp)
-  /// A ring's messages take this times exchange_s() where no ring step was measured: the
-  /// exchange table between nodes holds the time with every rank of a node sending at
-  /// once, a ring only the groups' edges that leave the node (streams / devices_per_node).
-  double ring_scale = 1;
+  /// The ring edges of the dimension's groups that leave node 0 (ring_step_s): the exchange
+  /// table between nodes holds the time with all node_streams ranks of a node sending.
+  int ring_streams = 0;
   /// Measured seconds of a ring's step with one stream leaving each node
-  /// (Cluster::inter_ring_us); a ring whose groups leave a node by `streams` of its P
-  /// ranks takes ring + ring_weight x (exchange - ring), ring_weight = (streams - 1) / (P - 1).
+  /// (Cluster::inter_ring_us); unset: a ring's step is the exchange x streams / P.
   const std::map<double, double>* measured_ring = nullptr;
-  double ring_weight = 0;
   /// For a link across nodes: per round k of recursive halving or doubling (partners 2^k
   /// apart in the group), whether the partners are on different nodes; a round that
   /// stays inside every node uses `within` instead. Empty: every round uses this link.
@@ -83,7 +80,9 @@ struct Link {
   /// Seconds of a message each way at once with peers, as in a ring's round.
   double exchange_s(double bytes) const;
   /// Seconds of one step of trident's ring (each member sends to the next while it
-  /// receives from the previous) of `bytes`, as the group's rings share the node's link.
+  /// receives from the previous) of `bytes`, as the groups' rings share the node's link:
+  /// with k = ring_streams of a node's P ranks on it, ring + (k - 1) / (P - 1) x (exchange
+  /// - ring) where a ring step was measured, else the exchange x k / P.
   double ring_step_s(double bytes) const;
   /// The same in round k of recursive halving or doubling.
   double round_message_s(double bytes, int k) const;

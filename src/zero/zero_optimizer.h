@@ -16,6 +16,7 @@
 #include "common/async_io.h"            // AsyncIo, IoBackend
 #include "parallel/communicator.h"      // Communicator, WorkHandle
 #include "tensor_parallel/parameter.h"  // Parameter, ParamSpec
+#include "zero/adamw.h"                 // AdamWOptions
 #include "zero/bucket_layout.h"         // BucketLayout, Range
 #include "zero/embedding_rows.h"        // EmbeddingRows
 #include "zero/nvme_tier.h"             // NvmeTier, TierRing, TierStats
@@ -52,11 +53,6 @@ struct ZeroOptions {
   /// Stage 3: the parameters came without values (ParamRegistry::defer_init) and each rank
   /// draws its shard of them from this seed (init_range), so none is ever whole in memory.
   std::optional<uint64_t> draw_seed;
-};
-
-/// AdamW's hyper-parameters; the learning rate comes with each step.
-struct AdamWOptions {
-  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
 };
 
 /// Bytes of model state a rank holds between steps.

@@ -4,7 +4,7 @@
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
 #include <algorithm>  // std::fill, std::min
-#include <cmath>      // std::pow, std::sqrt
+#include <cmath>      // std::sqrt
 
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/zero_optimizer.h"
@@ -19,19 +19,6 @@ constexpr int64_t kChunk = ZeroOptimizer::kUpdateChunk;
 
 int64_t nbytes(const at::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
-}
-
-/// AdamW (Loshchilov & Hutter), as torch.optim.AdamW computes it, on flat tensors:
-/// moments updated with `grad`, then `master` moved by the bias-corrected step. The
-/// decoupled weight decay is applied by the caller (it depends on the parameter).
-void adam_update(at::Tensor& master, const at::Tensor& grad, at::Tensor& exp_avg,
-                 at::Tensor& exp_avg_sq, double lr, int64_t step, const AdamWOptions& o) {
-  exp_avg.mul_(o.beta1).add_(grad, 1.0 - o.beta1);
-  exp_avg_sq.mul_(o.beta2).addcmul_(grad, grad, 1.0 - o.beta2);
-  const double bias1 = 1.0 - std::pow(o.beta1, static_cast<double>(step));
-  const double bias2 = 1.0 - std::pow(o.beta2, static_cast<double>(step));
-  at::Tensor denom = (exp_avg_sq.sqrt() / std::sqrt(bias2)).add_(o.eps);
-  master.addcdiv_(exp_avg, denom, -lr / bias1);
 }
 
 /// Adds Σ x² in float64 to `total` (a float64 scalar on x's device), over chunks (no

@@ -161,9 +161,10 @@ TEST(Collectives, mpi_all_reduce_is_a_binomial_reduce_then_broadcast) {
   cyclic.placement = "cyclic";
   const Link dealt = link_for(cyclic, Layout{1, 1, 4}, Dim::kTp);
   EXPECT_NEAR(all_reduce_s(1e6, 4, dealt), 110e-6 + 11e-6 + 60e-6 + 11e-6, 1e-12);
-  // Reduce-scatter stays trident's ring: 3 messages of a quarter.
-  EXPECT_NEAR(reduce_scatter_s(1e6, 4, across), 3 * across.message_s(0.25e6) * across.ring_scale,
-              1e-15);
+  // Reduce-scatter stays trident's ring: 3 messages of a quarter, one of a node's two
+  // ranks on its link (edge 1 -> 2), half the table's two at once.
+  EXPECT_EQ(across.ring_streams, 1);
+  EXPECT_NEAR(reduce_scatter_s(1e6, 4, across), 3 * across.message_s(0.25e6) / 2, 1e-15);
   // NCCL's collectives on the same links keep the fastest algorithm.
   Cluster nccl = c;
   nccl.collectives = "nccl";
@@ -210,20 +211,21 @@ TEST(Collectives, a_measured_ring_step_prices_rings_between_nodes) {
   Cluster c = two_mpi_nodes();
   for (const auto& [bytes, s] : c.inter_sendrecv_seconds) c.inter_ring_seconds[bytes] = 30e-6;
   const Link dp = link_for(c, Layout{4, 1, 1}, Dim::kDp);
-  EXPECT_DOUBLE_EQ(dp.ring_weight, 0.0);
+  EXPECT_EQ(dp.ring_streams, 1);
   EXPECT_NEAR(reduce_scatter_s(1e6, 4, dp), 3 * 30e-6, 1e-12);
   // Dealt round robin, every edge of the ring crosses: both ranks of a node on its link,
   // the exchange table's condition.
   c.placement = "cyclic";
   const Link dealt = link_for(c, Layout{4, 1, 1}, Dim::kDp);
-  EXPECT_DOUBLE_EQ(dealt.ring_weight, 1.0);
+  EXPECT_EQ(dealt.ring_streams, 2);
   EXPECT_NEAR(reduce_scatter_s(1e6, 4, dealt), 3 * dealt.exchange_s(0.25e6), 1e-12);
   // Between: nodes of four in blocks, dp 4 x tp 2: each of the two dp rings leaves a node
   // once, two of its four ranks' edges on the link, a third of the way.
   c.placement = "block";
   c.devices_per_node = 4;
   const Link between = link_for(c, Layout{4, 1, 2}, Dim::kDp);
-  EXPECT_DOUBLE_EQ(between.ring_weight, 1.0 / 3);
+  EXPECT_EQ(between.ring_streams, 2);
+  EXPECT_EQ(between.node_streams, 4);
   EXPECT_NEAR(between.ring_step_s(0.25e6), 30e-6 + (between.exchange_s(0.25e6) - 30e-6) / 3, 1e-15);
 }
 

@@ -8,25 +8,9 @@
 
 namespace trident::calibrate {
 
-namespace {
-
-/// A send and a receive of `out` / `in` with `partner`, posted together and both waited
-/// on; the receive first, so that a message to itself or a rendezvous finds it posted.
-void exchange(at::Tensor& out, at::Tensor& in, int partner, int tag, Communicator& world) {
-  WorkHandle recv = world.recv(in, partner, tag);
-  WorkHandle send = world.send(out, partner, tag);
-  send->wait();
-  recv->wait();
-}
-
-}  // namespace
-
 double sendrecv_s(int64_t bytes, int partner, Communicator& world, Communicator& timing,
                   double budget) {
-  at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
-  const double s = time_per_call([&] { exchange(out, in, partner, 7, world); },
-                                 (bytes >= (16 << 20) ? 1.0 : 0.3) * budget, timing);
-  return mean_over_ranks(s, timing);
+  return ring_step_s(bytes, partner, partner, world, timing, budget);
 }
 
 double ring_step_s(int64_t bytes, int next, int prev, Communicator& world, Communicator& timing,
@@ -34,6 +18,7 @@ double ring_step_s(int64_t bytes, int next, int prev, Communicator& world, Commu
   at::Tensor out = at::ones({bytes}, at::kByte), in = at::empty({bytes}, at::kByte);
   const double s = time_per_call(
       [&] {
+        // The receive first, so that a message to itself or a rendezvous finds it posted.
         WorkHandle recv = world.recv(in, prev, 8);
         WorkHandle send = world.send(out, next, 8);
         send->wait();

@@ -4,13 +4,15 @@
 #include <ATen/ATen.h>  // at::full, Tensor ops
 #include <unistd.h>     // getpid
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::max, std::min
 #include <memory>     // std::make_shared
 #include <vector>     // std::vector
 
 #include "common/async_io.h"        // make_async_io
 #include "plan/calibrate/timing.h"  // time_per_call, mean_over_ranks
+#include "zero/adamw.h"             // AdamWOptions, adam_update
 #include "zero/nvme_tier.h"         // NvmeTier, TierRing
+#include "zero/zero_optimizer.h"    // ZeroOptimizer::kUpdateChunk
 
 namespace trident::calibrate {
 namespace {
@@ -19,13 +21,18 @@ constexpr int64_t kPiece = 1 << 20;  // elements: 4 MiB of fp32, offload_block_s
 constexpr int64_t kPieces = 12;
 constexpr int kRing = 4;  // offload_buffer_count's default
 
-/// The AdamW update of one piece (zero/zero_step.cpp's arithmetic): decay, both moments,
-/// the step.
+/// The AdamW update of one piece as ZeroOptimizer::update_range runs it: the decoupled
+/// decay, then adam_update over chunks of kUpdateChunk elements of the gradient, scaled.
 void adamw(at::Tensor param, const at::Tensor& grad, at::Tensor exp_avg, at::Tensor exp_avg_sq) {
-  param.mul_(1.0 - 1e-5);
-  exp_avg.mul_(0.9).add_(grad, 0.1);
-  exp_avg_sq.mul_(0.999).addcmul_(grad, grad, 0.001);
-  param.addcdiv_(exp_avg, exp_avg_sq.sqrt().div_(0.999).add_(1e-8), -1e-3 / 0.9);
+  const AdamWOptions o;
+  const double lr = 1e-3;
+  param.mul_(1.0 - lr * o.weight_decay);
+  for (int64_t i = 0; i < param.numel(); i += ZeroOptimizer::kUpdateChunk) {
+    const int64_t c = std::min(ZeroOptimizer::kUpdateChunk, param.numel() - i);
+    at::Tensor m = param.narrow(0, i, c), m1 = exp_avg.narrow(0, i, c),
+               m2 = exp_avg_sq.narrow(0, i, c);
+    adam_update(m, grad.narrow(0, i, c) * 1.0, m1, m2, lr, /*step=*/10, o);
+  }
 }
 
 }  // namespace
