@@ -2,13 +2,14 @@
 
 For each case (a model the calibration never timed, a rank count, emulated nodes or one
 machine, a memory cap or none): calibrate the machine with that many ranks, ask
-`trident plan --auto --top 3` for the choice and its predicted ranking, then train every
-configuration of the case's fixed grid (listed with the case; the choice is added when it
-is not in it) for a few steps, rounds in alternating order (round_order; a third round for a
-configuration whose two rounds differ by more than 15%), the choice through
-`trident train --auto` itself. Report the choice's measured step against the best
-measured, whether the best is in the predicted top 3, the predicted and measured peak RSS
-of the choice, and which configurations the memory cap killed. The Mixture-of-Experts
+`trident plan --auto` for the choice and its predicted ranking, then train every
+configuration of the case's fixed grid (listed with the case) and of the predicted top 3
+(added when they are not in it, so that every one of them is measured) for a few steps,
+rounds in alternating order (round_order; with 2 rounds, a third for a configuration whose
+two differ by more than 15%), the choice through `trident train --auto` itself. Report the
+choice's measured step against the best measured, whether the best is in the predicted
+top 3 and how far the top 3's fastest is from it, the predicted and measured peak RSS of
+the choice, and which configurations the memory cap killed. The Mixture-of-Experts
 cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
@@ -167,7 +168,7 @@ CASES = {
     },
 }
 
-NAME = re.compile(r"^dp(\d+)(?: ep(\d+))? pp(\d+) tp(\d+) zero(\d+) mb(\d+)( ckpt)?( selective)?( sp)?"
+NAME = re.compile(r"^dp(\d+)(?: cp(\d+))?(?: ep(\d+))? pp(\d+) tp(\d+) zero(\d+) mb(\d+)( ckpt)?( selective)?( sp)?"
                   r"(?: (1f1b|interleaved-1f1b|zb-h1|gpipe)(?: v(\d+))?)?(?:, (.+))?$")
 PLACEMENTS = {"in memory": ("none", "none"),
               "optimizer states in the nvme tier": ("nvme", "none"),
@@ -184,16 +185,16 @@ def keys_of(name):
     m = NAME.match(canonical(name))
     if not m:
         raise SystemExit("autotune: cannot read the configuration %r" % name)
-    dp, ep, pp, tp, zero, mb = (int(m[i] or 1) for i in range(1, 7))
-    recompute = "full" if m[7] else "selective" if m[8] else "none"
-    opt, params = PLACEMENTS[m[12]]
+    dp, cp, ep, pp, tp, zero, mb = (int(m[i] or 1) for i in range(1, 8))
+    recompute = "full" if m[8] else "selective" if m[9] else "none"
+    opt, params = PLACEMENTS[m[13]]
     return ["parallel.dp=%d" % dp, "parallel.pp=%d" % pp, "parallel.tp=%d" % tp,
             "parallel.zero_stage=%d" % zero, "train.micro_batch_size=%d" % mb,
             "parallel.activation_checkpointing=%s" % recompute,
-            "parallel.sequence_parallel=%s" % ("true" if m[9] else "false"),
-            "parallel.schedule=%s" % (m[10] or "1f1b"), "parallel.virtual_stages=%s" % (m[11] or 1),
+            "parallel.sequence_parallel=%s" % ("true" if m[10] else "false"),
+            "parallel.schedule=%s" % (m[11] or "1f1b"), "parallel.virtual_stages=%s" % (m[12] or 1),
             "parallel.offload_optimizer=%s" % opt, "parallel.offload_params=%s" % params,
-            "parallel.ep=%d" % ep]
+            "parallel.ep=%d" % ep, "parallel.cp=%d" % cp]
 
 
 def short(name):
@@ -380,7 +381,10 @@ def run_case(build, name, spec, rounds, steps, tmp):
         ranked, plan_text = auto_ranking(case, cluster, 100000, memory)
         choice, predicted, predicted_peak = ranked[0]
         predictions = {n: (t, p) for n, t, p in ranked}
-        grid = list(dict.fromkeys([canonical(g) for g in spec["grid"]] + [choice]))
+        # The predicted top 3 are measured too: whether the best is among them is judged
+        # on measurements of all three, not on the grid's alone.
+        top3 = [c for c, _, _ in ranked[:3]]
+        grid = list(dict.fromkeys([canonical(g) for g in spec["grid"]] + top3))
         times = {c: [] for c in grid}
         peaks = {c: 0 for c in grid}
         cgroup_peaks = {c: 0 for c in grid}
@@ -409,7 +413,8 @@ def run_case(build, name, spec, rounds, steps, tmp):
         raise SystemExit("autotune: %s: the choice %s failed:\n%s" % (name, choice, killed[choice]))
     measured = {c: statistics.median(t) for c, t in times.items() if t and c not in killed}
     best = min(measured, key=measured.get)
-    top3 = [c for c, _, _ in ranked[:3]]
+    # How far the top 3's fastest is from the best: 1 when the best is among them.
+    top3_fastest = min((measured[c] for c in top3 if c in measured), default=float("inf"))
     return {"case": name, "spec": spec, "memory_gb": memory, "choice": choice,
             # The calibration, so that a later model can rank the same measurements again.
             "cluster": cluster_text,
@@ -417,6 +422,7 @@ def run_case(build, name, spec, rounds, steps, tmp):
             "measured": measured, "times": times, "peaks": peaks,
             "cgroup_peaks": cgroup_peaks, "killed": sorted(killed),
             "best": best, "top3": top3, "in_top3": best in top3,
+            "top3_ratio": top3_fastest / measured[best],
             "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
             "ratio": measured[choice] / measured[best]}
 
@@ -439,25 +445,38 @@ def describe(spec):
         keys["model.vocab"], keys["train.global_batch_size"], spec["ranks"], where, cap)
 
 
+def in_top3(r):
+    """"yes", or "no" with how much slower the predicted top 3's fastest measured than the
+    best (results from before the top 3 were all measured lack the figure)."""
+    if r["in_top3"]:
+        return "yes"
+    return "no (%.3f)" % r["top3_ratio"] if "top3_ratio" in r else "no"
+
+
 def markdown(results, rounds, steps):
-    lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps, a third for a "
-             "configuration whose two differ by over 15%%, the median step after the first two, "
-             "per configuration):" % (datetime.date.today(), rounds, steps),
+    third = (", a third for a configuration whose two differ by over 15%" if rounds == 2 else "")
+    lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps%s, the median "
+             "step after the first two, per configuration; the grid and the predicted top 3):"
+             % (datetime.date.today(), rounds, steps, third),
              "",
              "| case | choice | predicted | measured | measured best | choice / best | best in top 3 "
-             "| peak RSS predicted / measured | killed by the cap |",
+             "(top 3's fastest / best) | peak RSS predicted / measured | killed by the cap |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append("| %s | %s | %.3f s | %.3f s | %s, %.3f s | %.3f | %s | %.0f / %.0f MB | %s |" % (
             describe(r["spec"]), short(r["choice"]), r["predicted"], r["measured"][r["choice"]],
             "the choice" if r["best"] == r["choice"] else short(r["best"]),
-            r["measured"][r["best"]], r["ratio"], "yes" if r["in_top3"] else "no",
+            r["measured"][r["best"]], r["ratio"], in_top3(r),
             r["predicted_peak"] / 1e6, r["peaks"][r["choice"]] / 1e6,
             ", ".join(short(k) for k in r["killed"]) or "none"))
     ratios = sorted(r["ratio"] for r in results)
+    top3 = sorted(r["top3_ratio"] for r in results if "top3_ratio" in r)
+    worst_top3 = ("; the top 3's fastest at worst %.3f × the best" % top3[-1]
+                  if len(top3) == len(results) else "")
     lines += ["", "Choice / best: median %.3f, worst %.3f over %d cases; the measured best in the "
-              "predicted top 3 in %d of %d." % (statistics.median(ratios), ratios[-1], len(results),
-                                                sum(r["in_top3"] for r in results), len(results)),
+              "predicted top 3 in %d of %d%s." % (statistics.median(ratios), ratios[-1], len(results),
+                                                  sum(r["in_top3"] for r in results), len(results),
+                                                  worst_top3),
               "", "<details><summary>The measured grids</summary>", ""]
     for r in results:
         lines.append("%s:" % r["case"])
@@ -472,7 +491,8 @@ def markdown(results, rounds, steps):
                       if cgroup else "")
             lines.append("    %-62s %.3f s  (rounds %s; %s%s)%s" % (
                 short(c), r["measured"][c], ", ".join("%.3f" % t for t in r["times"][c]),
-                guess, memory, "  <- the choice" if c == r["choice"] else ""))
+                guess, memory, "  <- the choice" if c == r["choice"] else
+                "  <- predicted #%d" % (r["top3"].index(c) + 1) if c in r.get("top3", []) else ""))
         for c in r["killed"]:
             lines.append("    %-62s killed by the cap%s" % (
                 short(c), "" if c not in predicted else
@@ -496,7 +516,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--markdown")
     ap.add_argument("--json", help="also write the results as JSON to this file")
@@ -529,7 +549,7 @@ def main():
                   "killed: %s" % (name, time.time() - start, short(r["choice"]), r["predicted"],
                                   r["measured"][r["choice"]], short(r["best"]),
                                   r["measured"][r["best"]], r["ratio"],
-                                  "yes" if r["in_top3"] else "no", r["predicted_peak"] / 1e6,
+                                  in_top3(r), r["predicted_peak"] / 1e6,
                                   r["peaks"][r["choice"]] / 1e6, ", ".join(r["killed"]) or "none"),
                   flush=True)
             if a.json:  # after every case: a later failure keeps what was measured
