@@ -424,7 +424,9 @@ def run_case(build, name, spec, rounds, steps, tmp):
             "best": best, "top3": top3, "in_top3": best in top3,
             "top3_ratio": top3_fastest / measured[best],
             "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
-            "ratio": measured[choice] / measured[best]}
+            "ratio": measured[choice] / measured[best],
+            # How it was measured, so that --from-json renders the run's own header.
+            "date": str(datetime.date.today()), "rounds": rounds, "steps": steps}
 
 
 def describe(spec):
@@ -453,11 +455,21 @@ def in_top3(r):
     return "no (%.3f)" % r["top3_ratio"] if "top3_ratio" in r else "no"
 
 
+def measured_how(results, rounds, steps):
+    """The date, rounds and steps the results were measured with (the arguments' where the
+    results do not record them, as before they did, or disagree)."""
+    def agreed(key, given):
+        values = {r.get(key, given) for r in results}
+        return values.pop() if len(values) == 1 else given
+    return agreed("date", str(datetime.date.today())), agreed("rounds", rounds), agreed("steps", steps)
+
+
 def markdown(results, rounds, steps):
+    date, rounds, steps = measured_how(results, rounds, steps)
     third = (", a third for a configuration whose two differ by over 15%" if rounds == 2 else "")
     lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps%s, the median "
              "step after the first two, per configuration; the grid and the predicted top 3):"
-             % (datetime.date.today(), rounds, steps, third),
+             % (date, rounds, steps, third),
              "",
              "| case | choice | predicted | measured | measured best | choice / best | best in top 3 "
              "(top 3's fastest / best) | peak RSS predicted / measured | killed by the cap |",
