@@ -13,7 +13,13 @@ the choice, and which configurations the memory cap killed. The Mixture-of-Exper
 cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
-                                  [--markdown FILE]
+                                  [--bind core|none] [--markdown FILE]
+
+--bind core (the default) launches every calibration and training with each rank bound to
+one core, in turn (mpirun --bind-to core:overload-allowed; on emulated nodes, each node's
+ranks in turn on the machine's cores): ranks that outnumber the cores then share them
+evenly, as the planner assumes, rather than wherever the scheduler wakes them. --bind none
+lets them move.
 
 --markdown writes the results table (and the measured grids) into FILE between the
 markers <!-- autotune:begin --> and <!-- autotune:end -->. Run it on an idle machine:
@@ -206,8 +212,12 @@ def short(name):
 class Case:
     """A case's launcher: emulated nodes or one machine, inside its memory cgroup if capped."""
 
-    def __init__(self, build, name, spec, tmp):
+    def __init__(self, build, name, spec, tmp, bind):
         self.build, self.name, self.spec, self.tmp = build, name, spec, tmp
+        # Each rank on one core, in turn (mapped by slot, ranks take the cores round robin),
+        # or free to move.
+        self.bind = (["--bind-to", "core:overload-allowed"] if bind == "core"
+                     else ["--bind-to", "none"])
         self.cluster_name = "tat%d" % os.getpid()
         self.cgroup = None
         self.tier = tmp / ("tier-" + name)
@@ -250,9 +260,9 @@ class Case:
         ranks = str(self.spec["ranks"])
         if self.spec.get("nodes"):
             cmd = [str(ROOT / "scripts/cluster.sh"), "run", "--name", self.cluster_name,
-                   "-np", ranks] + args
+                   "-np", ranks] + self.bind + args
         else:
-            cmd = ["mpirun", "-np", ranks, "--oversubscribe", "--bind-to", "none"] + args
+            cmd = ["mpirun", "-np", ranks, "--oversubscribe", "--map-by", "slot"] + self.bind + args
         if self.cgroup is not None:
             cmd = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.cgroup)] + cmd
         with open(log, "w") as out:
@@ -371,8 +381,8 @@ def round_order(grid, r):
 DISAGREE = 1.15
 
 
-def run_case(build, name, spec, rounds, steps, tmp):
-    with Case(build, name, spec, tmp) as case:
+def run_case(build, name, spec, rounds, steps, bind, tmp):
+    with Case(build, name, spec, tmp, bind) as case:
         cluster = tmp / ("%s.toml" % name)
         calibrate(case, cluster)
         cluster_text = cluster.read_text()
@@ -426,7 +436,7 @@ def run_case(build, name, spec, rounds, steps, tmp):
             "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
             "ratio": measured[choice] / measured[best],
             # How it was measured, so that --from-json renders the run's own header.
-            "date": str(datetime.date.today()), "rounds": rounds, "steps": steps}
+            "date": str(datetime.date.today()), "rounds": rounds, "steps": steps, "bind": bind}
 
 
 def describe(spec):
@@ -455,21 +465,26 @@ def in_top3(r):
     return "no (%.3f)" % r["top3_ratio"] if "top3_ratio" in r else "no"
 
 
-def measured_how(results, rounds, steps):
-    """The date, rounds and steps the results were measured with (the arguments' where the
-    results do not record them, as before they did, or disagree)."""
-    def agreed(key, given):
-        values = {r.get(key, given) for r in results}
+def measured_how(results, rounds, steps, bind):
+    """The date, rounds, steps and binding the results were measured with (the arguments'
+    where the results do not record them, as before they did, or disagree; results from
+    before the binding was recorded ran unbound)."""
+    def agreed(key, given, recorded_default=None):
+        values = {r.get(key, given if recorded_default is None else recorded_default)
+                  for r in results}
         return values.pop() if len(values) == 1 else given
-    return agreed("date", str(datetime.date.today())), agreed("rounds", rounds), agreed("steps", steps)
+    return (agreed("date", str(datetime.date.today())), agreed("rounds", rounds),
+            agreed("steps", steps), agreed("bind", bind, "none"))
 
 
-def markdown(results, rounds, steps):
-    date, rounds, steps = measured_how(results, rounds, steps)
+def markdown(results, rounds, steps, bind):
+    date, rounds, steps, bind = measured_how(results, rounds, steps, bind)
     third = (", a third for a configuration whose two differ by over 15%" if rounds == 2 else "")
+    how = ("each rank bound to one core in turn, calibration too" if bind == "core"
+           else "ranks free to move between cores")
     lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps%s, the median "
-             "step after the first two, per configuration; the grid and the predicted top 3):"
-             % (date, rounds, steps, third),
+             "step after the first two, per configuration; the grid and the predicted top 3; "
+             "%s):" % (date, rounds, steps, third, how),
              "",
              "| case | choice | predicted | measured | measured best | choice / best | best in top 3 "
              "(top 3's fastest / best) | peak RSS predicted / measured | killed by the cap |",
@@ -530,6 +545,8 @@ def main():
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--bind", choices=["core", "none"], default="core",
+                    help="each rank bound to one core in turn (default), or free to move")
     ap.add_argument("--markdown")
     ap.add_argument("--json", help="also write the results as JSON to this file")
     ap.add_argument("--from-json", help="measure nothing: render these results (A.json,B.json)")
@@ -541,7 +558,7 @@ def main():
             results += json.loads(Path(path).read_text())
         order = [n for n in a.cases.split(",")]
         results.sort(key=lambda r: order.index(r["case"]) if r["case"] in order else len(order))
-        text = markdown(results, a.rounds, a.steps)
+        text = markdown(results, a.rounds, a.steps, a.bind)
         print(text)
         if a.markdown:
             write_markdown(a.markdown, text)
@@ -554,7 +571,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="trident-autotune-") as tmp:
         for name in names:
             start = time.time()
-            r = run_case(build, name, CASES[name], a.rounds, a.steps, Path(tmp))
+            r = run_case(build, name, CASES[name], a.rounds, a.steps, a.bind, Path(tmp))
             results.append(r)
             print("%s (%.0f s): chose %s, predicted %.3f s, measured %.3f s; best %s %.3f s; "
                   "choice / best %.3f; best in the predicted top 3: %s; peak %.0f / %.0f MB; "
@@ -566,7 +583,7 @@ def main():
                   flush=True)
             if a.json:  # after every case: a later failure keeps what was measured
                 Path(a.json).write_text(json.dumps(results, indent=1, default=str))
-    text = markdown(results, a.rounds, a.steps)
+    text = markdown(results, a.rounds, a.steps, a.bind)
     print(text)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=str))

@@ -20,7 +20,9 @@
 # back to back, with the pause deciding); at 16kb the two agree within 10% from 64 KiB up.
 # `run` launches mpirun on node 0 with the cluster's hostfile (S slots per node, filled in
 # order: ranks 0..S-1 on node 0), so with Megatron's rank order tp groups stay inside a
-# node, then pp, then dp.
+# node, then pp, then dp. Ranks may move between the machine's cores (--bind-to none)
+# unless the mpirun options bind them (--bind-to core:overload-allowed: each node's ranks
+# take the cores in turn).
 set -euo pipefail
 
 cmd=${1:-}
@@ -76,14 +78,18 @@ run() {
   for a in "$@"; do args+=" $(printf '%q' "$a")"; done
   # The ranks get the caller's environment of the run (mpirun forwards what -x names).
   local map="--map-by slot"  # unless the caller maps ranks otherwise
-  for a in "$@"; do [ "$a" = "--map-by" ] && map=""; done
+  local bind="--bind-to none"  # unless the caller binds them
+  for a in "$@"; do
+    [ "$a" = "--map-by" ] && map=""
+    [ "$a" = "--bind-to" ] && bind=""
+  done
   local forward="-x PATH" v
   for v in LD_LIBRARY_PATH OMP_NUM_THREADS OMPI_MCA_mpi_yield_when_idle OMPI_ALLOW_RUN_AS_ROOT \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM; do
     [ -n "${!v:-}" ] && forward+=" -x $v"
   done
   ip netns exec "$(node_ns 0)" unshare --uts /bin/sh -c "hostname head; exec mpirun \
-    --hostfile $state/hosts $map --bind-to none --oversubscribe \
+    --hostfile $state/hosts $map $bind --oversubscribe \
     --mca plm_rsh_agent $state/agent --mca oob_tcp_if_include eth0 \
     --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 \
     $forward $args"
