@@ -6,14 +6,17 @@ machine, a memory cap or none): calibrate the machine with that many ranks, ask
 configuration of the case's fixed grid (listed with the case) and of the predicted top 3
 (added when they are not in it, so that every one of them is measured) for a few steps,
 rounds in alternating order (round_order; with 2 rounds, a third for a configuration whose
-two differ by more than 15%), the choice through `trident train --auto` itself. Report the
+two differ by more than 15%), the choice through `trident train --auto` itself; where the
+best measured is not the choice, the best, the choice and the top 3's fastest train
+--confirm more rounds (confirm_ties) and are judged on all of theirs. Report the
 choice's measured step against the best measured, whether the best is in the predicted
 top 3 and how far the top 3's fastest is from it, the predicted and measured peak RSS of
 the choice, and which configurations the memory cap killed. The Mixture-of-Experts
 cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
-                                  [--bind core|none] [--markdown FILE]
+                                  [--bind core|none] [--confirm K] [--markdown FILE]
+                                  [--json FILE] [--from-json FILE | --confirm-from FILE]
 
 --bind core (the default) launches every calibration and training with each rank bound to
 one core, in turn (mpirun --bind-to core:overload-allowed; on emulated nodes, each node's
@@ -381,7 +384,7 @@ def round_order(grid, r):
 DISAGREE = 1.15
 
 
-def run_case(build, name, spec, rounds, steps, bind, tmp):
+def run_case(build, name, spec, rounds, steps, bind, confirm, tmp):
     with Case(build, name, spec, tmp, bind) as case:
         cluster = tmp / ("%s.toml" % name)
         calibrate(case, cluster)
@@ -395,48 +398,88 @@ def run_case(build, name, spec, rounds, steps, bind, tmp):
         # on measurements of all three, not on the grid's alone.
         top3 = [c for c, _, _ in ranked[:3]]
         grid = list(dict.fromkeys([canonical(g) for g in spec["grid"]] + top3))
-        times = {c: [] for c in grid}
-        peaks = {c: 0 for c in grid}
-        cgroup_peaks = {c: 0 for c in grid}
+        r = {"case": name, "spec": spec, "memory_gb": memory, "choice": choice,
+             # The calibration, so that a later model can rank the same measurements again.
+             "cluster": cluster_text,
+             "predicted": predicted, "predicted_peak": predicted_peak,
+             "times": {c: [] for c in grid}, "peaks": {c: 0 for c in grid},
+             "cgroup_peaks": {c: 0 for c in grid}, "killed": [], "top3": top3,
+             "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
+             # How it was measured, so that --from-json renders the run's own header.
+             "date": str(datetime.date.today()), "rounds": rounds, "steps": steps,
+             "bind": bind}
         killed = {}
-        def measure(order):
-            for c in order:
-                if c in killed:
-                    continue
-                result, why = train(case, c, steps, cluster, auto=(c == choice))
-                if result is None:
-                    killed[c] = why
-                    continue
-                times[c].append(result[0])
-                peaks[c] = max(peaks[c], result[1])
-                cgroup_peaks[c] = max(cgroup_peaks[c], result[2])
-
-        for r in range(rounds):
-            measure(round_order(grid, r))
+        for k in range(rounds):
+            measure(case, r, round_order(grid, k), steps, cluster, killed)
         if rounds == 2:
             # Two rounds that disagree by more than the machine's own spread (about 15%)
             # mean one was disturbed: a third round, in the first round's order, makes the
             # median that of the two that agree.
-            measure([c for c in grid if len(times[c]) == 2 and
-                     max(times[c]) > DISAGREE * min(times[c])])
-    if choice in killed:
-        raise SystemExit("autotune: %s: the choice %s failed:\n%s" % (name, choice, killed[choice]))
-    measured = {c: statistics.median(t) for c, t in times.items() if t and c not in killed}
+            measure(case, r, [c for c in grid if len(r["times"][c]) == 2 and
+                              max(r["times"][c]) > DISAGREE * min(r["times"][c])],
+                    steps, cluster, killed)
+        if choice in killed:
+            raise SystemExit("autotune: %s: the choice %s failed:\n%s" % (name, choice, killed[choice]))
+        judge(r)
+        confirm_ties(case, r, confirm, steps, cluster)
+    return r
+
+
+def measure(case, r, order, steps, cluster, killed):
+    """Trains each configuration of `order` once, adding its time and peaks to r."""
+    for c in order:
+        if c in killed:
+            continue
+        result, why = train(case, c, steps, cluster, auto=(c == r["choice"]))
+        if result is None:
+            killed[c] = why
+            r["killed"] = sorted(killed)
+            continue
+        r["times"][c].append(result[0])
+        r["peaks"][c] = max(r["peaks"][c], result[1])
+        r["cgroup_peaks"][c] = max(r["cgroup_peaks"][c], result[2])
+
+
+def judge(r):
+    """The medians over each configuration's rounds, the best, and the choice and the top 3
+    against it."""
+    measured = {c: statistics.median(t) for c, t in r["times"].items()
+                if t and c not in r["killed"]}
     best = min(measured, key=measured.get)
     # How far the top 3's fastest is from the best: 1 when the best is among them.
-    top3_fastest = min((measured[c] for c in top3 if c in measured), default=float("inf"))
-    return {"case": name, "spec": spec, "memory_gb": memory, "choice": choice,
-            # The calibration, so that a later model can rank the same measurements again.
-            "cluster": cluster_text,
-            "predicted": predicted, "predicted_peak": predicted_peak,
-            "measured": measured, "times": times, "peaks": peaks,
-            "cgroup_peaks": cgroup_peaks, "killed": sorted(killed),
-            "best": best, "top3": top3, "in_top3": best in top3,
-            "top3_ratio": top3_fastest / measured[best],
-            "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
-            "ratio": measured[choice] / measured[best],
-            # How it was measured, so that --from-json renders the run's own header.
-            "date": str(datetime.date.today()), "rounds": rounds, "steps": steps, "bind": bind}
+    top3_fastest = min((measured[c] for c in r["top3"] if c in measured), default=float("inf"))
+    r.update({"measured": measured, "best": best, "in_top3": best in r["top3"],
+              "top3_ratio": top3_fastest / measured[best],
+              "ratio": measured[r["choice"]] / measured[best]})
+
+
+def confirm_ties(case, r, rounds, steps, cluster):
+    """The fastest of a dozen noisy medians is biased towards a lucky configuration: where
+    the best measured is not the choice, the best, the choice and the top 3's fastest train
+    `rounds` more rounds, alternating their order, and are judged again on all their
+    rounds. The judgement before is kept (r["before_confirm"])."""
+    if rounds <= 0 or r["best"] == r["choice"]:
+        return
+    fastest3 = min((c for c in r["top3"] if c in r["measured"]), key=r["measured"].get)
+    contenders = list(dict.fromkeys([r["best"], r["choice"], fastest3]))
+    r["before_confirm"] = {k: r[k] for k in ("best", "in_top3", "top3_ratio", "ratio")}
+    r["before_confirm"]["medians"] = {c: r["measured"][c] for c in contenders}
+    r["confirmed"], r["confirm_rounds"] = contenders, rounds
+    killed = dict.fromkeys(r["killed"], "")
+    for k in range(rounds):
+        measure(case, r, contenders if k % 2 else contenders[::-1], steps, cluster, killed)
+    judge(r)
+
+
+def confirm_stored(build, stored, rounds, steps, bind, tmp):
+    """The confirmation on results measured before it existed: the case's stored
+    calibration and measurements, the contenders trained again here."""
+    r = dict(stored)
+    with Case(build, r["case"], r["spec"], tmp, bind) as case:
+        cluster = tmp / ("%s.toml" % r["case"])
+        cluster.write_text(r["cluster"])
+        confirm_ties(case, r, rounds, steps, cluster)
+    return r
 
 
 def describe(spec):
@@ -493,6 +536,10 @@ def markdown(results, rounds, steps, bind):
     third = (", a third for a configuration whose two differ by over 15%" if rounds == 2 else "")
     how = ("each rank bound to one core in turn, calibration too" if bind == "core"
            else "ranks free to move between cores")
+    confirm = {r["confirm_rounds"] for r in results if "confirm_rounds" in r}
+    if confirm:
+        how += ("; where the best was not the choice, the best, the choice and the top 3's "
+                "fastest %s rounds more" % "/".join(str(k) for k in sorted(confirm)))
     lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps%s, the median "
              "step after the first two, per configuration; the grid and the predicted top 3; "
              "%s):" % (date, rounds, steps, third, how),
@@ -515,6 +562,13 @@ def markdown(results, rounds, steps, bind):
               "predicted top 3 in %d of %d%s." % (statistics.median(ratios), ratios[-1], len(results),
                                                   sum(r["in_top3"] for r in results), len(results),
                                                   worst_top3)]
+    before = [r.get("before_confirm", r) for r in results]
+    if any("before_confirm" in r for r in results):
+        ratios = sorted(b["ratio"] for b in before)
+        lines += ["", "Before the rounds more: median %.3f, worst %.3f; the measured best in the "
+                  "predicted top 3 in %d of %d." % (statistics.median(ratios), ratios[-1],
+                                                     sum(b["in_top3"] for b in before),
+                                                     len(results))]
     admitted = [within_budget(r) for r in results]
     if any(a is not None for a in admitted) and all(a is not None for a in admitted) and \
             any(r["best"] not in r.get("predicted_grid", {}) for r in results):
@@ -559,6 +613,17 @@ def write_markdown(path, text):
     Path(path).write_text(head + begin + "\n" + text + "\n" + end + tail)
 
 
+def report(r, seconds):
+    print("%s (%.0f s): chose %s, predicted %.3f s, measured %.3f s; best %s %.3f s; "
+          "choice / best %.3f; best in the predicted top 3: %s; peak %.0f / %.0f MB; "
+          "killed: %s%s" % (r["case"], seconds, short(r["choice"]), r["predicted"],
+                            r["measured"][r["choice"]], short(r["best"]), r["measured"][r["best"]],
+                            r["ratio"], in_top3(r), r["predicted_peak"] / 1e6,
+                            r["peaks"][r["choice"]] / 1e6, ", ".join(r["killed"]) or "none",
+                            "; confirmed: %s" % ", ".join(short(c) for c in r["confirmed"])
+                            if "confirmed" in r else ""), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
@@ -567,17 +632,32 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--bind", choices=["core", "none"], default="core",
                     help="each rank bound to one core in turn (default), or free to move")
+    ap.add_argument("--confirm", type=int, default=3,
+                    help="rounds more for the best, the choice and the top 3's fastest where "
+                         "the best is not the choice (0: none)")
     ap.add_argument("--markdown")
     ap.add_argument("--json", help="also write the results as JSON to this file")
     ap.add_argument("--from-json", help="measure nothing: render these results (A.json,B.json)")
+    ap.add_argument("--confirm-from", help="run only the confirmation rounds, on these stored "
+                    "results (their calibrations), and render them")
     a = ap.parse_args()
     build = Path(a.build).resolve()
     results = []
-    if a.from_json:
-        for path in a.from_json.split(","):
+    if a.from_json or a.confirm_from:
+        for path in (a.from_json or a.confirm_from).split(","):
             results += json.loads(Path(path).read_text())
         order = [n for n in a.cases.split(",")]
         results.sort(key=lambda r: order.index(r["case"]) if r["case"] in order else len(order))
+        if a.confirm_from:
+            with tempfile.TemporaryDirectory(prefix="trident-autotune-") as tmp:
+                for i, r in enumerate(results):
+                    if "confirmed" in r or r["case"] not in order:
+                        continue
+                    results[i] = confirm_stored(build, r, a.confirm, r.get("steps", a.steps),
+                                                r.get("bind", "none"), Path(tmp))
+                    report(results[i], 0)
+                    if a.json:
+                        Path(a.json).write_text(json.dumps(results, indent=1, default=str))
         text = markdown(results, a.rounds, a.steps, a.bind)
         print(text)
         if a.markdown:
@@ -591,16 +671,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="trident-autotune-") as tmp:
         for name in names:
             start = time.time()
-            r = run_case(build, name, CASES[name], a.rounds, a.steps, a.bind, Path(tmp))
+            r = run_case(build, name, CASES[name], a.rounds, a.steps, a.bind, a.confirm,
+                         Path(tmp))
             results.append(r)
-            print("%s (%.0f s): chose %s, predicted %.3f s, measured %.3f s; best %s %.3f s; "
-                  "choice / best %.3f; best in the predicted top 3: %s; peak %.0f / %.0f MB; "
-                  "killed: %s" % (name, time.time() - start, short(r["choice"]), r["predicted"],
-                                  r["measured"][r["choice"]], short(r["best"]),
-                                  r["measured"][r["best"]], r["ratio"],
-                                  in_top3(r), r["predicted_peak"] / 1e6,
-                                  r["peaks"][r["choice"]] / 1e6, ", ".join(r["killed"]) or "none"),
-                  flush=True)
+            report(r, time.time() - start)
             if a.json:  # after every case: a later failure keeps what was measured
                 Path(a.json).write_text(json.dumps(results, indent=1, default=str))
     text = markdown(results, a.rounds, a.steps, a.bind)
