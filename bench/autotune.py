@@ -457,18 +457,34 @@ def confirm_ties(case, r, rounds, steps, cluster):
     """The fastest of a dozen noisy medians is biased towards a lucky configuration: where
     the best measured is not the choice, the best, the choice and the top 3's fastest train
     `rounds` more rounds, alternating their order, and are judged again on all their
-    rounds. The judgement before is kept (r["before_confirm"])."""
-    if rounds <= 0 or r["best"] == r["choice"]:
+    rounds; while the best is then one not yet confirmed (the next luckiest), it trains
+    `rounds` more beside the choice (at most CONFIRM_PASSES passes). The judgement before is
+    kept (r["before_confirm"])."""
+    if rounds <= 0:
         return
-    fastest3 = min((c for c in r["top3"] if c in r["measured"]), key=r["measured"].get)
-    contenders = list(dict.fromkeys([r["best"], r["choice"], fastest3]))
-    r["before_confirm"] = {k: r[k] for k in ("best", "in_top3", "top3_ratio", "ratio")}
-    r["before_confirm"]["medians"] = {c: r["measured"][c] for c in contenders}
-    r["confirmed"], r["confirm_rounds"] = contenders, rounds
+    if "before_confirm" not in r:
+        r["before_confirm"] = {k: r[k] for k in ("best", "in_top3", "top3_ratio", "ratio")}
+    confirmed = r.setdefault("confirmed", [])
+    r["confirm_rounds"] = rounds
     killed = dict.fromkeys(r["killed"], "")
-    for k in range(rounds):
-        measure(case, r, contenders if k % 2 else contenders[::-1], steps, cluster, killed)
-    judge(r)
+    for _ in range(CONFIRM_PASSES):
+        if r["best"] == r["choice"] or r["best"] in confirmed:
+            break
+        fastest3 = min((c for c in r["top3"] if c in r["measured"]), key=r["measured"].get)
+        new = [c for c in dict.fromkeys([r["best"], fastest3]) if c not in confirmed]
+        # The choice trains in every pass, beside the newcomers: a slow spell then falls
+        # on both, never on one configuration's rounds alone.
+        group = new + [r["choice"]]
+        confirmed += [c for c in group if c not in confirmed]
+        for k in range(rounds):
+            measure(case, r, group[::-1] if k % 2 == 0 else group, steps, cluster, killed)
+        judge(r)
+    if not confirmed:
+        del r["confirmed"], r["before_confirm"], r["confirm_rounds"]
+
+
+# How many times the confirmation takes in a configuration that became the best.
+CONFIRM_PASSES = 3
 
 
 def confirm_stored(build, stored, rounds, steps, bind, tmp):
@@ -651,7 +667,7 @@ def main():
         if a.confirm_from:
             with tempfile.TemporaryDirectory(prefix="trident-autotune-") as tmp:
                 for i, r in enumerate(results):
-                    if "confirmed" in r or r["case"] not in order:
+                    if r["case"] not in order:
                         continue
                     results[i] = confirm_stored(build, r, a.confirm, r.get("steps", a.steps),
                                                 r.get("bind", "none"), Path(tmp))
