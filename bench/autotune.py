@@ -474,7 +474,7 @@ def confirm_ties(case, r, rounds, steps, cluster):
         new = [c for c in dict.fromkeys([r["best"], fastest3]) if c not in confirmed]
         # The choice trains in every pass, beside the newcomers: a slow spell then falls
         # on both, never on one configuration's rounds alone.
-        group = new + [r["choice"]]
+        group = list(dict.fromkeys(new + [r["choice"]]))
         confirmed += [c for c in group if c not in confirmed]
         for k in range(rounds):
             measure(case, r, group[::-1] if k % 2 == 0 else group, steps, cluster, killed)

@@ -19,6 +19,8 @@ trident_script_test(scale_emulated_nodes_tp_inside_and_across scale_nodes.sh)
 trident_script_test(calibrate_merge_keeps_the_median calibrate_merge.sh)
 # It merges files written by hand: one process, nothing timed.
 set_tests_properties(calibrate_merge_keeps_the_median PROPERTIES PROCESSORS 1)
+trident_script_test(autotune_judges_by_medians_and_confirms_ties autotune_judging.sh)
+set_tests_properties(autotune_judges_by_medians_and_confirms_ties PROPERTIES PROCESSORS 1)
 trident_script_test(calibrate_one_node calibrate.sh one)
 trident_script_test(calibrate_two_emulated_nodes calibrate.sh two)
 set_tests_properties(calibrate_one_node calibrate_two_emulated_nodes PROPERTIES TIMEOUT 300)

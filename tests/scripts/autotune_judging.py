@@ -1,0 +1,95 @@
+"""bench/autotune.py's judgement, with a fake trainer in place of trident: the best by the
+median of a configuration's rounds, the confirmation rounds (who trains, how often, in
+which order, and when they stop), the ratio against the configurations predicted to fit,
+and the binding old results are rendered with."""
+import sys
+from pathlib import Path
+
+ROOT = Path(sys.argv[1])
+sys.path.insert(0, str(ROOT / "bench"))
+import autotune  # noqa: E402
+
+failures = []
+
+
+def check(what, got, want):
+    if got != want:
+        failures.append("%s: got %r, want %r" % (what, got, want))
+
+
+def result(times, choice, top3, over_budget=()):
+    r = {"case": "fake", "choice": choice, "top3": top3, "rounds": 3, "killed": [],
+         "times": {c: list(t) for c, t in times.items()},
+         "peaks": dict.fromkeys(times, 0), "cgroup_peaks": dict.fromkeys(times, 0),
+         "predicted_grid": {c: [1.0, 1e8] for c in times if c not in over_budget}}
+    autotune.judge(r)
+    return r
+
+
+class Trainer:
+    """Each call returns the next time listed for that configuration, and logs it."""
+
+    def __init__(self, times):
+        self.times, self.calls = {c: list(t) for c, t in times.items()}, []
+
+    def __call__(self, case, name, steps, cluster, auto):
+        self.calls.append(name)
+        return (self.times[name].pop(0), 1e8, 0), ""
+
+
+# judge: the median of each configuration's rounds, not its fastest round.
+r = result({"A": [1.00, 1.00, 1.00], "B": [0.80, 1.10, 1.20], "C": [0.95, 0.96, 0.97]},
+           choice="A", top3=["A", "B"])
+check("best by median", r["best"], "C")
+check("choice / best", round(r["ratio"], 4), round(1.00 / 0.96, 4))
+check("best in the top 3", r["in_top3"], False)
+check("top 3's fastest / best", round(r["top3_ratio"], 4), round(1.00 / 0.96, 4))
+
+# The confirmation: the best (C), the choice (A) and the top 3's fastest (A) train 3 rounds
+# more, alternating their order; C's luck runs out, and A is the best on all its rounds.
+autotune.train = Trainer({"C": [1.05, 1.06, 1.04], "A": [0.99, 1.00, 0.98]})
+autotune.confirm_ties(None, r, 3, 5, None)
+check("pass order", autotune.train.calls, ["A", "C", "C", "A", "A", "C"])
+check("confirmed", r["confirmed"], ["C", "A"])
+check("best after", r["best"], "A")
+check("ratio after", r["ratio"], 1.0)
+check("C's rounds", len(r["times"]["C"]), 6)
+check("kept before", (r["before_confirm"]["best"], round(r["before_confirm"]["ratio"], 4)),
+      ("C", round(1.00 / 0.96, 4)))
+
+# A second pass: the best after the first (D, never confirmed) trains beside the choice;
+# no pass when the choice is the best.
+r = result({"A": [1.0] * 3, "C": [0.90] * 3, "D": [0.95] * 3}, choice="A", top3=["A"])
+autotune.train = Trainer({"C": [1.2] * 3, "A": [1.0] * 6, "D": [1.1] * 3})
+autotune.confirm_ties(None, r, 3, 5, None)
+check("second pass", autotune.train.calls, ["A", "C", "C", "A", "A", "C", "A", "D", "D", "A",
+                                            "A", "D"])
+check("best after two passes", r["best"], "A")
+r = result({"A": [0.9] * 3, "C": [1.0] * 3}, choice="A", top3=["A"])
+autotune.train = Trainer({})
+autotune.confirm_ties(None, r, 3, 5, None)
+check("no pass when the choice is the best", ("confirmed" in r, autotune.train.calls),
+      (False, []))
+
+# At most CONFIRM_PASSES passes, however often the best changes.
+times = {"A": [1.0] * 3}
+times.update({"N%d" % i: [0.90 + 0.01 * i] * 3 for i in range(6)})
+r = result(times, choice="A", top3=["A"])
+autotune.train = Trainer({c: [1.5] * 3 if c != "A" else [1.0] * 12 for c in times})
+autotune.confirm_ties(None, r, 3, 5, None)
+check("passes", len(r["confirmed"]) - 1, autotune.CONFIRM_PASSES)
+
+# Against the configurations predicted to fit: a faster one over the budget is left out.
+r = result({"A": [1.0] * 3, "B": [0.9] * 3, "X": [0.8] * 3}, choice="A", top3=["A", "B"],
+           over_budget=["X"])
+ratio, in_top3 = autotune.within_budget(r)
+check("within the budget", (round(ratio, 4), in_top3), (round(1.0 / 0.9, 4), True))
+
+# Results from before the binding was recorded ran unbound.
+check("old results' binding", autotune.measured_how([{"date": "d"}], 3, 5, "core")[3], "none")
+check("recorded binding", autotune.measured_how([{"bind": "core"}], 3, 5, "none")[3], "core")
+
+for f in failures:
+    print("FAIL", f)
+print("%d checks failed" % len(failures) if failures else "autotune judging: all checks pass")
+sys.exit(1 if failures else 0)
