@@ -586,8 +586,8 @@ def markdown(results, rounds, steps, bind):
                                                      sum(b["in_top3"] for b in before),
                                                      len(results))]
     admitted = [within_budget(r) for r in results]
-    if any(a is not None for a in admitted) and all(a is not None for a in admitted) and \
-            any(r["best"] not in r.get("predicted_grid", {}) for r in results):
+    if all(a is not None for a in admitted) and \
+            any(r["best"] not in r["predicted_grid"] for r in results):
         ratios = sorted(a[0] for a in admitted)
         lines += ["", "Against the fastest configuration predicted to fit the budget (a measured "
                   "best predicted over it is one the planner's margin rules out): median %.3f, "
