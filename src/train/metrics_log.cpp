@@ -61,7 +61,8 @@ void MetricsLog::write(const StepMetrics& m) {
                         {"cp", m.cp_wait_s},
                         {"inter_node", m.inter_node_wait_s},
                         {"intra_node", m.intra_node_wait_s}}},
-                      {"peak_rss_bytes", m.peak_rss_bytes}};
+                      {"peak_rss_bytes", m.peak_rss_bytes},
+                      {"peak_tensor_bytes", m.peak_tensor_bytes}};
   j["data_batch"] = m.data_batch;
   if (m.spike) j["spike"] = m.spike_reason;
   if (m.rollback)

@@ -10,9 +10,10 @@
 #include <chrono>
 #include <map>
 
-#include "config/data_windows.h"  // parse_data_windows, data_batch_of_step
-#include "config/input_error.h"   // InputError
-#include "data/data_fault.h"      // apply_data_fault
+#include "common/memory_tracker.h"  // peak_tensor_bytes
+#include "config/data_windows.h"    // parse_data_windows, data_batch_of_step
+#include "config/input_error.h"     // InputError
+#include "data/data_fault.h"        // apply_data_fault
 #include "data/token_source.h"
 #include "models/context_split.h"  // take_context_slice
 #include "models/model_config.h"
@@ -308,6 +309,7 @@ StepMetrics Trainer::step() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   metrics.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is KiB
+  metrics.peak_tensor_bytes = peak_tensor_bytes();
   if (config_.model.moe_experts > 0) {
     const auto load = gather_moe_statistics(metrics);
     // A skipped step changed no weight: the biases stay too.

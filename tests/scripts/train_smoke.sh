@@ -20,6 +20,12 @@ for r in rows:
     for k in ("loss", "lr", "grad_norm", "tokens_per_s", "step_time_s", "tflops"):
         assert isinstance(r[k], (int, float)) and r[k] == r[k], (k, r)
     assert 0 < r["loss"] < 10 and r["tokens_per_s"] > 0
+    # The tensors' peak is part of the resident set's, and the model's weights alone are in it.
+    assert 0 < r["peak_tensor_bytes"] < r["peak_rss_bytes"], r
+# Peaks never fall.
+for a, b in zip(rows, rows[1:]):
+    assert a["peak_tensor_bytes"] <= b["peak_tensor_bytes"], (a, b)
+    assert a["peak_rss_bytes"] <= b["peak_rss_bytes"], (a, b)
 PY
 # The Mixture-of-Experts config of the suite, at tp 2: it trains (the loss falls in 10 steps).
 out=$(mpirun -np 2 --oversubscribe --bind-to none "$trident" train "$root/configs/moe-tiny.toml" \
