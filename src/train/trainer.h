@@ -48,10 +48,10 @@ struct StepMetrics {
   int64_t tier_bytes = 0;
   /// This rank's peak resident set since it started, as the kernel counts it (ru_maxrss).
   int64_t peak_rss_bytes = 0;
-  /// The most bytes this rank's tensors held at once since it started (or since --measure's
-  /// trials), as the counting allocator sees them (common/memory_tracker.h): the live part
-  /// of the resident set, which the planner's memory model predicts; 0 where the allocator
-  /// is not installed.
+  /// The most bytes this rank's host tensors held at once since it started (or since
+  /// --measure's trials), as the counting CPU allocator sees them (common/memory_tracker.h):
+  /// on a CPU device the live part of the resident set, which the planner's memory model
+  /// predicts; 0 where the allocator is not installed.
   int64_t peak_tensor_bytes = 0;
   /// The loss or the gradient norm was not finite: the update was skipped on every rank
   /// (weights, moments and the optimizer's step count untouched).
