@@ -7,8 +7,9 @@ namespace trident {
 
 /// Installs the counting allocator (once per process; later calls do nothing). The
 /// allocator is process-wide in libtorch, so this is the one global the project keeps.
-/// Tensors of kMappedBlockBytes or more get mappings of their own while
-/// releases_large_blocks() (common/host_memory.h), the rest libtorch's own memory.
+/// Tensors of kMappedBlockBytes or more get mappings of their own, kept or released when
+/// freed as releases_large_blocks() says (common/host_memory.h); the rest libtorch's own
+/// memory, glibc's heap.
 void install_memory_tracker();
 /// Bytes currently allocated by tensors made after installation.
 int64_t live_tensor_bytes();
