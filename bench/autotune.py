@@ -39,6 +39,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -293,8 +294,10 @@ class Case:
         return avail * 1024 / 1e9 / self.spec["ranks"]
 
 
-def calibrate(case, out):
-    args = [str(case.build / "trident"), "calibrate", "--threads", "1", "--rounds", "1",
+def calibrate(case, out, rounds):
+    """The machine as the case's ranks see it: `trident calibrate`, the median of `rounds`
+    rounds of each figure (one round's memory bandwidth has ranged 21-39 GB/s here)."""
+    args = [str(case.build / "trident"), "calibrate", "--threads", "1", "--rounds", str(rounds),
             "--out", str(out), "--disk-dir", str(case.tier) if case.spec.get("tier") else "none"]
     if case.mpirun(args, case.tmp / "calibrate.log") != 0:
         raise SystemExit("autotune: calibrate failed:\n" + (case.tmp / "calibrate.log").read_text())
@@ -384,10 +387,10 @@ def round_order(grid, r):
 DISAGREE = 1.15
 
 
-def run_case(build, name, spec, rounds, steps, bind, confirm, tmp):
+def run_case(build, name, spec, rounds, steps, bind, confirm, calibrate_rounds, tmp):
     with Case(build, name, spec, tmp, bind) as case:
         cluster = tmp / ("%s.toml" % name)
-        calibrate(case, cluster)
+        calibrate(case, cluster, calibrate_rounds)
         cluster_text = cluster.read_text()
         memory = case.memory_per_rank_gb()
         # The whole ranking: every candidate under the budget, for the grid's predictions.
@@ -407,7 +410,7 @@ def run_case(build, name, spec, rounds, steps, bind, confirm, tmp):
              "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
              # How it was measured, so that --from-json renders the run's own header.
              "date": str(datetime.date.today()), "rounds": rounds, "steps": steps,
-             "bind": bind}
+             "bind": bind, "calibrate_rounds": calibrate_rounds}
         killed = {}
         for k in range(rounds):
             measure(case, r, round_order(grid, k), steps, cluster, killed)
@@ -547,11 +550,23 @@ def measured_how(results, rounds, steps, bind):
             agreed("steps", steps), agreed("bind", bind, "none"))
 
 
+def calibration(r):
+    """The case's calibration in the figures that move most between calibrations."""
+    c = tomllib.loads(r["cluster"])
+    return "calibrated %.1f GB/s of memory bandwidth, %.0f µs a layer" % (
+        c.get("memory_gbps", 0), c.get("layer_overhead_us", 0))
+
+
 def markdown(results, rounds, steps, bind):
     date, rounds, steps, bind = measured_how(results, rounds, steps, bind)
     third = (", a third for a configuration whose two differ by over 15%" if rounds == 2 else "")
     how = ("each rank bound to one core in turn, calibration too" if bind == "core"
            else "ranks free to move between cores")
+    # Results from before the rounds were recorded calibrated with one.
+    calibrations = {r.get("calibrate_rounds", 1) for r in results}
+    how += "; every case calibrated anew, %s" % (
+        "one round" if calibrations == {1} else "the median of %s rounds of each figure"
+        % "/".join(str(k) for k in sorted(calibrations)))
     confirm = {r["confirm_rounds"] for r in results if "confirm_rounds" in r}
     if confirm:
         how += ("; where the best was not the choice, the best, the choice and the top 3's "
@@ -596,7 +611,7 @@ def markdown(results, rounds, steps, bind):
                       len(results))]
     lines += ["", "<details><summary>The measured grids</summary>", ""]
     for r in results:
-        lines.append("%s:" % r["case"])
+        lines.append("%s (%s):" % (r["case"], calibration(r)))
         lines.append("")
         predicted = r.get("predicted_grid", {})
         for c in sorted(r["measured"], key=r["measured"].get):
@@ -651,6 +666,8 @@ def main():
     ap.add_argument("--confirm", type=int, default=3,
                     help="rounds more for the best, the choice and the top 3's fastest where "
                          "the best is not the choice (0: none)")
+    ap.add_argument("--calibrate-rounds", type=int, default=3,
+                    help="rounds of each case's calibration, the median of each figure kept")
     ap.add_argument("--markdown")
     ap.add_argument("--json", help="also write the results as JSON to this file")
     ap.add_argument("--from-json", help="measure nothing: render these results (A.json,B.json)")
@@ -688,7 +705,7 @@ def main():
         for name in names:
             start = time.time()
             r = run_case(build, name, CASES[name], a.rounds, a.steps, a.bind, a.confirm,
-                         Path(tmp))
+                         a.calibrate_rounds, Path(tmp))
             results.append(r)
             report(r, time.time() - start)
             if a.json:  # after every case: a later failure keeps what was measured
