@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `trident calibrate --merge`: three calibrations of one cluster (written by hand, as
-# calibrate writes them) merge into the median of each figure, tables key by key; files of
-# different machines are refused with one message; nothing is measured.
+# calibrate writes them) merge into the median of each figure, tables key by key, and the
+# smallest process base (a later round measures it in a process the earlier rounds grew);
+# files of different machines are refused with one message; nothing is measured.
 set -u
 trident=$1 root=$2
 tmp=$(mktemp -d)
@@ -9,6 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 key() { sed -n "s/^$1 = //p" "$2" | head -1; }
 # FILE SYNC_US LAYER_US CONTENTION_AT_4 INTER_64KIB_US INTER_ONE_WAY_64KIB_US SYNC_FRACTION
+# PROCESS_BASE_GB
 write() {
   cat > "$1" <<TOML
 name = "emulated-n2"
@@ -19,6 +21,7 @@ memory_per_device_gb = 6
 sync_us = $2
 sync_fraction = $7
 layer_overhead_us = $3
+process_base_gb = $8
 [peak_tflops]
 fp32 = 0.09
 [matmul_tflops.fp32]
@@ -32,14 +35,16 @@ fp32 = 0.09
 "65536" = $6
 TOML
 }
-write "$tmp/a.toml" 500 300 1.10 1400 900 0.125
-write "$tmp/b.toml" 900 250 1.02 2000 700 0.05
-write "$tmp/c.toml" 600 420 1.30 1500 800 0.25
+write "$tmp/a.toml" 500 300 1.10 1400 900 0.125 0.406
+write "$tmp/b.toml" 900 250 1.02 2000 700 0.05 0.182
+write "$tmp/c.toml" 600 420 1.30 1500 800 0.25 0.3
 "$trident" calibrate --merge "$tmp/a.toml" "$tmp/b.toml" "$tmp/c.toml" --out "$tmp/m.toml" \
   > "$tmp/log" 2>&1 || fail "merge failed: $(cat "$tmp/log")"
 [ "$(key sync_us "$tmp/m.toml")" = 600 ] || fail "sync_us is not the median 600: $(key sync_us "$tmp/m.toml")"
 [ "$(key sync_fraction "$tmp/m.toml")" = 0.125 ] || fail "sync_fraction is not the median 0.125"
 [ "$(key layer_overhead_us "$tmp/m.toml")" = 300 ] || fail "layer_overhead_us is not 300"
+[ "$(key process_base_gb "$tmp/m.toml")" = 0.182 ] ||
+  fail "process_base_gb is not the smallest, 0.182: $(key process_base_gb "$tmp/m.toml")"
 [ "$(key '"4"' "$tmp/m.toml")" = 1.1 ] || fail "contention at 4 is not 1.1: $(key '"4"' "$tmp/m.toml")"
 table_us() { sed -n "/^\[$1\]/,/^\[/s/^\"65536\" = //p" "$tmp/m.toml"; }
 [ "$(table_us inter_sendrecv_us)" = 1500 ] || fail "the 64 KiB exchange is not 1500 us"

@@ -503,9 +503,9 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   for (double plan::Cluster::*field :
        {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps, &plan::Cluster::disk_gbps,
         &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
-        &plan::Cluster::disk_overlap, &plan::Cluster::process_base_gb,
-        &plan::Cluster::intra_node_gbps, &plan::Cluster::inter_node_gbps,
-        &plan::Cluster::latency_us, &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
+        &plan::Cluster::disk_overlap, &plan::Cluster::intra_node_gbps,
+        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
+        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
         &plan::Cluster::sync_fraction, &plan::Cluster::ring_sync_us,
         &plan::Cluster::layer_overhead_us, &plan::Cluster::llama_layer_overhead_us,
         &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
@@ -513,6 +513,12 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
     for (const plan::Cluster& r : rounds) v.push_back(r.*field);
     c.*field = median(v);
   }
+  // The process base is the smallest: a round measures it in the process the rounds
+  // before grew (their measurement buffers stay in the heap, which is never trimmed), so
+  // only the first round sees what a training process holds (on 2 ranks here: 182 MB,
+  // then 406 MB in the second and third rounds).
+  for (const plan::Cluster& r : rounds)
+    c.process_base_gb = std::min(c.process_base_gb, r.process_base_gb);
   // The tier's stream where it was measured (negative: not measured, as in a file of a
   // calibration without a disk).
   std::vector<double> streams;
