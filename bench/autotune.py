@@ -1,8 +1,9 @@
 """How close `trident train --auto`'s choice comes to the best configuration measured.
 
 For each case (a model the calibration never timed, a rank count, emulated nodes or one
-machine, a memory cap or none): calibrate the machine with that many ranks, ask
-`trident plan --auto` for the choice and its predicted ranking, then train every
+machine, a memory cap or none): calibrate the machine with that many ranks (the median of
+--calibrate-rounds rounds of each figure), ask `trident plan --auto` for the choice and its
+predicted ranking, then train every
 configuration of the case's fixed grid (listed with the case) and of the predicted top 3
 (added when they are not in it, so that every one of them is measured) for a few steps,
 rounds in alternating order (round_order; with 2 rounds, a third for a configuration whose
@@ -15,7 +16,8 @@ the choice, and which configurations the memory cap killed. The Mixture-of-Exper
 cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
-                                  [--bind core|none] [--confirm K] [--markdown FILE]
+                                  [--bind core|none] [--confirm K] [--calibrate-rounds K]
+                                  [--markdown FILE]
                                   [--json FILE] [--from-json FILE | --confirm-from FILE]
 
 --bind core (the default) launches every calibration and training with each rank bound to
@@ -551,9 +553,12 @@ def measured_how(results, rounds, steps, bind):
 
 
 def calibration(r):
-    """The case's calibration in the figures that move most between calibrations."""
+    """ (the case's calibration in the figures that move most between calibrations)", or
+    nothing for results that did not record it."""
+    if "cluster" not in r:
+        return ""
     c = tomllib.loads(r["cluster"])
-    return "calibrated %.1f GB/s of memory bandwidth, %.0f µs a layer" % (
+    return " (calibrated %.1f GB/s of memory bandwidth, %.0f µs a layer)" % (
         c.get("memory_gbps", 0), c.get("layer_overhead_us", 0))
 
 
@@ -611,7 +616,7 @@ def markdown(results, rounds, steps, bind):
                       len(results))]
     lines += ["", "<details><summary>The measured grids</summary>", ""]
     for r in results:
-        lines.append("%s (%s):" % (r["case"], calibration(r)))
+        lines.append("%s%s:" % (r["case"], calibration(r)))
         lines.append("")
         predicted = r.get("predicted_grid", {})
         for c in sorted(r["measured"], key=r["measured"].get):

@@ -45,6 +45,11 @@ write "$tmp/c.toml" 600 420 1.30 1500 800 0.25 0.3
 [ "$(key layer_overhead_us "$tmp/m.toml")" = 300 ] || fail "layer_overhead_us is not 300"
 [ "$(key process_base_gb "$tmp/m.toml")" = 0.182 ] ||
   fail "process_base_gb is not the smallest, 0.182: $(key process_base_gb "$tmp/m.toml")"
+write "$tmp/d.toml" 600 420 1.30 1500 800 0.25 0  # a file without a measured process base
+"$trident" calibrate --merge "$tmp/b.toml" "$tmp/d.toml" --out "$tmp/m0.toml" > "$tmp/log" 2>&1 ||
+  fail "merge with an unmeasured base failed: $(cat "$tmp/log")"
+[ "$(key process_base_gb "$tmp/m0.toml")" = 0.182 ] ||
+  fail "an unmeasured process base (0) was taken as the smallest: $(key process_base_gb "$tmp/m0.toml")"
 [ "$(key '"4"' "$tmp/m.toml")" = 1.1 ] || fail "contention at 4 is not 1.1: $(key '"4"' "$tmp/m.toml")"
 table_us() { sed -n "/^\[$1\]/,/^\[/s/^\"65536\" = //p" "$tmp/m.toml"; }
 [ "$(table_us inter_sendrecv_us)" = 1500 ] || fail "the 64 KiB exchange is not 1500 us"

@@ -513,12 +513,14 @@ plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
     for (const plan::Cluster& r : rounds) v.push_back(r.*field);
     c.*field = median(v);
   }
-  // The process base is the smallest: a round measures it in the process the rounds
-  // before grew (their measurement buffers stay in the heap, which is never trimmed), so
-  // only the first round sees what a training process holds (on 2 ranks here: 182 MB,
-  // then 406 MB in the second and third rounds).
+  // The process base is the smallest measured (0: not measured, as in a device's file): a
+  // round measures it in the process the rounds before grew (their measurement buffers
+  // stay in the heap, which is never trimmed), so only the first round sees what a
+  // training process holds (on 2 ranks here: 182 MB, then 406 MB in the second and third).
+  c.process_base_gb = 0;
   for (const plan::Cluster& r : rounds)
-    c.process_base_gb = std::min(c.process_base_gb, r.process_base_gb);
+    if (r.process_base_gb > 0 && (c.process_base_gb == 0 || r.process_base_gb < c.process_base_gb))
+      c.process_base_gb = r.process_base_gb;
   // The tier's stream where it was measured (negative: not measured, as in a file of a
   // calibration without a disk).
   std::vector<double> streams;
