@@ -1,5 +1,6 @@
-# Turns `test_mpi --list-ctest` (one line per multi-rank case: name ranks filter timeout_s
-# [pass_regex]) into ctest entries that run the case under mpirun. Run after each build of
+# Turns `test_mpi --list-ctest` (one line per multi-rank entry: name ranks filter timeout_s
+# labels [pass_regex]; labels: the `,`-separated cases a shared launch runs) into ctest
+# entries that run it under mpirun, one core's claim for one rank, both cores' for more. Run after each build of
 # test_mpi with -D TEST_EXECUTABLE, MPIEXEC, MPI_ENV (space-separated) and CTEST_FILE.
 execute_process(COMMAND ${TEST_EXECUTABLE} --list-ctest
   OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE result)
@@ -16,19 +17,24 @@ foreach(line IN LISTS lines)
   if(line STREQUAL "")
     continue()
   endif()
-  if(NOT line MATCHES "^([^ ]+) ([0-9]+) ([^ ]+) ([0-9]+) ?(.*)$")
+  if(NOT line MATCHES "^([^ ]+) ([0-9]+) ([^ ]+) ([0-9]+) ([^ ]+) ?(.*)$")
     message(FATAL_ERROR "test_mpi --list-ctest printed an unexpected line: ${line}")
   endif()
   set(name "${CMAKE_MATCH_1}")
   set(ranks "${CMAKE_MATCH_2}")
   set(filter "${CMAKE_MATCH_3}")
   set(timeout "${CMAKE_MATCH_4}")
-  set(pass_regex "${CMAKE_MATCH_5}")
+  string(REPLACE "," ";" labels "${CMAKE_MATCH_5}")
+  set(pass_regex "${CMAKE_MATCH_6}")
+  set(processors 2)
+  if(ranks EQUAL 1)
+    set(processors 1)
+  endif()
   string(APPEND script
     "add_test([==[${name}]==] [==[${MPIEXEC}]==] -np ${ranks} --oversubscribe --bind-to none "
     "[==[${TEST_EXECUTABLE}]==] [==[--gtest_filter=${filter}]==])\n"
     "set_tests_properties([==[${name}]==] PROPERTIES ENVIRONMENT [==[${env}]==] "
-    "TIMEOUT ${timeout} PROCESSORS 2)\n")
+    "TIMEOUT ${timeout} PROCESSORS ${processors} LABELS [==[${labels}]==])\n")
   if(NOT pass_regex STREQUAL "")
     string(APPEND script
       "set_tests_properties([==[${name}]==] PROPERTIES PASS_REGULAR_EXPRESSION "

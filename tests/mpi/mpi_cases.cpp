@@ -14,6 +14,22 @@ std::vector<MpiCase>& registry() {
   return cases;
 }
 
+struct SharedLaunch {
+  std::string name;
+  std::vector<std::string> cases;
+};
+
+std::vector<SharedLaunch>& launches() {
+  static std::vector<SharedLaunch> shared;
+  return shared;
+}
+
+const MpiCase* find_case(const std::string& name) {
+  for (const MpiCase& c : registry())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
 // gtest's glob: `*` any run of characters, `?` one character.
 bool glob_matches(const char* pattern, const char* s) {
   if (*pattern == '\0') return *s == '\0';
@@ -48,6 +64,11 @@ std::vector<const MpiCase*> cases_of(const std::string& test) {
 
 bool register_mpi_cases(std::vector<MpiCase> cases) {
   for (MpiCase& c : cases) registry().push_back(std::move(c));
+  return true;
+}
+
+bool share_launch(std::string name, std::vector<std::string> cases) {
+  launches().push_back({std::move(name), std::move(cases)});
   return true;
 }
 
@@ -109,11 +130,56 @@ int list_ctest(std::ostream& out, std::ostream& err) {
       }
     }
   }
+  // The shared launches: each case in one at most, known, of one rank count, not aborting.
+  std::map<std::string, const SharedLaunch*> launch_of;  // case name -> its launch
+  for (const SharedLaunch& launch : launches()) {
+    if (!names.insert(launch.name).second) {
+      err << "shared launch " << launch.name << " has the name of a case or another launch\n";
+      ++problems;
+    }
+    for (const std::string& name : launch.cases) {
+      const MpiCase* c = find_case(name);
+      if (c == nullptr) {
+        err << "shared launch " << launch.name << ": no mpi case " << name << "\n";
+        ++problems;
+        continue;
+      }
+      if (!launch_of.emplace(name, &launch).second) {
+        err << "mpi case " << name << " is in two shared launches\n";
+        ++problems;
+      }
+      const MpiCase* first = find_case(launch.cases[0]);
+      if ((first != nullptr && c->ranks != first->ranks) || !c->pass_regex.empty()) {
+        err << "shared launch " << launch.name << ": " << name << " has " << c->ranks
+            << " ranks against " << (first ? first->ranks : 0)
+            << (c->pass_regex.empty() ? "" : ", and aborts")
+            << "; a launch shares one rank count, and no case of it may be meant to abort\n";
+        ++problems;
+      }
+    }
+  }
   if (problems > 0) return 1;
+  std::set<const SharedLaunch*> printed;
   for (const MpiCase& c : registry()) {
-    out << c.name << " " << c.ranks << " " << c.filter << " " << c.timeout_s;
-    if (!c.pass_regex.empty()) out << " " << c.pass_regex;
-    out << "\n";
+    const auto shared = launch_of.find(c.name);
+    if (shared == launch_of.end()) {
+      out << c.name << " " << c.ranks << " " << c.filter << " " << c.timeout_s << " " << c.name;
+      if (!c.pass_regex.empty()) out << " " << c.pass_regex;
+      out << "\n";
+      continue;
+    }
+    const SharedLaunch& launch = *shared->second;
+    if (!printed.insert(&launch).second) continue;
+    std::string filter, labels;
+    int timeout_s = 0;
+    for (const std::string& name : launch.cases) {
+      const MpiCase& member = *find_case(name);
+      filter += (filter.empty() ? "" : ":") + member.filter;
+      labels += (labels.empty() ? "" : ",") + member.name;
+      timeout_s = std::max(timeout_s, member.timeout_s);  // the whole launch takes seconds
+    }
+    out << launch.name << " " << c.ranks << " " << filter << " " << timeout_s << " " << labels
+        << "\n";
   }
   return 0;
 }

@@ -31,6 +31,14 @@ MpiCase grouped_case(const std::string& name, int ranks, const std::vector<std::
 /// before main: `const bool kRegistered = register_mpi_cases({...});`.
 bool register_mpi_cases(std::vector<MpiCase> cases);
 
+/// Runs the registered cases named `cases` in one mpirun, as the one ctest entry `name`
+/// (labelled with each case's name, so that `ctest -L CASE` still selects it): each start
+/// of mpirun and of its ranks loads libtorch on every rank (0.6 s of CPU a rank here), far
+/// longer than many a small case's own run. The cases must share a rank count and none may
+/// be meant to abort (a pass_regex); a case belongs to one launch at most. Call at
+/// namespace scope, like register_mpi_cases.
+bool share_launch(std::string name, std::vector<std::string> cases);
+
 /// Every registered case, in registration order.
 const std::vector<MpiCase>& mpi_cases();
 
@@ -38,8 +46,11 @@ const std::vector<MpiCase>& mpi_cases();
 bool filter_matches(const std::string& filter, const std::string& test);
 
 /// Checks the registry against the registered tests (every test in exactly one case, each
-/// `:`-separated pattern of a filter selecting a test, names unique), then prints one line per
-/// case, `name ranks filter timeout_s [pass_regex]`, for tests/mpi_discover.cmake. Needs no MPI.
+/// `:`-separated pattern of a filter selecting a test, names unique, shared launches of
+/// known cases of one rank count), then prints one line per ctest entry, `name ranks filter
+/// timeout_s labels [pass_regex]` (labels: the `,`-separated names of the cases it runs),
+/// for tests/mpi_discover.cmake: a case alone, or a shared launch where its first case was
+/// registered. Needs no MPI.
 /// Returns the exit code: non-zero, with the problems on `err`, when the registry is wrong.
 int list_ctest(std::ostream& out, std::ostream& err);
 
