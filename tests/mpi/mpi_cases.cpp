@@ -98,10 +98,11 @@ int list_ctest(std::ostream& out, std::ostream& err) {
       err << "mpi case " << c.name << " is declared twice\n";
       ++problems;
     }
-    if (c.ranks < 1 || c.name.find(' ') != std::string::npos ||
+    // A name is a ctest name and label: no space, and none of the labels' separators.
+    if (c.ranks < 1 || c.name.find_first_of(" ,;") != std::string::npos ||
         c.filter.find_first_of(" -") != std::string::npos) {
-      err << "mpi case " << c.name << ": needs ranks >= 1, a name and a filter without "
-          << "spaces, and no negative filter\n";
+      err << "mpi case " << c.name << ": needs ranks >= 1, a name without spaces, ',' or ';', "
+          << "a filter without spaces, and no negative filter\n";
       ++problems;
     }
   }
@@ -135,6 +136,11 @@ int list_ctest(std::ostream& out, std::ostream& err) {
   for (const SharedLaunch& launch : launches()) {
     if (!names.insert(launch.name).second) {
       err << "shared launch " << launch.name << " has the name of a case or another launch\n";
+      ++problems;
+    }
+    if (launch.name.find_first_of(" ,;") != std::string::npos || launch.cases.empty()) {
+      err << "shared launch " << launch.name << ": needs a name without spaces, ',' or ';', "
+          << "and at least one case\n";
       ++problems;
     }
     for (const std::string& name : launch.cases) {
@@ -176,7 +182,7 @@ int list_ctest(std::ostream& out, std::ostream& err) {
       const MpiCase& member = *find_case(name);
       filter += (filter.empty() ? "" : ":") + member.filter;
       labels += (labels.empty() ? "" : ",") + member.name;
-      timeout_s = std::max(timeout_s, member.timeout_s);  // the whole launch takes seconds
+      timeout_s += member.timeout_s;  // each case's own bound, one after another
     }
     out << launch.name << " " << c.ranks << " " << filter << " " << timeout_s << " " << labels
         << "\n";

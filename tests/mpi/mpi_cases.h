@@ -35,8 +35,8 @@ bool register_mpi_cases(std::vector<MpiCase> cases);
 /// (labelled with each case's name, so that `ctest -L CASE` still selects it): each start
 /// of mpirun and of its ranks loads libtorch on every rank (0.6 s of CPU a rank here), far
 /// longer than many a small case's own run. The cases must share a rank count and none may
-/// be meant to abort (a pass_regex); a case belongs to one launch at most. Call at
-/// namespace scope, like register_mpi_cases.
+/// be meant to abort (a pass_regex); a case belongs to one launch at most. The entry's
+/// timeout is the sum of its cases'. Call at namespace scope, like register_mpi_cases.
 bool share_launch(std::string name, std::vector<std::string> cases);
 
 /// Every registered case, in registration order.

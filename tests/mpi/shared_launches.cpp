@@ -2,9 +2,10 @@
 // tests (register_mpi_cases); here only which of them run in one launch. Alone, each of these
 // took 1.3-2.8 s (2 ranks), 2.4-4.8 s (4) and 4.1-5.9 s (8) under ctest, most of it mpirun's
 // start and libtorch's load on every rank; together, one launch of each rank count took 2.1,
-// 5.3 and 6.5 s against the 6.9, 22.8 and 25.5 s of their separate entries. The parity,
-// offload and checkpoint families keep their own entries (docs/testing.md), as does the
-// timeout probe, which aborts its job.
+// 5.3 and 6.5 s against the 6.9, 22.8 and 25.5 s of their separate entries. The parity and
+// offload families and the 8-rank checkpoint tests of test_checkpoint.cpp and
+// test_checkpoint_zero3.cpp keep their own entries (docs/testing.md), as does the timeout
+// probe, which aborts its job.
 #include "mpi_cases.h"  // share_launch
 
 namespace trident::testing {
