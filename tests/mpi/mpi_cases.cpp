@@ -143,6 +143,7 @@ int list_ctest(std::ostream& out, std::ostream& err) {
           << "and at least one case\n";
       ++problems;
     }
+    const MpiCase* first = launch.cases.empty() ? nullptr : find_case(launch.cases[0]);
     for (const std::string& name : launch.cases) {
       const MpiCase* c = find_case(name);
       if (c == nullptr) {
@@ -154,10 +155,9 @@ int list_ctest(std::ostream& out, std::ostream& err) {
         err << "mpi case " << name << " is in two shared launches\n";
         ++problems;
       }
-      const MpiCase* first = find_case(launch.cases[0]);
       if ((first != nullptr && c->ranks != first->ranks) || !c->pass_regex.empty()) {
         err << "shared launch " << launch.name << ": " << name << " has " << c->ranks
-            << " ranks against " << (first ? first->ranks : 0)
+            << " ranks against " << (first != nullptr ? first->ranks : 0)
             << (c->pass_regex.empty() ? "" : ", and aborts")
             << "; a launch shares one rank count, and no case of it may be meant to abort\n";
         ++problems;
@@ -165,27 +165,28 @@ int list_ctest(std::ostream& out, std::ostream& err) {
     }
   }
   if (problems > 0) return 1;
+  // One entry per case alone, or per shared launch where its first case was registered.
   std::set<const SharedLaunch*> printed;
   for (const MpiCase& c : registry()) {
+    MpiCase entry = c;
+    std::string labels = c.name;
     const auto shared = launch_of.find(c.name);
-    if (shared == launch_of.end()) {
-      out << c.name << " " << c.ranks << " " << c.filter << " " << c.timeout_s << " " << c.name;
-      if (!c.pass_regex.empty()) out << " " << c.pass_regex;
-      out << "\n";
-      continue;
+    if (shared != launch_of.end()) {
+      const SharedLaunch& launch = *shared->second;
+      if (!printed.insert(&launch).second) continue;
+      entry = MpiCase{launch.name, c.ranks, "", 0};
+      labels.clear();
+      for (const std::string& name : launch.cases) {
+        const MpiCase& member = *find_case(name);
+        entry.filter += (entry.filter.empty() ? "" : ":") + member.filter;
+        labels += (labels.empty() ? "" : ",") + member.name;
+        entry.timeout_s += member.timeout_s;  // each case's own bound, one after another
+      }
     }
-    const SharedLaunch& launch = *shared->second;
-    if (!printed.insert(&launch).second) continue;
-    std::string filter, labels;
-    int timeout_s = 0;
-    for (const std::string& name : launch.cases) {
-      const MpiCase& member = *find_case(name);
-      filter += (filter.empty() ? "" : ":") + member.filter;
-      labels += (labels.empty() ? "" : ",") + member.name;
-      timeout_s += member.timeout_s;  // each case's own bound, one after another
-    }
-    out << launch.name << " " << c.ranks << " " << filter << " " << timeout_s << " " << labels
-        << "\n";
+    out << entry.name << " " << entry.ranks << " " << entry.filter << " " << entry.timeout_s << " "
+        << labels;
+    if (!entry.pass_regex.empty()) out << " " << entry.pass_regex;
+    out << "\n";
   }
   return 0;
 }

@@ -26,8 +26,8 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
                            const std::string& disk_dir, double budget);
 
 /// The rounds' median, figure by figure: the typical machine, as the step times the
-/// planner is compared with are medians. The process base is the rounds' smallest measured: only
-/// a fresh process measures it.
+/// planner is compared with are medians. The process base is the rounds' smallest measured:
+/// only a fresh process measures it.
 plan::Cluster median_of(const std::vector<plan::Cluster>& rounds);
 
 }  // namespace trident::calibrate
