@@ -1,7 +1,8 @@
 # Turns `test_mpi --list-ctest` (one line per multi-rank entry: name ranks filter timeout_s
 # labels [pass_regex]; labels: the `,`-separated cases a shared launch runs) into ctest
 # entries that run it under mpirun, one core's claim for one rank, both cores' for more.
-# Run after each build of test_mpi with -D TEST_EXECUTABLE, MPIEXEC, MPI_ENV (space-separated) and CTEST_FILE.
+# Run after each build of test_mpi with -D TEST_EXECUTABLE, MPIEXEC, MPI_ENV
+# (space-separated) and CTEST_FILE.
 execute_process(COMMAND ${TEST_EXECUTABLE} --list-ctest
   OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE result)
 if(NOT result EQUAL 0)
