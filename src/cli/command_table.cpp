@@ -213,8 +213,8 @@ const std::vector<Command>& commands() {
         "trident calibrate --merge FILE... [--out FILE] [--name NAME]",
         "Measures the machines of the job's N ranks, all running at once: fp32 and fp64\n"
         "matmul rates by size, what a weight costs each micro-batch beyond its FLOPs, the\n"
-        "memory bandwidth, the fixed and elementwise costs of trident's own GPT block and of\n"
-        "the model's ends, how much ranks computing at once\n"
+        "memory bandwidth, trident's AdamW update per element, the fixed and elementwise costs\n"
+        "of trident's own GPT block and of the model's ends, how much ranks computing at once\n"
         "slow each other ([contention]), a send and a receive at once between pairs of ranks\n"
         "on one node (1 KiB to 64 MiB) and, on several nodes (host names), between nodes (1 KiB\n"
         "to 4 MiB; pairs, and a ring through the nodes), the wait of a collective between ranks\n"

@@ -223,6 +223,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.memory_gbps = number(source, key, node, 0);
     } else if (key == "weight_gbps") {
       c.weight_gbps = number(source, key, node, 0);
+    } else if (key == "adamw_ns_per_element") {
+      c.adamw_ns_per_element = number(source, key, node, 0);
     } else if (key == "disk_gbps") {
       c.disk_gbps = number(source, key, node, 0);
     } else if (key == "disk_read_gbps") {
@@ -256,7 +258,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "intra_node_gbps "
           "inter_node_gbps latency_us inter_node_latency_us sync_us sync_fraction ring_sync_us "
           "memory_gbps "
-          "weight_gbps "
+          "weight_gbps adamw_ns_per_element "
           "disk_gbps disk_read_gbps disk_write_gbps disk_overlap tier_stream_s_per_gb "
           "process_base_gb "
           "elementwise_gbps llama_elementwise_gbps "
@@ -342,6 +344,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "ring_sync_us = " << c.ring_sync_us << "\n"
       << "memory_gbps = " << c.memory_gbps << "\n"
       << "weight_gbps = " << c.weight_gbps << "\n"
+      << "adamw_ns_per_element = " << c.adamw_ns_per_element << "\n"
       << "disk_gbps = " << c.disk_gbps << "\n"
       << "disk_read_gbps = " << c.disk_read_gbps << "\n"
       << "disk_write_gbps = " << c.disk_write_gbps << "\n"

@@ -89,6 +89,12 @@ struct Cluster {
   /// `trident calibrate` measures it as the intercept of a chain of linear layers' forward
   /// and backward over the token count. 0: not charged.
   double weight_gbps = 0;
+  /// Nanoseconds trident's AdamW update (zero/zero_step.cpp: the decoupled decay, the
+  /// scaled gradient, both moments, the denominator and the update, over chunks that stay
+  /// in cache) takes per element of an fp32 shard in memory, every rank at once, as
+  /// `trident calibrate` times it on a shard larger than the caches. 0: not measured, the
+  /// step priced as 25 passes over the shard at memory_gbps.
+  double adamw_ns_per_element = 0;
   /// The nvme tier's disk: sequential O_DIRECT bandwidth per device, GB/s (trident
   /// calibrate measures it: the mean of its write and read); 0: the tier's traffic is not
   /// modelled.

@@ -841,17 +841,24 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
               (c.memory_gbps * 1e9);
   }
   if (c.memory_gbps > 0) {
-    // trident's AdamW (zero/zero_step.cpp) makes about 25 passes over its shard in the
-    // state dtype: weight decay 2, the scaled gradient 2, each moment 5, the denominator
-    // 6, the update 4, the gradient norm 1. 16-bit parameters add the master's rounding
-    // (read the master, write the parameter); the gradient buffer is zeroed after.
+    // trident's AdamW (zero/zero_step.cpp) runs as separate tensor operations over its
+    // shard in the state dtype: weight decay 2 passes, the scaled gradient 2, each moment
+    // 5, the denominator 6, the update 4, the gradient norm 1. Where calibrate timed that
+    // update (all but the norm) per element, that time prices it, twice over for fp64's
+    // bytes; else its 24 passes at memory_gbps, as if none stayed in cache. 16-bit
+    // parameters add the master's rounding (read the master, write the parameter); the
+    // gradient buffer is zeroed after.
     const double shard = l.zero == 0 ? static_cast<double>(psi) : shard_elements;
     const double state = m.precision == "fp64" ? 8.0 : 4.0;
-    double bytes = shard * 25.0 * state;
+    double update_s = 0, bytes = shard * state;  // the norm
+    if (c.adamw_ns_per_element > 0)
+      update_s = shard * c.adamw_ns_per_element * 1e-9 * (state / 4.0);
+    else
+      bytes += shard * 24.0 * state;
     if (b.param < state) bytes += shard * (state + b.param);
     bytes += (l.zero < 2 ? static_cast<double>(psi) * b.grad : shard * b.grad_shard);
-    out.optimizer =
-        std::max(1.0, share) * c.contention_at(ranks_sharing(l, c)) * bytes / (c.memory_gbps * 1e9);
+    out.optimizer = std::max(1.0, share) * c.contention_at(ranks_sharing(l, c)) *
+                    (update_s + bytes / (c.memory_gbps * 1e9));
   }
   if (c.disk_read() > 0 && m.offload_optimizer == "nvme") {
     // The tier streams its files through the AdamW step, and stage 3's gathers and the

@@ -464,6 +464,29 @@ TEST(StepTime, dp_reduction_hides_behind_backward_except_the_last_bucket) {
   EXPECT_NEAR(hidden.dp, all_reduce_s((1 << 16) * 4.0, 2, link) + scalars, 1e-12);
 }
 
+TEST(StepTime, optimizer_priced_by_the_calibrated_adamw_update) {
+  // fp32: the shard's elements at the calibrated AdamW update's time each, plus the
+  // gradient norm's read of the shard and the whole gradient buffer zeroed, at
+  // memory_gbps. ZeRO 1 over dp 2 updates half the elements and zeroes the whole buffer.
+  PlanModel m = small_model();
+  Cluster c = compute_only();
+  c.memory_gbps = 10;
+  c.adamw_ns_per_element = 3;
+  c.peak_tflops["fp64"] = 1.0;
+  const double psi = static_cast<double>(total_parameters(m));
+  const Layout alone{1, 1, 1, 0, 4, false}, zero1{2, 1, 1, 1, 4, false};
+  EXPECT_NEAR(step_time(m, alone, c).optimizer, psi * 3e-9 + (psi * 4 + psi * 4) / 10e9, 1e-12);
+  EXPECT_NEAR(step_time(m, zero1, c).optimizer, psi / 2 * 3e-9 + (psi / 2 * 4 + psi * 4) / 10e9,
+              1e-12);
+  // fp64 states move twice the bytes: the update takes twice as long.
+  m.precision = "fp64";
+  EXPECT_NEAR(step_time(m, alone, c).optimizer, psi * 6e-9 + (psi * 8 + psi * 8) / 10e9, 1e-12);
+  // Not calibrated: the update's 24 passes at memory_gbps, as if none stayed in cache.
+  m.precision = "fp32";
+  c.adamw_ns_per_element = 0;
+  EXPECT_NEAR(step_time(m, alone, c).optimizer, psi * (25 * 4 + 4) / 10e9, 1e-12);
+}
+
 TEST(StepTime, ranks_sharing_cores_time_share_them) {
   // 4 ranks on a node of 2 cores: pure dp computes at half speed; a 4-stage pipeline
   // fills its bubble with other stages' work.

@@ -29,7 +29,7 @@ check_file() {  # FILE: what every calibration must hold
   [ -s "$f" ] || fail "no cluster file $f"
   "$trident" plan "$root/configs/tiny.toml" --cluster "$f" --layout 1,1,2 > "$tmp/plan.txt" 2>&1 ||
     fail "trident plan cannot use $f: $(cat "$tmp/plan.txt")"
-  for k in intra_node_gbps memory_gbps layer_overhead_us layer_overhead_tp_us; do
+  for k in intra_node_gbps memory_gbps adamw_ns_per_element layer_overhead_us layer_overhead_tp_us; do
     positive "$(key $k "$f")" || fail "$k is not positive in $f"
   done
   grep -q '^\[contention\]' "$f" || fail "no [contention] in $f"

@@ -1,5 +1,5 @@
-// Compute measurements on libtorch: matmuls, a stream kernel, a chain of weights, and
-// trident's GPT-2 and Llama blocks and GPT-2 stage built as training builds them.
+// Compute measurements on libtorch: matmuls, a stream kernel, a chain of weights, the
+// AdamW update, and trident's GPT-2 and Llama blocks and GPT-2 stage built as training builds them.
 #include "plan/calibrate/compute.h"
 
 #include <ATen/ATen.h>                     // at::matmul_out, at::add_out, at::randn
@@ -21,6 +21,8 @@
 #include "plan/memory_model.h"          // layer_activation_bytes
 #include "plan/plan_model.h"            // PlanModel, layer_forward_flops_per_token
 #include "tensor_parallel/parameter.h"  // ParamRegistry
+#include "zero/adamw.h"                 // AdamWOptions, adam_update
+#include "zero/zero_optimizer.h"        // ZeroOptimizer::kUpdateChunk
 
 namespace trident::calibrate {
 
@@ -57,6 +59,28 @@ double weight_gbps(Communicator& world, double budget) {
   const double t_few = seconds(few), t_many = seconds(many);
   const double intercept = (t_few * many - t_many * few) / static_cast<double>(many - few);
   return intercept > 0 ? static_cast<double>(count * k * k) * 4.0 / intercept / 1e9 : 0.0;
+}
+
+void adamw_update(at::Tensor param, const at::Tensor& grad, at::Tensor exp_avg,
+                  at::Tensor exp_avg_sq) {
+  const AdamWOptions o;
+  const double lr = 1e-3;
+  param.mul_(1.0 - lr * o.weight_decay);
+  for (int64_t i = 0; i < param.numel(); i += ZeroOptimizer::kUpdateChunk) {
+    const int64_t c = std::min(ZeroOptimizer::kUpdateChunk, param.numel() - i);
+    at::Tensor m = param.narrow(0, i, c), m1 = exp_avg.narrow(0, i, c),
+               m2 = exp_avg_sq.narrow(0, i, c);
+    adam_update(m, grad.narrow(0, i, c) * 1.0, m1, m2, lr, /*step=*/10, o);
+  }
+}
+
+double adamw_ns_per_element(Communicator& world, double budget) {
+  const int64_t n = 4 << 20;
+  at::Tensor param = at::full({n}, 0.5f), grad = at::full({n}, 0.25f),
+             exp_avg = at::full({n}, 0.25f), exp_avg_sq = at::full({n}, 0.25f);
+  const double s =
+      time_per_call([&] { adamw_update(param, grad, exp_avg, exp_avg_sq); }, 0.5 * budget, world);
+  return mean_over_ranks(s / static_cast<double>(n) * 1e9, world);
 }
 
 namespace {

@@ -1,8 +1,9 @@
 // Compute measurements for the planner, every rank measuring at once: matmul rate,
-// memory bandwidth, a chain of weights, and the forward and backward of trident's own
-// GPT-2 and Llama blocks and GPT-2 stage.
+// memory bandwidth, a chain of weights, the AdamW update, and the forward and backward of
+// trident's own GPT-2 and Llama blocks and GPT-2 stage.
 // `budget` scales each measurement's timing (1: the full time, under 1: rougher, faster).
 #pragma once
+#include <ATen/core/Tensor.h>     // at::Tensor
 #include <c10/core/ScalarType.h>  // at::ScalarType
 
 #include <cstdint>     // int64_t
@@ -27,6 +28,17 @@ double memory_gbps(Communicator& world, double budget);
 /// their gradients accumulating, timed at 16 and at 512 tokens; the line through the two
 /// times, at zero tokens, is the cost of the weights alone.
 double weight_gbps(Communicator& world, double budget);
+
+/// trident's AdamW update of an fp32 range as ZeroOptimizer::update_range runs it: the
+/// decoupled decay, then adam_update over chunks of kUpdateChunk elements of the scaled
+/// gradient.
+void adamw_update(at::Tensor param, const at::Tensor& grad, at::Tensor exp_avg,
+                  at::Tensor exp_avg_sq);
+
+/// Nanoseconds per element of adamw_update over a shard of 4 Mi fp32 elements (64 MiB
+/// with its gradient and moments: beyond a core's caches, as a model's shard is), per rank
+/// while all run: Cluster::adamw_ns_per_element.
+double adamw_ns_per_element(Communicator& world, double budget);
 
 /// The shape of a block's input; `llama`: trident's Llama block (models/llama.h) with
 /// Llama's proportions, kv heads half the heads and a SwiGLU width of 8/3 hidden rounded

@@ -122,6 +122,11 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
                 "beyond their FLOPs",
                 c.weight_gbps);
   say(line);
+  c.adamw_ns_per_element = adamw_ns_per_element(world, budget);
+  std::snprintf(line, sizeof line,
+                "AdamW update (4 Mi fp32 elements, in memory): %.2f ns per element per rank",
+                c.adamw_ns_per_element);
+  say(line);
   if (!disk_dir.empty()) {
     // All ranks at once: a node's devices share its disk, as their tiers would.
     world.barrier()->wait();
@@ -501,7 +506,8 @@ std::map<Key, double> median_table(const std::vector<const std::map<Key, double>
 plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   plan::Cluster c = rounds.at(0);
   for (double plan::Cluster::*field :
-       {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps, &plan::Cluster::disk_gbps,
+       {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps,
+        &plan::Cluster::adamw_ns_per_element, &plan::Cluster::disk_gbps,
         &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
         &plan::Cluster::disk_overlap, &plan::Cluster::intra_node_gbps,
         &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,

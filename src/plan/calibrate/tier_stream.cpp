@@ -8,11 +8,10 @@
 #include <memory>     // std::make_shared
 #include <vector>     // std::vector
 
-#include "common/async_io.h"        // make_async_io
-#include "plan/calibrate/timing.h"  // time_per_call, mean_over_ranks
-#include "zero/adamw.h"             // AdamWOptions, adam_update
-#include "zero/nvme_tier.h"         // NvmeTier, TierRing
-#include "zero/zero_optimizer.h"    // ZeroOptimizer::kUpdateChunk
+#include "common/async_io.h"         // make_async_io
+#include "plan/calibrate/compute.h"  // adamw_update
+#include "plan/calibrate/timing.h"   // time_per_call, mean_over_ranks
+#include "zero/nvme_tier.h"          // NvmeTier, TierRing
 
 namespace trident::calibrate {
 namespace {
@@ -20,20 +19,6 @@ namespace {
 constexpr int64_t kPiece = 1 << 20;  // elements: 4 MiB of fp32, offload_block_size's default
 constexpr int64_t kPieces = 12;
 constexpr int kRing = 4;  // offload_buffer_count's default
-
-/// The AdamW update of one piece as ZeroOptimizer::update_range runs it: the decoupled
-/// decay, then adam_update over chunks of kUpdateChunk elements of the gradient, scaled.
-void adamw(at::Tensor param, const at::Tensor& grad, at::Tensor exp_avg, at::Tensor exp_avg_sq) {
-  const AdamWOptions o;
-  const double lr = 1e-3;
-  param.mul_(1.0 - lr * o.weight_decay);
-  for (int64_t i = 0; i < param.numel(); i += ZeroOptimizer::kUpdateChunk) {
-    const int64_t c = std::min(ZeroOptimizer::kUpdateChunk, param.numel() - i);
-    at::Tensor m = param.narrow(0, i, c), m1 = exp_avg.narrow(0, i, c),
-               m2 = exp_avg_sq.narrow(0, i, c);
-    adam_update(m, grad.narrow(0, i, c) * 1.0, m1, m2, lr, /*step=*/10, o);
-  }
-}
 
 }  // namespace
 
@@ -62,7 +47,8 @@ TierStream tier_stream(const std::string& dir, Communicator& world, double budge
     auto step = [&] {
       tier.stream(
           [&](size_t k, std::vector<at::Tensor>& pl) {
-            adamw(param.narrow(0, static_cast<int64_t>(k) * kPiece, kPiece), pl[2], pl[0], pl[1]);
+            adamw_update(param.narrow(0, static_cast<int64_t>(k) * kPiece, kPiece), pl[2], pl[0],
+                         pl[1]);
           },
           /*read=*/true, /*write=*/true, /*unchanged=*/2);
     };
@@ -73,8 +59,8 @@ TierStream tier_stream(const std::string& dir, Communicator& world, double budge
              exp_avg_sq = at::full({n}, 0.25f);
   auto in_memory = [&] {
     for (int64_t k = 0; k < kPieces; ++k)
-      adamw(param.narrow(0, k * kPiece, kPiece), grad.narrow(0, k * kPiece, kPiece),
-            exp_avg.narrow(0, k * kPiece, kPiece), exp_avg_sq.narrow(0, k * kPiece, kPiece));
+      adamw_update(param.narrow(0, k * kPiece, kPiece), grad.narrow(0, k * kPiece, kPiece),
+                   exp_avg.narrow(0, k * kPiece, kPiece), exp_avg_sq.narrow(0, k * kPiece, kPiece));
   };
   out.memory_s = mean_over_ranks(time_per_call(in_memory, 0.5 * budget, world), world);
   return out;
