@@ -71,3 +71,8 @@ set_tests_properties(cli_train_bad_input_stops_every_rank
 # spike-guard script kept the two cores 69% busy and the full-disk script 61%.
 set_tests_properties(spike_guard_rollback_and_divergence_dp2
   offload_tier_on_a_full_disk_ends_every_rank PROPERTIES PROCESSORS 1)
+# The listing's checks of shared launches: test_mpi --list-ctest alone, no MPI, nothing timed.
+if(TARGET test_mpi)
+  trident_script_test(share_launch_mistakes_refused share_launch_checks.sh $<TARGET_FILE:test_mpi>)
+  set_tests_properties(share_launch_mistakes_refused PROPERTIES PROCESSORS 1)
+endif()

@@ -3,13 +3,17 @@
 // the filter selects no test and when any test skips: a multi-rank test that did not run is
 // a failure. Rank 0 closes with each selected test's outcome on every rank, so that a job
 // running several layouts names the one that failed. `test_mpi --list-ctest` prints the
-// ctest entries without starting MPI.
+// ctest entries without starting MPI; `--share-launch NAME=CASE[,CASE...]` (repeatable)
+// adds a shared launch first, so that tests can try the listing's checks on one.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "mpi_cases.h"
 #include "mpi_report.h"
@@ -22,11 +26,32 @@ bool has_flag(int argc, char** argv, const char* flag) {
   return false;
 }
 
+// Each `--share-launch NAME=CASE[,CASE...]` as a shared launch (no cases after '=': an
+// empty one). False, with the reason on stderr, for one without '=' or a value.
+bool add_shared_launches(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--share-launch") != 0) continue;
+    const std::string value = i + 1 < argc ? argv[i + 1] : "";
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos) {
+      std::cerr << "test_mpi: --share-launch takes NAME=CASE[,CASE...], got '" << value << "'\n";
+      return false;
+    }
+    std::vector<std::string> cases;
+    std::istringstream list(value.substr(eq + 1));
+    for (std::string name; std::getline(list, name, ',');) cases.push_back(name);
+    trident::testing::share_launch(value.substr(0, eq), cases);
+    ++i;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (has_flag(argc, argv, "--list-ctest")) {
     ::testing::InitGoogleTest(&argc, argv);  // registers the parameterised tests
+    if (!add_shared_launches(argc, argv)) return 2;
     return trident::testing::list_ctest(std::cout, std::cerr);
   }
   int provided = 0;
