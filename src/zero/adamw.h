@@ -19,4 +19,13 @@ struct AdamWOptions {
 void adam_update(at::Tensor& master, const at::Tensor& grad, at::Tensor& exp_avg,
                  at::Tensor& exp_avg_sq, double lr, int64_t step, const AdamWOptions& o);
 
+/// adam_update over `master` in chunks of `chunk` elements, from its start, each chunk's
+/// gradient converted to the moments' dtype and multiplied by `grad_scale`: the update
+/// ZeroOptimizer runs on a range of its shard (the temporaries stay in cache), and the one
+/// `trident calibrate` times. The tensors are flat; exp_avg, exp_avg_sq and grad hold at
+/// least master's elements.
+void adam_update_chunks(at::Tensor master, const at::Tensor& grad, at::Tensor exp_avg,
+                        at::Tensor exp_avg_sq, double lr, int64_t step, double grad_scale,
+                        const AdamWOptions& o, int64_t chunk);
+
 }  // namespace trident

@@ -132,13 +132,8 @@ void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, a
   }
   // The chunks start at the range's start: callers pass ranges that begin at whole
   // chunks of the domain, so every element sees the same kernels as in one pass.
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t c = std::min(kChunk, n - i);
-    at::Tensor m = master.narrow(0, i, c), m1 = exp_avg.narrow(0, i, c),
-               m2 = exp_avg_sq.narrow(0, i, c);
-    const at::Tensor scaled = grad.narrow(0, i, c).to(state_dtype_) * grad_scale;
-    adam_update(m, scaled, m1, m2, lr, step_count_, adamw_);
-  }
+  adam_update_chunks(master.narrow(0, 0, n), grad, exp_avg, exp_avg_sq, lr, step_count_, grad_scale,
+                     adamw_, kChunk);
   if (has_master()) param.copy_(master);  // round the fp32 master to the param dtype
 }
 

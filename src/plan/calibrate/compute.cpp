@@ -1,5 +1,6 @@
 // Compute measurements on libtorch: matmuls, a stream kernel, a chain of weights, the
-// AdamW update, and trident's GPT-2 and Llama blocks and GPT-2 stage built as training builds them.
+// AdamW update, and trident's GPT-2 and Llama blocks and GPT-2 stage built as training
+// builds them.
 #include "plan/calibrate/compute.h"
 
 #include <ATen/ATen.h>                     // at::matmul_out, at::add_out, at::randn
@@ -21,7 +22,7 @@
 #include "plan/memory_model.h"          // layer_activation_bytes
 #include "plan/plan_model.h"            // PlanModel, layer_forward_flops_per_token
 #include "tensor_parallel/parameter.h"  // ParamRegistry
-#include "zero/adamw.h"                 // AdamWOptions, adam_update
+#include "zero/adamw.h"                 // AdamWOptions, adam_update_chunks
 #include "zero/zero_optimizer.h"        // ZeroOptimizer::kUpdateChunk
 
 namespace trident::calibrate {
@@ -66,12 +67,8 @@ void adamw_update(at::Tensor param, const at::Tensor& grad, at::Tensor exp_avg,
   const AdamWOptions o;
   const double lr = 1e-3;
   param.mul_(1.0 - lr * o.weight_decay);
-  for (int64_t i = 0; i < param.numel(); i += ZeroOptimizer::kUpdateChunk) {
-    const int64_t c = std::min(ZeroOptimizer::kUpdateChunk, param.numel() - i);
-    at::Tensor m = param.narrow(0, i, c), m1 = exp_avg.narrow(0, i, c),
-               m2 = exp_avg_sq.narrow(0, i, c);
-    adam_update(m, grad.narrow(0, i, c) * 1.0, m1, m2, lr, /*step=*/10, o);
-  }
+  adam_update_chunks(param, grad, exp_avg, exp_avg_sq, lr, /*step=*/10, /*grad_scale=*/1.0, o,
+                     ZeroOptimizer::kUpdateChunk);
 }
 
 double adamw_ns_per_element(Communicator& world, double budget) {

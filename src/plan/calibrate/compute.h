@@ -30,8 +30,7 @@ double memory_gbps(Communicator& world, double budget);
 double weight_gbps(Communicator& world, double budget);
 
 /// trident's AdamW update of an fp32 range as ZeroOptimizer::update_range runs it: the
-/// decoupled decay, then adam_update over chunks of kUpdateChunk elements of the scaled
-/// gradient.
+/// decoupled decay, then adam_update_chunks (zero/adamw.h) in chunks of kUpdateChunk.
 void adamw_update(at::Tensor param, const at::Tensor& grad, at::Tensor exp_avg,
                   at::Tensor exp_avg_sq);
 
