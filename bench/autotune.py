@@ -7,9 +7,10 @@ predicted ranking, then train every
 configuration of the case's fixed grid (listed with the case) and of the predicted top 3
 (added when they are not in it, so that every one of them is measured) for a few steps,
 rounds in alternating order (round_order; with 2 rounds, a third for a configuration whose
-two differ by more than 15%), the choice through `trident train --auto` itself; where the
-best measured is not the choice, the best, the choice and the top 3's fastest train
---confirm more rounds (confirm_ties) and are judged on all of theirs. Report the
+two differ by more than 15%), the choice through `trident train --auto` itself; the near
+ties are then settled (confirm_ties): every configuration within 5% of the best measured,
+the best, the choice and the top 3's fastest train --confirm more rounds and are judged on
+all of theirs, again while a configuration not yet confirmed becomes the best. Report the
 choice's measured step against the best measured, whether the best is in the predicted
 top 3 and how far the top 3's fastest is from it, the predicted and measured peak RSS of
 the choice, and which configurations the memory cap killed. The Mixture-of-Experts
@@ -459,37 +460,50 @@ def judge(r):
 
 
 def confirm_ties(case, r, rounds, steps, cluster):
-    """The fastest of a dozen noisy medians is biased towards a lucky configuration: where
-    the best measured is not the choice, the best, the choice and the top 3's fastest train
-    `rounds` more rounds, alternating their order, and are judged again on all their
-    rounds; while the best is then one not yet confirmed (the next luckiest), it trains
-    `rounds` more beside the choice (at most CONFIRM_PASSES passes). The judgement before is
-    kept (r["before_confirm"])."""
+    """The fastest of a dozen noisy medians is biased towards a lucky configuration, and a
+    median of three rounds moves by a few percent: the near ties are settled by more rounds.
+    Every configuration within NEAR of the best measured (the choice among them or not), the
+    best, the choice and, where the best is not in the predicted top 3, the top 3's fastest
+    train `rounds` more rounds, alternating their order, and are judged again on all their
+    rounds. While the best is then one not yet confirmed (the next luckiest), it and the
+    configurations newly within NEAR of it train `rounds` more beside the choice, until the
+    best has had its rounds more: every pass confirms at least one configuration, so at
+    worst the whole grid trains `rounds` more. The judgement before is kept
+    (r["before_confirm"])."""
     if rounds <= 0:
         return
-    if "before_confirm" not in r:
-        r["before_confirm"] = {k: r[k] for k in ("best", "in_top3", "top3_ratio", "ratio")}
-    confirmed = r.setdefault("confirmed", [])
-    r["confirm_rounds"] = rounds
+    confirmed = list(r.get("confirmed", []))
     killed = dict.fromkeys(r["killed"], "")
-    for _ in range(CONFIRM_PASSES):
-        if r["best"] == r["choice"] or r["best"] in confirmed:
+    passes = 0
+    while True:
+        near = [c for c in sorted(r["measured"], key=r["measured"].get)
+                if r["measured"][c] <= NEAR * r["measured"][r["best"]]]
+        if r["best"] in confirmed or (r["best"] == r["choice"] and len(near) == 1):
             break
-        fastest3 = min((c for c in r["top3"] if c in r["measured"]), key=r["measured"].get)
-        new = [c for c in dict.fromkeys([r["best"], fastest3]) if c not in confirmed]
+        wanted = near + [r["best"]]
+        if not r["in_top3"]:
+            wanted.append(min((c for c in r["top3"] if c in r["measured"]),
+                              key=r["measured"].get))
+        new = [c for c in dict.fromkeys(wanted) if c not in confirmed]
         # The choice trains in every pass, beside the newcomers: a slow spell then falls
         # on both, never on one configuration's rounds alone.
         group = list(dict.fromkeys(new + [r["choice"]]))
+        if "before_confirm" not in r:
+            r["before_confirm"] = {k: r[k] for k in ("best", "in_top3", "top3_ratio", "ratio")}
         confirmed += [c for c in group if c not in confirmed]
+        r["confirmed"], r["confirm_rounds"], r["near"] = confirmed, rounds, NEAR
         for k in range(rounds):
             measure(case, r, group[::-1] if k % 2 == 0 else group, steps, cluster, killed)
         judge(r)
-    if not confirmed:
-        del r["confirmed"], r["before_confirm"], r["confirm_rounds"]
+        passes += 1
+    if passes:
+        r["confirm_passes"] = r.get("confirm_passes", 0) + passes
 
 
-# How many times the confirmation takes in a configuration that became the best.
-CONFIRM_PASSES = 3
+# A configuration whose median is within this ratio of the best's is a near tie: medians of
+# three rounds on this machine move by about as much (rounds of one configuration 10-30%
+# apart), so which of them is the best is settled by more rounds.
+NEAR = 1.05
 
 
 def confirm_stored(build, stored, rounds, steps, bind, tmp):
@@ -573,7 +587,12 @@ def markdown(results, rounds, steps, bind):
         "one round" if calibrations == {1} else "the median of %s rounds of each figure"
         % "/".join(str(k) for k in sorted(calibrations)))
     confirm = {r["confirm_rounds"] for r in results if "confirm_rounds" in r}
-    if confirm:
+    if confirm and any("near" in r for r in results):
+        how += ("; the near ties settled: every configuration within %.0f%% of the best, the "
+                "best, the choice and the top 3's fastest %s rounds more, again while a new "
+                "best appeared" % ((max(r.get("near", NEAR) for r in results) - 1) * 100,
+                                   "/".join(str(k) for k in sorted(confirm))))
+    elif confirm:
         how += ("; where the best was not the choice, the best, the choice and the top 3's "
                 "fastest %s rounds more" % "/".join(str(k) for k in sorted(confirm)))
     lines = ["Measured %s by `scripts/autotune-check.sh` (%d rounds of %d steps%s, the median "
@@ -669,8 +688,8 @@ def main():
     ap.add_argument("--bind", choices=["core", "none"], default="core",
                     help="each rank bound to one core in turn (default), or free to move")
     ap.add_argument("--confirm", type=int, default=3,
-                    help="rounds more for the best, the choice and the top 3's fastest where "
-                         "the best is not the choice (0: none)")
+                    help="rounds more for the near ties: every configuration within 5%% of "
+                         "the best, the best, the choice and the top 3's fastest (0: none)")
     ap.add_argument("--calibrate-rounds", type=int, default=3,
                     help="rounds of each case's calibration, the median of each figure kept")
     ap.add_argument("--markdown")

@@ -71,13 +71,30 @@ autotune.confirm_ties(None, r, 3, 5, None)
 check("no pass when the choice is the best", ("confirmed" in r, autotune.train.calls),
       (False, []))
 
-# At most CONFIRM_PASSES passes, however often the best changes.
+# Every configuration within NEAR of the best trains too, the choice among them or not:
+# the choice (A) best by 3%, B's rounds more make B the best, already confirmed: one pass;
+# C (10% slower, in the top 3 but not needed to judge it) never trains again.
+r = result({"A": [1.00] * 3, "B": [1.03] * 3, "C": [1.10] * 3}, choice="A", top3=["A", "C"])
+autotune.train = Trainer({"B": [0.95] * 3, "A": [1.00] * 3})
+autotune.confirm_ties(None, r, 3, 5, None)
+check("near tie beside the best choice", autotune.train.calls, ["B", "A", "A", "B", "B", "A"])
+check("near tie settled", (r["best"], round(r["ratio"], 4), r.get("confirm_passes")),
+      ("B", round(1.00 / 0.99, 4), 1))
+check("judged before", r["before_confirm"]["best"], "A")
+
+# Passes go on until the best has had its rounds more, however often it changes: N0-N4
+# (within 5% of N0) train in the first pass and slow down, N5 becomes the best and trains
+# in a second, and then the choice is the best.
 times = {"A": [1.0] * 3}
 times.update({"N%d" % i: [0.90 + 0.01 * i] * 3 for i in range(6)})
 r = result(times, choice="A", top3=["A"])
-autotune.train = Trainer({c: [1.5] * 3 if c != "A" else [1.0] * 12 for c in times})
+autotune.train = Trainer({c: [1.5] * 3 if c != "A" else [1.0] * 6 for c in times})
 autotune.confirm_ties(None, r, 3, 5, None)
-check("passes", len(r["confirmed"]) - 1, autotune.CONFIRM_PASSES)
+check("passes until the best is confirmed", (r.get("confirm_passes"), sorted(r["confirmed"]), r["best"]),
+      (2, sorted(times), "A"))
+check("each trained its rounds once, the choice in every pass",
+      sorted((c, autotune.train.calls.count(c)) for c in times),
+      sorted([("A", 6)] + [("N%d" % i, 3) for i in range(6)]))
 
 # Against the configurations predicted to fit: a faster one over the budget is left out.
 r = result({"A": [1.0] * 3, "B": [0.9] * 3, "X": [0.8] * 3}, choice="A", top3=["A", "B"],
