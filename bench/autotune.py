@@ -226,6 +226,9 @@ class Case:
         self.bind = (["--bind-to", "core:overload-allowed"] if bind == "core"
                      else ["--bind-to", "none"])
         self.cluster_name = "tat%d" % os.getpid()
+        # The configurations the ranking predicts with train.allocator = release: they train
+        # with it, as `train --auto` would run them.
+        self.release = set()
         self.cgroup = None
         self.tier = tmp / ("tier-" + name)
 
@@ -307,7 +310,8 @@ def calibrate(case, out, rounds):
 
 
 def auto_ranking(case, cluster, top, memory_gb):
-    """The predicted top `top`: (name, predicted seconds, predicted peak bytes)."""
+    """The predicted top `top`: (name, predicted seconds, predicted peak bytes, whether the
+    peak assumes train.allocator = release)."""
     cmd = [str(case.build / "trident"), "plan", str(ROOT / "configs/gpt2-124m.toml"), "--auto",
            "--devices", str(case.spec["ranks"]), "--cluster", str(cluster), "--top", str(top),
            "--memory-per-rank", "%.4f" % memory_gb]
@@ -315,9 +319,10 @@ def auto_ranking(case, cluster, top, memory_gb):
         cmd += ["--set", kv]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     ranked = []
-    for m in re.finditer(r"^auto: #\d+ (.+?): predicted step ([\d.e+-]+) s, peak ([\d.]+) (GB|MB)",
-                         out, re.M):
-        ranked.append((canonical(m[1]), float(m[2]), float(m[3]) * (1e9 if m[4] == "GB" else 1e6)))
+    for m in re.finditer(r"^auto: #\d+ (.+?): predicted step ([\d.e+-]+) s, peak ([\d.]+) (GB|MB)"
+                         r"( with train.allocator = release)?$", out, re.M):
+        ranked.append((canonical(m[1]), float(m[2]), float(m[3]) * (1e9 if m[4] == "GB" else 1e6),
+                       bool(m[5])))
     if not ranked:
         raise SystemExit("autotune: no ranking in `trident plan --auto`:\n" + out)
     return ranked, out
@@ -339,6 +344,8 @@ def train(case, name, steps, cluster, auto):
             args += ["--memory-per-rank", "%.4f" % case.memory_per_rank_gb()]
     else:
         sets += keys_of(name)
+        if name in case.release:
+            sets.append("train.allocator=release")
     for kv in sets:
         args += ["--set", kv]
     log = case.tmp / ("%s.log" % tag)
@@ -398,12 +405,13 @@ def run_case(build, name, spec, rounds, steps, bind, confirm, calibrate_rounds, 
         memory = case.memory_per_rank_gb()
         # The whole ranking: every candidate under the budget, for the grid's predictions.
         ranked, plan_text = auto_ranking(case, cluster, 100000, memory)
-        choice, predicted, predicted_peak = ranked[0]
-        predictions = {n: (t, p) for n, t, p in ranked}
+        choice, predicted, predicted_peak, _ = ranked[0]
+        predictions = {n: (t, p) for n, t, p, _ in ranked}
         # The predicted top 3 are measured too: whether the best is among them is judged
         # on measurements of all three, not on the grid's alone.
-        top3 = [c for c, _, _ in ranked[:3]]
+        top3 = [c for c, _, _, _ in ranked[:3]]
         grid = list(dict.fromkeys([canonical(g) for g in spec["grid"]] + top3))
+        case.release = {n for n, _, _, release in ranked if release and n in grid}
         r = {"case": name, "spec": spec, "memory_gb": memory, "choice": choice,
              # The calibration, so that a later model can rank the same measurements again.
              "cluster": cluster_text,
@@ -411,6 +419,7 @@ def run_case(build, name, spec, rounds, steps, bind, confirm, calibrate_rounds, 
              "times": {c: [] for c in grid}, "peaks": {c: 0 for c in grid},
              "cgroup_peaks": {c: 0 for c in grid}, "killed": [], "top3": top3,
              "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
+             "release": sorted(case.release),
              # How it was measured, so that --from-json renders the run's own header.
              "date": str(datetime.date.today()), "rounds": rounds, "steps": steps,
              "bind": bind, "calibrate_rounds": calibrate_rounds}
@@ -511,6 +520,7 @@ def confirm_stored(build, stored, rounds, steps, bind, tmp):
     calibration and measurements, the contenders trained again here."""
     r = dict(stored)
     with Case(build, r["case"], r["spec"], tmp, bind) as case:
+        case.release = set(r.get("release", []))
         cluster = tmp / ("%s.toml" % r["case"])
         cluster.write_text(r["cluster"])
         confirm_ties(case, r, rounds, steps, cluster)
@@ -641,6 +651,8 @@ def markdown(results, rounds, steps, bind):
         for c in sorted(r["measured"], key=r["measured"].get):
             guess = ("predicted %.3f s" % predicted[c][0]) if c in predicted else \
                 "over the budget"
+            if c in r.get("release", []):
+                guess += ", with train.allocator = release"
             # Capped: rank 0's peak RSS and the cgroup's (the node's ranks together).
             cgroup = r.get("cgroup_peaks", {}).get(c, 0)
             memory = ("; peak RSS %.0f MB, the cgroup's %.0f MB" % (r["peaks"][c] / 1e6, cgroup / 1e6)

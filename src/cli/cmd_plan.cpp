@@ -141,8 +141,11 @@ int run_auto(const Args& args, const TrainConfig& config, const plan::PlanModel&
   if (args.has("top")) {
     for (size_t i = 0; i < std::min(top, choice.ranked.size()); ++i) {
       const plan::AutoCandidate& c = choice.ranked[i];
+      // The peak holds with the allocator the candidate's keys set: one picked from this
+      // list by hand needs it too.
       std::cout << "auto: #" << i + 1 << " " << c.name() << ": predicted step "
-                << c.evaluation.time.total() << " s, peak " << c.peak / 1e9 << " GB\n";
+                << c.evaluation.time.total() << " s, peak " << c.peak / 1e9 << " GB"
+                << (plan::switched_to_release(c) ? " with train.allocator = release" : "") << "\n";
     }
   }
   std::cout << "auto: the choice as config keys:";

@@ -250,11 +250,12 @@ std::vector<std::string> overrides_of(const AutoCandidate& c) {
       std::string("parallel.offload_params=") + (c.placement.params ? "nvme" : "none"),
       "parallel.cp=" + std::to_string(l.cp),
       "parallel.ep=" + std::to_string(l.ep)};
-  // Chosen for a configuration in memory that fits only with the tighter bound (the tier's
-  // placements release under "auto" already).
-  if (c.releases_host_memory && !c.placement.optimizer && !c.placement.params)
-    keys.push_back("train.allocator=release");
+  if (switched_to_release(c)) keys.push_back("train.allocator=release");
   return keys;
+}
+
+bool switched_to_release(const AutoCandidate& c) {
+  return c.releases_host_memory && !c.placement.optimizer && !c.placement.params;
 }
 
 std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {

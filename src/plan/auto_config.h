@@ -92,6 +92,12 @@ AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
 /// applies and writes into the run directory.
 std::vector<std::string> overrides_of(const AutoCandidate& c);
 
+/// Whether `c` keeps its state in memory and is predicted with freed memory going back to
+/// the system: the config's train.allocator = release, or under "auto" a configuration
+/// that fits only with that tighter bound. Its overrides then set the allocator (the
+/// tier's placements release under "auto" already).
+bool switched_to_release(const AutoCandidate& c);
+
 /// The report `--auto` prints: the choice, its predicted memory and step time, the
 /// runner-up and why it lost (or, when nothing fits, the suggestion).
 std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& budget);

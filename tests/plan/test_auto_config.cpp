@@ -64,6 +64,8 @@ TEST(AutoConfig, chooses_the_fastest_under_the_budget_less_its_margin_and_always
                        tight.kept_heap_allowance * c.process_base_gb * 1e9,
                    a.ranked.front().peak);
   EXPECT_EQ(overrides_of(b.ranked.front()).back(), "train.allocator=release");
+  EXPECT_TRUE(switched_to_release(b.ranked.front()));  // what `plan --auto --top` marks
+  EXPECT_FALSE(switched_to_release(a.ranked.front()));
   // ...or, where the config keeps its heap, another configuration, with less memory and no
   // faster.
   PlanModel keeps = m;
@@ -106,6 +108,7 @@ TEST(AutoConfig, a_rank_that_keeps_its_heap_is_allowed_its_fragmentation) {
   for (const AutoCandidate& x : all.ranked) {
     const double total = x.evaluation.memory.total();
     EXPECT_EQ(x.releases_host_memory, x.placement.optimizer) << x.name();
+    EXPECT_FALSE(switched_to_release(x)) << x.name();  // the tier's release needs no key
     EXPECT_NEAR(x.peak, (x.placement.optimizer ? 1.0 : 1.25) * total + 0.2e9, 1.0) << x.name();
     kept |= !x.releases_host_memory;
     released |= x.releases_host_memory;
