@@ -489,7 +489,7 @@ def confirm_ties(case, r, rounds, steps, cluster):
                 if r["measured"][c] <= NEAR * r["measured"][r["best"]]]
         if r["best"] in confirmed or (r["best"] == r["choice"] and len(near) == 1):
             break
-        wanted = near + [r["best"]]
+        wanted = list(near)  # the best among them
         if not r["in_top3"]:
             wanted.append(min((c for c in r["top3"] if c in r["measured"]),
                               key=r["measured"].get))

@@ -145,7 +145,7 @@ int run_auto(const Args& args, const TrainConfig& config, const plan::PlanModel&
       // list by hand needs it too.
       std::cout << "auto: #" << i + 1 << " " << c.name() << ": predicted step "
                 << c.evaluation.time.total() << " s, peak " << c.peak / 1e9 << " GB"
-                << (plan::switched_to_release(c) ? " with train.allocator = release" : "") << "\n";
+                << plan::release_note(c) << "\n";
     }
   }
   std::cout << "auto: the choice as config keys:";

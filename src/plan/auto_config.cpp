@@ -258,6 +258,10 @@ bool switched_to_release(const AutoCandidate& c) {
   return c.releases_host_memory && !c.placement.optimizer && !c.placement.params;
 }
 
+std::string release_note(const AutoCandidate& c) {
+  return switched_to_release(c) ? " with train.allocator = release" : "";
+}
+
 std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {
   std::ostringstream out;
   out << "auto: " << b.ranks << " ranks, " << bytes_text(b.memory_per_rank)
@@ -279,7 +283,8 @@ std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {
   }
   auto line = [&](const char* what, const AutoCandidate& c) {
     out << "auto: " << what << " " << c.name() << ": predicted step "
-        << seconds(c.evaluation.time.total()) << ", peak " << bytes_text(c.peak) << " per rank";
+        << seconds(c.evaluation.time.total()) << ", peak " << bytes_text(c.peak) << " per rank"
+        << release_note(c);
     if (c.tier_bytes > 0) out << ", " << bytes_text(c.tier_bytes) << " in the tier";
     out << "\n";
   };

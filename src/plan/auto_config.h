@@ -98,6 +98,10 @@ std::vector<std::string> overrides_of(const AutoCandidate& c);
 /// tier's placements release under "auto" already).
 bool switched_to_release(const AutoCandidate& c);
 
+/// " with train.allocator = release" where switched_to_release(c), else empty: what follows
+/// a candidate's predicted peak wherever it is printed.
+std::string release_note(const AutoCandidate& c);
+
 /// The report `--auto` prints: the choice, its predicted memory and step time, the
 /// runner-up and why it lost (or, when nothing fits, the suggestion).
 std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& budget);

@@ -66,6 +66,11 @@ TEST(AutoConfig, chooses_the_fastest_under_the_budget_less_its_margin_and_always
   EXPECT_EQ(overrides_of(b.ranked.front()).back(), "train.allocator=release");
   EXPECT_TRUE(switched_to_release(b.ranked.front()));  // what `plan --auto --top` marks
   EXPECT_FALSE(switched_to_release(a.ranked.front()));
+  // The report says so after the choice's peak.
+  EXPECT_NE(auto_choice_text(b, tight).find("per rank with train.allocator = release"),
+            std::string::npos)
+      << auto_choice_text(b, tight);
+  EXPECT_EQ(auto_choice_text(a, roomy).find("train.allocator"), std::string::npos);
   // ...or, where the config keeps its heap, another configuration, with less memory and no
   // faster.
   PlanModel keeps = m;
