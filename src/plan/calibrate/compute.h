@@ -17,8 +17,9 @@ class Communicator;
 
 namespace trident::calibrate {
 
-/// TFLOP/s of an n x n times n x n matmul in `dtype`, per rank while all run (the mean).
-double matmul_tflops(int64_t n, at::ScalarType dtype, Communicator& world, double budget);
+/// One n x n times n x n matmul in `dtype` per call, its operands made once; it does
+/// 2 n^3 FLOPs.
+std::function<void()> matmul_call(int64_t n, at::ScalarType dtype);
 
 /// GB/s of c = a + b over 64 MB fp32 tensors (three tensors' bytes per call), per rank.
 double memory_gbps(Communicator& world, double budget);

@@ -4,23 +4,24 @@
 
 #include <ATen/ATen.h>  // at::kFloat, at::kDouble
 
-#include <algorithm>  // std::max, std::min, std::max_element, std::find, std::stable_sort
-#include <cstdio>     // std::snprintf
-#include <fstream>    // std::ifstream
-#include <map>        // std::map
-#include <memory>     // std::unique_ptr
-#include <set>        // std::set
-#include <string>     // std::string, std::getline, std::stod
-#include <utility>    // std::pair
-#include <vector>     // std::vector
+#include <algorithm>   // std::max, std::min, std::max_element, std::find, std::stable_sort
+#include <cstdio>      // std::snprintf
+#include <fstream>     // std::ifstream
+#include <functional>  // std::function
+#include <map>         // std::map
+#include <memory>      // std::unique_ptr
+#include <set>         // std::set
+#include <string>      // std::string, std::getline, std::stod
+#include <utility>     // std::pair
+#include <vector>      // std::vector
 
 #include "parallel/communicator.h"       // Communicator::split
 #include "parallel/placement.h"          // node_names
-#include "plan/calibrate/compute.h"      // matmul_tflops, block_s, stage_s, ...
+#include "plan/calibrate/compute.h"      // matmul_call, block_step, block_s, stage_s, ...
 #include "plan/calibrate/disk.h"         // disk_bandwidth, disk_overlap
 #include "plan/calibrate/links.h"        // sendrecv_s, send_s
 #include "plan/calibrate/tier_stream.h"  // tier_stream
-#include "plan/calibrate/timing.h"       // with_others_idle
+#include "plan/calibrate/timing.h"       // with_others_idle, times_per_call_in_turn
 #include "plan/sync_fit.h"               // SyncPoint, fit_sync
 #include "plan/time_model.h"             // Link, all_reduce_s
 
@@ -82,6 +83,83 @@ double from_rank0(double value, Communicator& world) {
 
 }  // namespace
 
+/// The figures read against each other, measured in turn (time_per_call_in_turn): the
+/// matmul table, whose rates the planner interpolates between sizes; the fixed cost of a
+/// block, from one so small that its arithmetic is negligible (its ~40 operator calls and
+/// their autograd nodes), GPT-2's and Llama's (RMSNorm, RoPE, the kv heads' repeat,
+/// SwiGLU's third matrix); and the blocks at three sizes, whose time beyond their matmuls
+/// and that fixed cost is elementwise work (norms, softmax, GELU or SwiGLU, RoPE, adds),
+/// which the planner charges as 6x the activation bytes over an effective rate: three
+/// sizes, as caches make small layers faster, for each block, as their operators stream
+/// their activations unalike. Measured one after the other, a slow spell of the machine
+/// fell on some sizes and not others and bent the table (a 512 matmul 7% slower than a 256
+/// one beside a 1024 one 13% faster), or on the blocks and not the matmuls inside them.
+void measure_shapes(Communicator& alone, Communicator& world, plan::Cluster& c, const Say& say,
+                    double budget) {
+  const std::vector<std::pair<const char*, at::ScalarType>> dtypes = {{"fp32", at::kFloat},
+                                                                      {"fp64", at::kDouble}};
+  const std::vector<int64_t> sizes = {32, 64, 128, 256, 512, 1024};
+  std::vector<BlockShape> blocks;
+  for (const bool llama : {false, true})
+    for (BlockShape x : {BlockShape{1, 4, 16, 2}, BlockShape{2, 32, 64, 4},
+                         BlockShape{4, 64, 128, 4}, BlockShape{8, 128, 256, 4}}) {
+      x.llama = llama;
+      blocks.push_back(x);
+    }
+  std::vector<std::function<void()>> calls;
+  std::vector<double> min_s;
+  for (const auto& [name, dtype] : dtypes)
+    for (int64_t n : sizes) {
+      calls.push_back(matmul_call(n, dtype));
+      min_s.push_back(0.5 * budget);
+    }
+  for (const BlockShape& x : blocks) {
+    calls.push_back(block_step(x, alone));
+    min_s.push_back(1.0 * budget);
+  }
+  const std::vector<double> seconds = times_per_call_in_turn(calls, min_s, world);
+
+  char line[160];
+  size_t i = 0;
+  for (const auto& [name, dtype] : dtypes) {
+    double best = 0;
+    for (int64_t n : sizes) {
+      const double tflops =
+          mean_over_ranks(2.0 * static_cast<double>(n * n * n) / seconds[i++] / 1e12, world);
+      c.matmul_tflops[name][static_cast<int>(n)] = tflops;
+      best = std::max(best, tflops);
+      std::snprintf(line, sizeof line, "matmul %s %4lld^3: %8.2f GFLOP/s per rank", name,
+                    static_cast<long long>(n), tflops * 1e3);
+      say(line);
+    }
+    c.peak_tflops[name] = best;
+  }
+  for (const BlockShape& x : blocks) {
+    const double measured = mean_over_ranks(seconds[i++], world);
+    if (x.batch == 1) {
+      (x.llama ? c.llama_layer_overhead_us : c.layer_overhead_us) = measured * 1e6;
+      std::snprintf(line, sizeof line,
+                    x.llama ? "fixed cost of one Llama layer's forward + backward: %.1f us per rank"
+                            : "fixed cost of one layer's forward + backward (operator calls): "
+                              "%.1f us per rank",
+                    measured * 1e6);
+      say(line);
+      continue;
+    }
+    const double matmuls = block_matmul_s(x, c), rest = measured - matmuls;
+    const double gbps = rest > 0 ? 6.0 * block_activation_bytes(x) / rest / 1e9 : 0;
+    std::snprintf(line, sizeof line,
+                  "%s block b%lld s%lld h%lld: %.2f ms, of which matmuls + fixed %.2f ms; "
+                  "elementwise at %.2f GB/s effective",
+                  x.llama ? "Llama" : "GPT-2", static_cast<long long>(x.batch),
+                  static_cast<long long>(x.seq), static_cast<long long>(x.hidden), measured * 1e3,
+                  matmuls * 1e3, gbps);
+    say(line);
+    if (gbps > 0)
+      (x.llama ? c.llama_elementwise_gbps : c.elementwise_gbps)[block_activation_bytes(x)] = gbps;
+  }
+}
+
 /// The compute figures, measured by every rank of `world` at once (they share the memory
 /// system as training's ranks do): matmul rates, memory and disk bandwidth, the fixed and
 /// elementwise costs of a block and of the model's ends.
@@ -98,19 +176,6 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
     std::snprintf(line, sizeof line, "process base (resident after a tiny block): %.0f MB",
                   c.process_base_gb * 1e3);
     say(line);
-  }
-  for (const auto& [name, dtype] :
-       {std::pair{"fp32", at::kFloat}, std::pair{"fp64", at::kDouble}}) {
-    double best = 0;
-    for (int64_t n : {32, 64, 128, 256, 512, 1024}) {
-      const double tflops = matmul_tflops(n, dtype, world, budget);
-      c.matmul_tflops[name][static_cast<int>(n)] = tflops;
-      best = std::max(best, tflops);
-      std::snprintf(line, sizeof line, "matmul %s %4lld^3: %8.2f GFLOP/s per rank", name,
-                    static_cast<long long>(n), tflops * 1e3);
-      say(line);
-    }
-    c.peak_tflops[name] = best;
   }
   c.memory_gbps = memory_gbps(world, budget);
   std::snprintf(line, sizeof line, "stream bandwidth (c = a + b, 64 MB fp32): %.2f GB/s per rank",
@@ -166,51 +231,15 @@ void measure_compute(Communicator& world, plan::Cluster& c, const Say& say,
     say(line);
   }
 
-  // A block so small that its arithmetic is negligible costs the fixed price of its ~40
-  // operator calls and their autograd nodes.
   const std::unique_ptr<Communicator> alone = world.split(world.rank(), 0, "self", kTimeoutS);
-  const BlockShape tiny{1, 4, 16, 2};
-  c.layer_overhead_us = block_s(tiny, *alone, world, budget) * 1e6;
-  std::snprintf(line, sizeof line,
-                "fixed cost of one layer's forward + backward (operator calls): %.1f us per rank",
-                c.layer_overhead_us);
-  say(line);
+  measure_shapes(*alone, world, c, say, budget);
   // And the model's ends: a one-layer stage less its layer.
-  c.ends_overhead_us =
-      std::max(0.0, stage_s(tiny, *alone, world, budget) * 1e6 - c.layer_overhead_us);
+  c.ends_overhead_us = std::max(
+      0.0, stage_s(BlockShape{1, 4, 16, 2}, *alone, world, budget) * 1e6 - c.layer_overhead_us);
   std::snprintf(line, sizeof line,
                 "fixed cost of the ends (embedding, final norm, head, loss): %.1f us per rank",
                 c.ends_overhead_us);
   say(line);
-  // The Llama block's fixed cost: more operator calls (RMSNorm, RoPE, the kv heads'
-  // repeat, SwiGLU's third matrix).
-  c.llama_layer_overhead_us = block_s(BlockShape{1, 4, 16, 2, true}, *alone, world, budget) * 1e6;
-  std::snprintf(line, sizeof line,
-                "fixed cost of one Llama layer's forward + backward: %.1f us per rank",
-                c.llama_layer_overhead_us);
-  say(line);
-  // What larger blocks take beyond their matmuls and that fixed cost is elementwise work
-  // (norms, softmax, GELU or SwiGLU, RoPE, adds), which the planner charges as 6x the
-  // activation bytes over an effective rate: measured at three sizes, as caches make small
-  // layers faster, for each block, as their operators stream their activations unalike.
-  for (const bool llama : {false, true}) {
-    for (BlockShape x :
-         {BlockShape{2, 32, 64, 4}, BlockShape{4, 64, 128, 4}, BlockShape{8, 128, 256, 4}}) {
-      x.llama = llama;
-      const double measured = block_s(x, *alone, world, budget), matmuls = block_matmul_s(x, c);
-      const double rest = measured - matmuls;
-      const double gbps = rest > 0 ? 6.0 * block_activation_bytes(x) / rest / 1e9 : 0;
-      std::snprintf(line, sizeof line,
-                    "%s block b%lld s%lld h%lld: %.2f ms, of which matmuls + fixed %.2f ms; "
-                    "elementwise at %.2f GB/s effective",
-                    llama ? "Llama" : "GPT-2", static_cast<long long>(x.batch),
-                    static_cast<long long>(x.seq), static_cast<long long>(x.hidden), measured * 1e3,
-                    matmuls * 1e3, gbps);
-      say(line);
-      if (gbps > 0)
-        (llama ? c.llama_elementwise_gbps : c.elementwise_gbps)[block_activation_bytes(x)] = gbps;
-    }
-  }
 }
 
 /// Rank 0's cluster on every rank.

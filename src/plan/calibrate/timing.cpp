@@ -44,6 +44,34 @@ PerCall one_trial(const std::function<void()>& fn, double min_s, Communicator& w
   }
 }
 
+/// A measurement: what to call, the time its trials take together, and the counter read
+/// around each trial.
+struct Timed {
+  std::function<void()> fn;
+  double min_s;
+  std::function<double()> counter;
+};
+
+/// Each of `timed` after one warm-up call: five trials of its min_s / 5, taken in turn —
+/// every measurement's first trial, then every one's second, and so on — and of each the
+/// trial whose time is the median.
+std::vector<PerCall> in_turn(const std::vector<Timed>& timed, Communicator& world) {
+  constexpr int kTrials = 5;
+  for (const Timed& t : timed) t.fn();
+  std::vector<std::vector<PerCall>> trials(timed.size());
+  for (int k = 0; k < kTrials; ++k)
+    for (size_t i = 0; i < timed.size(); ++i)
+      trials[i].push_back(
+          one_trial(timed[i].fn, timed[i].min_s / kTrials, world, timed[i].counter));
+  std::vector<PerCall> out;
+  for (std::vector<PerCall>& v : trials) {
+    std::nth_element(v.begin(), v.begin() + kTrials / 2, v.end(),
+                     [](const PerCall& a, const PerCall& b) { return a.seconds < b.seconds; });
+    out.push_back(v[kTrials / 2]);
+  }
+  return out;
+}
+
 }  // namespace
 
 double mean_over_ranks(double value, Communicator& world) {
@@ -58,12 +86,17 @@ double time_per_call(const std::function<void()>& fn, double min_s, Communicator
 
 PerCall time_per_call(const std::function<void()>& fn, double min_s, Communicator& world,
                       const std::function<double()>& counter) {
-  fn();
-  std::vector<PerCall> trials;
-  for (int t = 0; t < 5; ++t) trials.push_back(one_trial(fn, min_s / 5, world, counter));
-  std::nth_element(trials.begin(), trials.begin() + 2, trials.end(),
-                   [](const PerCall& a, const PerCall& b) { return a.seconds < b.seconds; });
-  return trials[2];
+  return in_turn({Timed{fn, min_s, counter}}, world).front();
+}
+
+std::vector<double> times_per_call_in_turn(const std::vector<std::function<void()>>& fns,
+                                           const std::vector<double>& min_s, Communicator& world) {
+  std::vector<Timed> timed;
+  for (size_t i = 0; i < fns.size(); ++i)
+    timed.push_back({fns[i], min_s.at(i), [] { return 0.0; }});
+  std::vector<double> seconds;
+  for (const PerCall& p : in_turn(timed, world)) seconds.push_back(p.seconds);
+  return seconds;
 }
 
 void with_others_idle(Communicator& world, bool active, const std::function<void()>& measure) {

@@ -2,6 +2,7 @@
 // passed on every rank, the median of several trials, and the ranks' mean of a figure.
 #pragma once
 #include <functional>  // std::function
+#include <vector>      // std::vector
 
 namespace trident {
 class Communicator;
@@ -30,6 +31,15 @@ struct PerCall {
 /// neither. Collective over `world`.
 PerCall time_per_call(const std::function<void()>& fn, double min_s, Communicator& world,
                       const std::function<double()>& counter);
+
+/// Seconds per call of each of `fns` on this rank, each as time_per_call with its
+/// `min_s`, but their trials taken in turn — the first trial of each, then the second of
+/// each, and so on — so that a spell of the machine running slower or faster falls on
+/// every one alike, and each one's median trial is taken from every part of the
+/// measurement. Figures compared with each other (a table over sizes, a block against the
+/// matmuls inside it) are measured so. Collective over `world`.
+std::vector<double> times_per_call_in_turn(const std::vector<std::function<void()>>& fns,
+                                           const std::vector<double>& min_s, Communicator& world);
 
 /// Runs `measure` on the ranks of `world` where `active` is true (collective over those
 /// ranks alone), while the others sleep — polling a barrier of `world` every millisecond,
