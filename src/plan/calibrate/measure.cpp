@@ -83,7 +83,7 @@ double from_rank0(double value, Communicator& world) {
 
 }  // namespace
 
-/// The figures read against each other, measured in turn (time_per_call_in_turn): the
+/// The figures read against each other, measured in turn (times_per_call_in_turn): the
 /// matmul table, whose rates the planner interpolates between sizes; the fixed cost of a
 /// block, from one so small that its arithmetic is negligible (its ~40 operator calls and
 /// their autograd nodes), GPT-2's and Llama's (RMSNorm, RoPE, the kv heads' repeat,
@@ -92,7 +92,7 @@ double from_rank0(double value, Communicator& world) {
 /// which the planner charges as 6x the activation bytes over an effective rate: three
 /// sizes, as caches make small layers faster, for each block, as their operators stream
 /// their activations unalike. Measured one after the other, a slow spell of the machine
-/// fell on some sizes and not others and bent the table (a 512 matmul 7% slower than a 256
+/// fell on some sizes and not others and bent the table (a 512 matmul 6% slower than a 256
 /// one beside a 1024 one 13% faster), or on the blocks and not the matmuls inside them.
 void measure_shapes(Communicator& alone, Communicator& world, plan::Cluster& c, const Say& say,
                     double budget) {
