@@ -247,6 +247,8 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
       c.ends_overhead_us = number(source, key, node, 0);
     } else if (key == "dp_overlap") {
       c.dp_overlap = std::min(1.0, number(source, key, node, 0));
+    } else if (key == "all_reduce_overlap") {
+      c.all_reduce_overlap = std::min(1.0, number(source, key, node, 0));
     } else {
       throw ClusterError(
           where(source, node) + ": unknown key '" + key +
@@ -263,7 +265,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
           "process_base_gb "
           "elementwise_gbps llama_elementwise_gbps "
           "layer_overhead_us llama_layer_overhead_us layer_overhead_tp_us ends_overhead_us "
-          "dp_overlap");
+          "dp_overlap all_reduce_overlap");
     }
   }
   if (!has_devices) throw ClusterError(source + ": devices_per_node is missing");
@@ -357,6 +359,7 @@ std::string cluster_to_toml(const Cluster& c, const std::string& comment) {
       << "layer_overhead_tp_us = " << c.layer_overhead_tp_us << "\n"
       << "ends_overhead_us = " << c.ends_overhead_us << "\n"
       << "dp_overlap = " << c.dp_overlap << "\n";
+  if (c.all_reduce_overlap >= 0) out << "all_reduce_overlap = " << c.all_reduce_overlap << "\n";
   if (!c.peak_tflops.empty()) {
     out << "\n[peak_tflops]\n";
     for (const auto& [p, v] : c.peak_tflops) out << p << " = " << v << "\n";

@@ -142,7 +142,14 @@ struct Cluster {
   /// The same for the model's ends, the embedding and the final norm, head and loss, of
   /// one micro-batch; 0: as two layers.
   double ends_overhead_us = 0;
-  double dp_overlap = 1.0;  ///< fraction of dp gradient reduction hidden behind backward
+  /// Fraction of a dp gradient reduce-scatter (ZeRO 1-3) hidden behind backward; also
+  /// of ZeRO 3's parameter gathers, the cp ring's transfers and the tier's gradient writes.
+  double dp_overlap = 1.0;
+  /// The same for ZeRO 0's gradient all-reduce; negative (not given): dp_overlap.
+  double all_reduce_overlap = -1.0;
+  double all_reduce_overlap_or_dp() const {
+    return all_reduce_overlap >= 0 ? all_reduce_overlap : dp_overlap;
+  }
 
   double usable_memory_bytes() const { return memory_per_device_gb * 1e9 * usable_memory_fraction; }
   /// One layer's operator calls per micro-batch, µs: layer_overhead_tp_us for a

@@ -627,8 +627,11 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
         2.0 * tokens * kv_heads * (h / static_cast<double>(m.heads)) / l.tp * b.activation;
     const double half_block = tokens * 2.0 * sl * h / l.tp / rate;
     const double x = send_s(kv, link);
-    const double exposed_fwd = x - c.dp_overlap * std::min(x, half_block);
-    const double exposed_bwd = x - c.dp_overlap * std::min(x, 2.5 * half_block);
+    // A measured ring_sync_us is a transfer's whole wait beyond its message, with whatever
+    // hid behind the half blocks already out of it: nothing more hides.
+    const double overlap = c.ring_sync_us > 0 ? 0.0 : c.dp_overlap;
+    const double exposed_fwd = x - overlap * std::min(x, half_block);
+    const double exposed_bwd = x - overlap * std::min(x, 2.5 * half_block);
     t.cp = contention * layers *
            (passes * (cp - 1.0) * exposed_fwd + (2.0 * cp - 2.0) * exposed_bwd + x);
     t.cp_bytes = layers * (passes * (cp - 1.0) + (cp - 1.0) + cp) * kv;
@@ -793,7 +796,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
     const double params = n * b.param;
     if (l.zero == 0)
       return exposed(all_reduce_s(grads, ranks, link), all_reduce_s(bucket, ranks, link),
-                     slow.backward, c.dp_overlap);
+                     slow.backward, c.all_reduce_overlap_or_dp());
     if (l.zero == 1)
       return exposed(reduce_scatter_s(grads, ranks, link), reduce_scatter_s(bucket, ranks, link),
                      slow.backward, c.dp_overlap) +

@@ -92,6 +92,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   c.intra_node_gbps = c.inter_node_gbps = 3.5;
   c.latency_us = 1.25;
   c.dp_overlap = 0;
+  c.all_reduce_overlap = 0.25;
   c.disk_overlap = 0.8;
   c.tier_stream_s_per_gb = 0.375;
   c.weight_gbps = 4.25;
@@ -112,6 +113,7 @@ TEST(ClusterFile, writes_what_it_reads) {
   EXPECT_DOUBLE_EQ(back.matmul_tflops.at("fp32").at(256), 0.04);
   EXPECT_DOUBLE_EQ(back.latency_us, 1.25);
   EXPECT_DOUBLE_EQ(back.dp_overlap, 0);
+  EXPECT_DOUBLE_EQ(back.all_reduce_overlap, 0.25);
   EXPECT_DOUBLE_EQ(back.disk_overlap, 0.8);
   EXPECT_DOUBLE_EQ(back.tier_stream_s_per_gb, 0.375);
   // Not measured (no disk): not written, and read back as not measured.

@@ -464,6 +464,27 @@ TEST(StepTime, dp_reduction_hides_behind_backward_except_the_last_bucket) {
   EXPECT_NEAR(hidden.dp, all_reduce_s((1 << 16) * 4.0, 2, link) + scalars, 1e-12);
 }
 
+TEST(StepTime, zero0_all_reduce_hides_as_its_own_overlap_says) {
+  // Calibrated on a CPU, the all-reduce (ZeRO 0) and trident's reduce-scatter (ZeRO 1-3)
+  // hide differently: each is priced with its own figure.
+  PlanModel m = small_model();
+  m.bucket_size = 1 << 16;
+  Cluster c = compute_only();
+  c.intra_node_gbps = 10;
+  c.dp_overlap = 0;
+  const Layout zero0{2, 1, 1, 0, 32, false}, zero1{2, 1, 1, 1, 32, false};
+  const TimeBreakdown unset = step_time(m, zero0, c);  // as dp_overlap when not given
+  c.all_reduce_overlap = 1;
+  const Link link{10e9, 0, false};
+  const double psi = static_cast<double>(total_parameters(m));
+  const double scalars = 2 * all_reduce_s(8, 2, link);
+  EXPECT_NEAR(unset.dp, all_reduce_s(psi * 4, 2, link) + scalars, 1e-12);
+  EXPECT_NEAR(step_time(m, zero0, c).dp, all_reduce_s((1 << 16) * 4.0, 2, link) + scalars, 1e-12);
+  // ZeRO 1 still waits for its whole reduce-scatter, then gathers the parameters.
+  EXPECT_NEAR(step_time(m, zero1, c).dp,
+              reduce_scatter_s(psi * 4, 2, link) + all_gather_s(psi * 4, 2, link) + scalars, 1e-12);
+}
+
 TEST(StepTime, optimizer_priced_by_the_calibrated_adamw_update) {
   // fp32: the shard's elements at the calibrated AdamW update's time each, plus the
   // gradient norm's read of the shard and the whole gradient buffer zeroed, at

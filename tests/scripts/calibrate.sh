@@ -54,6 +54,17 @@ one_node() {
   # that the passes beside the block ran.
   grep -q "disk beside a block .*: disk_overlap [0-9]" "$tmp/one.log" ||
     fail "no disk_overlap measurement in $tmp/one.log"
+  # Both gradient reductions timed beside a block, each figure written from its own line.
+  for k in all-reduce reduce-scatter; do
+    grep -q "^# $k of 64 MiB over 2 ranks beside block .*: hidden [0-9.]*$" "$tmp/one.log" ||
+      fail "no $k beside a block in $tmp/one.log"
+  done
+  hidden() { sed -n "s/^# $1 of .*: hidden //p" "$tmp/one.log"; }
+  near() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && b != "" && a - b < 0.006 && b - a < 0.006) }'; }
+  near "$(key dp_overlap "$tmp/one.toml")" "$(hidden reduce-scatter)" ||
+    fail "dp_overlap is not the reduce-scatter's hidden share in $tmp/one.toml"
+  near "$(key all_reduce_overlap "$tmp/one.toml")" "$(hidden all-reduce)" ||
+    fail "all_reduce_overlap is not the all-reduce's hidden share in $tmp/one.toml"
   [ "$(key devices_per_node "$tmp/one.toml")" = 2 ] || fail "one node: devices_per_node is not 2"
   [ "$(key machine_cores "$tmp/one.toml")" = 0 ] || fail "one node: machine_cores set"
   grep -q '^\[inter_sendrecv_us\]' "$tmp/one.toml" && fail "one node: an inter-node table"

@@ -98,33 +98,8 @@ plan::PlanModel block_model(const BlockShape& x) {
 /// One forward and backward of the block of `shape` (GPT-2 or Llama) per call, on an
 /// input with a gradient, backward from a dense gradient of the output.
 std::function<void()> block_call(const BlockShape& shape, Communicator& tp, Communicator* cp) {
-  auto params =
-      std::make_shared<ParamRegistry>(GptOptions{}.seed, tp.rank(), tp.size(), at::kFloat);
-  const int64_t tokens = shape.seq / (cp != nullptr ? cp->size() : 1);
-  at::Tensor x = at::randn({shape.batch, tokens, shape.hidden}).requires_grad_();  // (B, T, C)
-  at::Tensor grad = at::randn({shape.batch, tokens, shape.hidden});
-  if (shape.llama) {
-    const plan::PlanModel m = block_model(shape);
-    LlamaOptions o;
-    o.hidden = m.hidden;
-    o.heads = m.heads;
-    o.kv_heads = m.kv_heads;
-    o.ffn_hidden = m.ffn_hidden;
-    o.seq_len = m.seq_len;
-    o.cp = cp;
-    auto rope = std::make_shared<RopeTables>(
-        rope_tables(o.seq_len, o.head_dim(), o.rope_theta, at::kFloat));
-    auto block = std::make_shared<LlamaBlock>(*params, tp, nullptr, o, 0, *rope);
-    return
-        [params, rope, block, x, grad] { torch::autograd::backward({block->forward(x)}, {grad}); };
-  }
-  GptOptions o;
-  o.hidden = shape.hidden;
-  o.heads = shape.heads;
-  o.seq_len = shape.seq;
-  o.cp = cp;
-  auto block = std::make_shared<GptBlock>(*params, tp, o, 0);
-  return [params, block, x, grad] { torch::autograd::backward({block->forward(x)}, {grad}); };
+  BlockPasses block = block_passes(shape, tp, cp);
+  return [block] { torch::autograd::backward({block.forward()}, {block.grad}); };
 }
 
 /// Seconds of one of trident's blocks' forward and backward on `shape` (with ring
@@ -139,6 +114,39 @@ std::pair<double, double> time_block(const BlockShape& shape, Communicator& tp, 
 }
 
 }  // namespace
+
+BlockPasses block_passes(const BlockShape& shape, Communicator& tp, Communicator* cp) {
+  auto params =
+      std::make_shared<ParamRegistry>(GptOptions{}.seed, tp.rank(), tp.size(), at::kFloat);
+  const int64_t tokens = shape.seq / (cp != nullptr ? cp->size() : 1);
+  at::Tensor x = at::randn({shape.batch, tokens, shape.hidden}).requires_grad_();  // (B, T, C)
+  BlockPasses out;
+  out.grad = at::randn({shape.batch, tokens, shape.hidden});
+  if (shape.llama) {
+    const plan::PlanModel m = block_model(shape);
+    LlamaOptions o;
+    o.hidden = m.hidden;
+    o.heads = m.heads;
+    o.kv_heads = m.kv_heads;
+    o.ffn_hidden = m.ffn_hidden;
+    o.seq_len = m.seq_len;
+    o.cp = cp;
+    auto rope = std::make_shared<RopeTables>(
+        rope_tables(o.seq_len, o.head_dim(), o.rope_theta, at::kFloat));
+    auto block = std::make_shared<LlamaBlock>(*params, tp, nullptr, o, 0, *rope);
+    out.forward = [params, rope, block, x] { return block->forward(x); };
+  } else {
+    GptOptions o;
+    o.hidden = shape.hidden;
+    o.heads = shape.heads;
+    o.seq_len = shape.seq;
+    o.cp = cp;
+    auto block = std::make_shared<GptBlock>(*params, tp, o, 0);
+    out.forward = [params, block, x] { return block->forward(x); };
+  }
+  for (const Parameter& p : params->params()) out.weights.push_back(p.tensor);
+  return out;
+}
 
 TpBlockTiming tp_block_timing(const BlockShape& shape, Communicator& tp, Communicator& world,
                               double budget) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>     // int64_t
 #include <functional>  // std::function
+#include <vector>      // std::vector
 
 #include "plan/cluster.h"  // plan::Cluster
 
@@ -53,6 +54,17 @@ struct BlockShape {
 /// weights sharded over `tp`, the output's gradient a dense tensor as a next layer's is;
 /// per rank while all run.
 double block_s(const BlockShape& shape, Communicator& tp, Communicator& world, double budget);
+
+/// A block of `shape` built as block_step's, its passes apart: `forward` runs the forward
+/// on the block's input (which requires grad) and returns the output, whose gradient for
+/// a backward is `grad`; `weights` are the block's parameters, to hook their gradients.
+/// With `cp`, ring attention over it, as ring_block_timing's.
+struct BlockPasses {
+  std::function<at::Tensor()> forward;
+  at::Tensor grad;
+  std::vector<at::Tensor> weights;
+};
+BlockPasses block_passes(const BlockShape& shape, Communicator& tp, Communicator* cp = nullptr);
 
 /// One forward and backward of the block of `shape` per call, the block built once (for
 /// measurements that time the block beside something else).

@@ -20,6 +20,7 @@
 #include "plan/calibrate/compute.h"      // matmul_call, block_step, block_s, stage_s, ...
 #include "plan/calibrate/disk.h"         // disk_bandwidth, disk_overlap
 #include "plan/calibrate/links.h"        // sendrecv_s, send_s
+#include "plan/calibrate/overlap.h"      // overlap_timing
 #include "plan/calibrate/tier_stream.h"  // tier_stream
 #include "plan/calibrate/timing.h"       // with_others_idle, times_per_call_in_turn
 #include "plan/sync_fit.h"               // SyncPoint, fit_sync
@@ -331,6 +332,32 @@ void measure_ring_sync(Communicator& pair, Communicator& alone, Communicator& wo
   say(line);
 }
 
+/// dp_overlap and all_reduce_overlap: a gradient reduction over every rank of the job (16
+/// buckets of 1 Mi fp32 elements, trident's default bucket) beside the large block's
+/// forward and backward, every rank computing at once as training's do: trident's
+/// reduce-scatter (ZeRO 1-3), a ring of point-to-point messages, and MPI's all-reduce
+/// (ZeRO 0). MPI on a CPU moves a non-blocking collective only inside MPI calls, which
+/// training makes from each weight's gradient hook, and its copies take the cores the
+/// backward runs on: what hides is measured, not assumed (here: the reduce-scatter
+/// 0-0.17, the all-reduce 0.14-0.32 on 2-8 ranks).
+void measure_dp_overlap(Communicator& world, Communicator& alone, plan::Cluster& c, const Say& say,
+                        double budget) {
+  if (world.size() < 2) return;
+  char line[240];
+  const BlockShape large{8, 128, 256, 4};
+  for (const bool scatter : {false, true}) {
+    const OverlapTiming t =
+        overlap_timing(large, 16, 1 << 20, scatter, world, alone, world, budget);
+    (scatter ? c.dp_overlap : c.all_reduce_overlap) = t.overlap();
+    std::snprintf(line, sizeof line,
+                  "%s of 64 MiB over %d ranks beside block b8 s128 h256: block %.2f ms, "
+                  "reduction %.2f ms, both %.2f ms: hidden %.2f",
+                  scatter ? "reduce-scatter" : "all-reduce", world.size(), t.block_s * 1e3,
+                  t.reduce_s * 1e3, t.both_s * 1e3, t.overlap());
+    say(line);
+  }
+}
+
 plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
                            const std::string& disk_dir, double budget) {
   const int rank = world.rank(), size = world.size();
@@ -344,9 +371,9 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
   (emulated ? c.machine_cores : c.cores_per_node) = cores;
   const int sharing = emulated ? size : where.max_ranks_per_node;  // ranks on the same cores
   c.memory_per_device_gb = mem_total_bytes() / sharing / 1e9;
-  c.usable_memory_fraction = 0.8;  // the OS, MPI and the allocator's slack
-  c.efficiency = 1.0;              // the rates below are measured, not peaks
-  c.dp_overlap = 0;                // MPI on CPU progresses only inside MPI calls
+  c.usable_memory_fraction = 0.8;           // the OS, MPI and the allocator's slack
+  c.efficiency = 1.0;                       // the rates below are measured, not peaks
+  c.dp_overlap = c.all_reduce_overlap = 0;  // measured below with two ranks or more
   // Compute is measured by as many ranks as there are cores (more would time-share them,
   // which the planner models itself, with [contention] below), the others idle.
   const int computing = std::min(sharing, cores);
@@ -488,6 +515,8 @@ plan::Cluster measure_once(Communicator& world, int cores, const Say& say,
     say(line);
   }
 
+  measure_dp_overlap(world, *alone, c, say, budget);
+
   // Training's collectives go through trident's communicator (non-blocking MPI, polled),
   // between ranks that compute in between and so arrive out of step: tp blocks over pairs
   // of neighbouring ranks, as many as there are cores, the others idle.
@@ -534,16 +563,28 @@ std::map<Key, double> median_table(const std::vector<const std::map<Key, double>
 
 plan::Cluster median_of(const std::vector<plan::Cluster>& rounds) {
   plan::Cluster c = rounds.at(0);
-  for (double plan::Cluster::*field :
-       {&plan::Cluster::memory_gbps, &plan::Cluster::weight_gbps,
-        &plan::Cluster::adamw_ns_per_element, &plan::Cluster::disk_gbps,
-        &plan::Cluster::disk_read_gbps, &plan::Cluster::disk_write_gbps,
-        &plan::Cluster::disk_overlap, &plan::Cluster::intra_node_gbps,
-        &plan::Cluster::inter_node_gbps, &plan::Cluster::latency_us,
-        &plan::Cluster::inter_node_latency_us, &plan::Cluster::sync_us,
-        &plan::Cluster::sync_fraction, &plan::Cluster::ring_sync_us,
-        &plan::Cluster::layer_overhead_us, &plan::Cluster::llama_layer_overhead_us,
-        &plan::Cluster::layer_overhead_tp_us, &plan::Cluster::ends_overhead_us}) {
+  using plan::Cluster;
+  const std::vector<double Cluster::*> figures = {&Cluster::memory_gbps,
+                                                  &Cluster::weight_gbps,
+                                                  &Cluster::adamw_ns_per_element,
+                                                  &Cluster::disk_gbps,
+                                                  &Cluster::disk_read_gbps,
+                                                  &Cluster::disk_write_gbps,
+                                                  &Cluster::disk_overlap,
+                                                  &Cluster::intra_node_gbps,
+                                                  &Cluster::inter_node_gbps,
+                                                  &Cluster::latency_us,
+                                                  &Cluster::inter_node_latency_us,
+                                                  &Cluster::sync_us,
+                                                  &Cluster::sync_fraction,
+                                                  &Cluster::ring_sync_us,
+                                                  &Cluster::layer_overhead_us,
+                                                  &Cluster::llama_layer_overhead_us,
+                                                  &Cluster::layer_overhead_tp_us,
+                                                  &Cluster::ends_overhead_us,
+                                                  &Cluster::dp_overlap,
+                                                  &Cluster::all_reduce_overlap};
+  for (double Cluster::*field : figures) {
     std::vector<double> v;
     for (const plan::Cluster& r : rounds) v.push_back(r.*field);
     c.*field = median(v);

@@ -1,0 +1,67 @@
+// The gradient reduction beside a block's backward, polled as training polls it.
+#include "plan/calibrate/overlap.h"
+
+#include <ATen/ATen.h>                     // at::randn, at::empty
+#include <torch/csrc/autograd/autograd.h>  // torch::autograd::backward
+
+#include <algorithm>  // std::clamp, std::min
+#include <deque>      // std::deque
+#include <vector>     // std::vector
+
+#include "parallel/communicator.h"  // Communicator, WorkHandle
+#include "plan/calibrate/timing.h"  // times_per_call_in_turn, mean_over_ranks
+
+namespace trident::calibrate {
+
+double OverlapTiming::overlap() const {
+  const double window = std::min(reduce_s, block_s * 2.0 / 3.0);
+  if (window <= 0) return 0;
+  return std::clamp((block_s + reduce_s - both_s) / window, 0.0, 1.0);
+}
+
+OverlapTiming overlap_timing(const BlockShape& shape, int64_t buckets, int64_t bucket, bool scatter,
+                             Communicator& dp, Communicator& alone, Communicator& world,
+                             double budget) {
+  const int64_t n = dp.size();
+  const int64_t part = bucket / n;  // each rank's share of a bucket, reduce-scattered
+  at::Tensor grads = at::randn({buckets * part * n});
+  std::vector<at::Tensor> shares;
+  for (int64_t b = 0; b < buckets; ++b) shares.push_back(at::empty({part}));
+  std::deque<WorkHandle> pending;
+  auto launch = [&] {
+    for (int64_t b = 0; b < buckets; ++b) {
+      at::Tensor in = grads.narrow(0, b * part * n, part * n);
+      // The average keeps the all-reduced buffer's values where they are, call after call.
+      pending.push_back(scatter ? dp.reduce_scatter(shares[b], in, ReduceOp::kSum)
+                                : dp.all_reduce(in, ReduceOp::kAverage));
+    }
+  };
+  auto poll = [&pending] {
+    while (!pending.empty() && pending.front()->test()) pending.pop_front();
+  };
+  auto wait_all = [&pending] {
+    for (; !pending.empty(); pending.pop_front()) pending.front()->wait();
+  };
+  BlockPasses block = block_passes(shape, alone);
+  std::vector<unsigned> hooks;
+  for (at::Tensor& w : block.weights)
+    hooks.push_back(w.register_hook([&poll](const at::Tensor&) { poll(); }));
+  auto backward = [&block](const at::Tensor& y) { torch::autograd::backward({y}, {block.grad}); };
+  const std::vector<double> t =
+      times_per_call_in_turn({[&] { backward(block.forward()); },
+                              [&] {
+                                launch();
+                                wait_all();
+                              },
+                              [&] {
+                                const at::Tensor y = block.forward();
+                                launch();
+                                backward(y);
+                                wait_all();
+                              }},
+                             {1.0 * budget, 0.5 * budget, 1.0 * budget}, world);
+  for (size_t i = 0; i < hooks.size(); ++i) block.weights[i].remove_hook(hooks[i]);
+  return {mean_over_ranks(t[0], world), mean_over_ranks(t[1], world), mean_over_ranks(t[2], world)};
+}
+
+}  // namespace trident::calibrate
