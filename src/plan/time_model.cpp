@@ -689,10 +689,12 @@ MicroBatchTime micro_batch_time(const PlanModel& whole, const Layout& l, const C
 }
 
 /// The exposed time of one gradient reduction of `seconds`, of which `last_bucket` seconds
-/// can only start once backward ends; the rest hides behind `window` seconds of backward.
+/// can only start once backward ends. Of the rest, the part that fits in `window` seconds
+/// of backward could hide; `overlap` of it does. The same share calibrate measures
+/// (OverlapTiming::overlap): what hid over the shorter of the reduction and the backward.
 double exposed(double seconds, double last_bucket, double window, double overlap) {
-  const double hideable = std::max(0.0, seconds - last_bucket) * overlap;
-  return seconds - std::min(hideable, window);
+  const double hideable = std::min(std::max(0.0, seconds - last_bucket), window);
+  return seconds - overlap * hideable;
 }
 
 }  // namespace

@@ -464,6 +464,29 @@ TEST(StepTime, dp_reduction_hides_behind_backward_except_the_last_bucket) {
   EXPECT_NEAR(hidden.dp, all_reduce_s((1 << 16) * 4.0, 2, link) + scalars, 1e-12);
 }
 
+TEST(StepTime, a_reduction_longer_than_backward_hides_its_overlap_of_the_backward) {
+  // calibrate measures the overlap as what hid over the shorter of the reduction and the
+  // backward; the model reads it the same way: a reduction far longer than the backward
+  // with overlap 0.5 hides half the backward, not all of it.
+  PlanModel m = small_model();
+  m.bucket_size = 1 << 10;
+  Cluster c = compute_only();
+  c.intra_node_gbps = 0.001;  // the reduction takes seconds; one micro-batch's backward, ms
+  const Layout l{2, 1, 1, 1, 32, false};
+  c.dp_overlap = 0;
+  const double none = step_time(m, l, c).dp;
+  c.dp_overlap = 1;
+  const double all = none - step_time(m, l, c).dp;
+  c.dp_overlap = 0.5;
+  const double half = none - step_time(m, l, c).dp;
+  const Link link{0.001e9, 0, false};
+  const double psi = static_cast<double>(total_parameters(m));
+  // The whole backward hid, far less than the reduction less its last bucket.
+  EXPECT_GT(all, 0);
+  EXPECT_LT(all, 0.01 * reduce_scatter_s(psi * 4, 2, link));
+  EXPECT_NEAR(half, 0.5 * all, 1e-12);
+}
+
 TEST(StepTime, zero0_all_reduce_hides_as_its_own_overlap_says) {
   // Calibrated on a CPU, the all-reduce (ZeRO 0) and trident's reduce-scatter (ZeRO 1-3)
   // hide differently: each is priced with its own figure.
