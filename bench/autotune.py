@@ -12,8 +12,9 @@ ties are then settled (confirm_ties): every configuration within 5% of the best 
 the best, the choice and the top 3's fastest train --confirm more rounds and are judged on
 all of theirs, again while a configuration not yet confirmed becomes the best. Report the
 choice's measured step against the best measured, whether the best is in the predicted
-top 3 and how far the top 3's fastest is from it, the predicted and measured peak RSS of
-the choice, and which configurations the memory cap killed. The Mixture-of-Experts
+top 3 and how far the top 3's fastest is from it (and, where it is not, whether a rank-sum
+test tells the best's rounds from those of the top 3's fastest), the predicted and measured
+peak RSS of the choice, and which configurations the memory cap killed. The Mixture-of-Experts
 cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
@@ -34,6 +35,7 @@ other work on the cores shows up in every step time. Needs root for the memory c
 """
 import argparse
 import datetime
+import itertools
 import json
 import os
 import re
@@ -553,6 +555,37 @@ def in_top3(r):
     return "no (%.3f)" % r["top3_ratio"] if "top3_ratio" in r else "no"
 
 
+def rank_sum_p(a, b):
+    """The two-sided p-value of the rank-sum (Mann-Whitney) test that rounds `a` and `b` come
+    from one distribution: over every way of dealing the pooled rounds into groups of their
+    sizes, the share whose U lies at least as far from its mean as the observed one (exact;
+    ties count a half). With 3 rounds against 3 it cannot fall below 0.1, with 8 against 8
+    it can reach 0.0002."""
+    pooled, n = list(a) + list(b), len(a)
+
+    def u(chosen):
+        inside = set(chosen)
+        others = [pooled[i] for i in range(len(pooled)) if i not in inside]
+        return sum((pooled[i] < y) + 0.5 * (pooled[i] == y) for i in chosen for y in others)
+
+    middle = len(a) * len(b) / 2.0
+    observed = abs(u(range(n)) - middle)
+    deals = list(itertools.combinations(range(len(pooled)), n))
+    return sum(abs(u(d) - middle) >= observed - 1e-9 for d in deals) / len(deals)
+
+
+def misses_told_apart(results):
+    """For each case whose measured best is outside the predicted top 3, the rank-sum test's
+    p-value between the best's rounds and those of the top 3's fastest."""
+    out = []
+    for r in results:
+        if r["in_top3"] or not all(c in r["measured"] for c in r["top3"]):
+            continue
+        fastest = min(r["top3"], key=r["measured"].get)
+        out.append(rank_sum_p(r["times"][r["best"]], r["times"][fastest]))
+    return out
+
+
 def within_budget(r):
     """(choice / the fastest measured among the configurations predicted to fit the budget,
     whether that one is in the predicted top 3), or None for results without predictions."""
@@ -627,6 +660,12 @@ def markdown(results, rounds, steps, bind):
               "predicted top 3 in %d of %d%s." % (statistics.median(ratios), ratios[-1], len(results),
                                                   sum(r["in_top3"] for r in results), len(results),
                                                   worst_top3)]
+    misses = misses_told_apart(results)
+    if misses:
+        lines += ["", "Where the best is outside the top 3, its rounds and those of the top 3's "
+                  "fastest, by a two-sided rank-sum test: p = %s (below 0.05, told apart, in %d "
+                  "of %d)." % (", ".join("%.2f" % p for p in misses),
+                               sum(p < 0.05 for p in misses), len(misses))]
     before = [r.get("before_confirm", r) for r in results]
     if any("before_confirm" in r for r in results):
         ratios = sorted(b["ratio"] for b in before)

@@ -102,6 +102,20 @@ r = result({"A": [1.0] * 3, "B": [0.9] * 3, "X": [0.8] * 3}, choice="A", top3=["
 ratio, in_top3 = autotune.within_budget(r)
 check("within the budget", (round(ratio, 4), in_top3), (round(1.0 / 0.9, 4), True))
 
+# The rank-sum test between two configurations' rounds, exact: 4 rounds all below 4 others
+# is 2 of the 70 ways to deal 8 rounds into 4 and 4 (this order or its reverse); the same
+# rounds on both sides are as far from told apart as can be; 3 against 3 never reaches 0.05.
+check("rank sum, separated", autotune.rank_sum_p([1, 2, 3, 4], [5, 6, 7, 8]), 2 / 70)
+check("rank sum, alike", autotune.rank_sum_p([1, 2, 3], [1, 2, 3]), 1.0)
+check("rank sum, 3 against 3", autotune.rank_sum_p([1, 2, 3], [4, 5, 6]), 2 / 20)
+# Only the misses are tested, each against the top 3's fastest (B; A and C have a round
+# among X's, so that testing either would give another p).
+r = result({"A": [0.515, 1.01, 1.02, 1.03], "B": [0.95, 0.96, 0.97, 0.98],
+            "C": [0.505, 0.99, 0.99, 0.99], "X": [0.5, 0.51, 0.52, 0.53]},
+           choice="A", top3=["A", "B", "C"])
+hit = result({"A": [1.0] * 3, "B": [1.1] * 3}, choice="A", top3=["A", "B"])
+check("misses told apart", autotune.misses_told_apart([r, hit]), [2 / 70])
+
 # Results from before the binding was recorded ran unbound.
 check("old results' binding", autotune.measured_how([{"date": "d"}], 3, 5, "core")[3], "none")
 check("recorded binding", autotune.measured_how([{"bind": "core"}], 3, 5, "none")[3], "core")
