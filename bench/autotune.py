@@ -456,17 +456,23 @@ def measure(case, r, order, steps, cluster, killed):
         r["cgroup_peaks"][c] = max(r["cgroup_peaks"][c], result[2])
 
 
+def top3_fastest(r):
+    """The predicted top 3's fastest measured configuration (None when none was measured)."""
+    return min((c for c in r["top3"] if c in r["measured"]), key=r["measured"].get,
+               default=None)
+
+
 def judge(r):
     """The medians over each configuration's rounds, the best, and the choice and the top 3
     against it."""
     measured = {c: statistics.median(t) for c, t in r["times"].items()
                 if t and c not in r["killed"]}
     best = min(measured, key=measured.get)
-    # How far the top 3's fastest is from the best: 1 when the best is among them.
-    top3_fastest = min((measured[c] for c in r["top3"] if c in measured), default=float("inf"))
     r.update({"measured": measured, "best": best, "in_top3": best in r["top3"],
-              "top3_ratio": top3_fastest / measured[best],
               "ratio": measured[r["choice"]] / measured[best]})
+    # How far the top 3's fastest is from the best: 1 when the best is among them.
+    fastest = top3_fastest(r)
+    r["top3_ratio"] = (measured[fastest] if fastest else float("inf")) / measured[best]
 
 
 def confirm_ties(case, r, rounds, steps, cluster):
@@ -491,9 +497,8 @@ def confirm_ties(case, r, rounds, steps, cluster):
         if r["best"] in confirmed or (r["best"] == r["choice"] and len(near) == 1):
             break
         wanted = list(near)  # the best among them
-        if not r["in_top3"]:
-            wanted.append(min((c for c in r["top3"] if c in r["measured"]),
-                              key=r["measured"].get))
+        if not r["in_top3"] and top3_fastest(r):
+            wanted.append(top3_fastest(r))
         new = [c for c in dict.fromkeys(wanted) if c not in confirmed]
         # The choice trains in every pass, beside the newcomers: a slow spell then falls
         # on both, never on one configuration's rounds alone.
@@ -586,13 +591,8 @@ def rank_sum_p(a, b):
 def misses_told_apart(results):
     """For each case whose measured best is outside the predicted top 3, the rank-sum test's
     p-value between the best's rounds and those of the top 3's fastest."""
-    out = []
-    for r in results:
-        if r["in_top3"] or not all(c in r["measured"] for c in r["top3"]):
-            continue
-        fastest = min(r["top3"], key=r["measured"].get)
-        out.append(rank_sum_p(r["times"][r["best"]], r["times"][fastest]))
-    return out
+    return [rank_sum_p(r["times"][r["best"]], r["times"][top3_fastest(r)])
+            for r in results if not r["in_top3"] and top3_fastest(r)]
 
 
 def within_budget(r):
