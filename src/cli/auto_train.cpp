@@ -89,7 +89,7 @@ std::vector<std::string> auto_overrides(const Args& args, Communicator& job) {
     const size_t keep = std::max<size_t>(2, static_cast<size_t>(measure));
     const plan::AutoChoice choice = plan::choose_configuration(
         m, cluster, budget, config_accepts(args.positional[0], args.sets, job.size()), keep);
-    std::cout << plan::auto_choice_text(choice, budget) << std::flush;
+    std::cout << plan::auto_choice_text(choice, budget, measure > 0) << std::flush;
     if (choice.ranked.empty())
       throw InputError("trident train --auto: nothing fits on " + std::to_string(job.size()) +
                        " ranks; " + choice.suggestion);

@@ -35,7 +35,8 @@ const std::vector<Command>& commands() {
         "calibrate) under the memory each rank has (the cgroup limit or MemAvailable, shared\n"
         "by a node's ranks; --memory-per-rank overrides) less a 10% margin. --measure K\n"
         "trains the K best predicted for 4 steps each and keeps the fastest measured. It\n"
-        "prints the choice, the runner-up and why it lost, and writes the resolved config to\n"
+        "prints the choice, the runner-up and why it lost, how many others are predicted\n"
+        "within 5% (near ties that --measure settles), and writes the resolved config to\n"
         "logging.run_dir/resolved_config.toml. See docs/planner.md.",
         {{"auto", "", "choose the layout, ZeRO stage, offload, micro-batch and recomputation"},
          {"measure", "K",
@@ -193,7 +194,7 @@ const std::vector<Command>& commands() {
          {"disk", "GB", "with --memory: the machine's disk for the nvme tier (default unbounded)"},
          {"auto", "",
           "with --devices: the one configuration trident train --auto would choose, its "
-          "runner-up and why it lost"},
+          "runner-up and why it lost, and its near ties"},
          {"memory-per-rank", "GB", "with --auto: memory per rank (default: the cluster's)"},
          {"disk-per-rank", "GB",
           "with --auto: disk per rank for the nvme tier (default: free space of nvme_path)"},

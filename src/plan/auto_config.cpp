@@ -2,7 +2,7 @@
 // predicted step time among those under the budget.
 #include "plan/auto_config.h"
 
-#include <algorithm>  // std::stable_sort, std::min
+#include <algorithm>  // std::stable_sort, std::min, std::count_if
 #include <cstdio>     // std::snprintf
 #include <sstream>    // std::ostringstream
 
@@ -210,17 +210,28 @@ AutoChoice choose_configuration(const PlanModel& m, const Cluster& cluster,
                                 size_t keep) {
   AutoChoice choice = search(m, cluster, budget);
   choice.fitting = static_cast<int>(choice.ranked.size());
+  std::vector<double> fitting_s, refused_s;
+  for (const AutoCandidate& c : choice.ranked) fitting_s.push_back(c.evaluation.time.total());
   if (check) {
     std::vector<AutoCandidate> kept;
     for (AutoCandidate& c : choice.ranked) {
       if (kept.size() == keep) break;
       const std::string why = check(c);
-      if (why.empty())
+      if (why.empty()) {
         kept.push_back(std::move(c));
-      else
+      } else {
         choice.refused.push_back(c.name() + ": " + why);
+        refused_s.push_back(c.evaluation.time.total());
+      }
     }
     choice.ranked = std::move(kept);
+  }
+  if (!choice.ranked.empty()) {
+    const double band = (1 + budget.near_tie) * choice.ranked.front().evaluation.time.total();
+    auto within = [band](double s) { return s <= band; };
+    choice.near_ties = static_cast<int>(std::count_if(fitting_s.begin(), fitting_s.end(), within) -
+                                        std::count_if(refused_s.begin(), refused_s.end(), within)) -
+                       1;
   }
   if (choice.ranked.empty())
     choice.suggestion = choice.considered == 0
@@ -262,7 +273,7 @@ std::string release_note(const AutoCandidate& c) {
   return switched_to_release(c) ? " with train.allocator = release" : "";
 }
 
-std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {
+std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b, bool measuring) {
   std::ostringstream out;
   out << "auto: " << b.ranks << " ranks, " << bytes_text(b.memory_per_rank)
       << " of memory per rank";
@@ -291,6 +302,15 @@ std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& b) {
   line("chose", choice.ranked.front());
   if (choice.ranked.size() > 1) line("runner-up", choice.ranked[1]);
   out << "auto: " << choice.why << "\n";
+  if (choice.near_ties > 0 && !measuring) {
+    // Measuring a few settles what the model cannot: more would cost their start-ups.
+    const int k = std::min(choice.near_ties + 1, 4);
+    const bool one = choice.near_ties == 1;
+    out << "auto: " << choice.near_ties << (one ? " other configuration is" : " others are")
+        << " predicted within " << percent_text(b.near_tie) << " of the choice, nearer than"
+        << " the model orders reliably (docs/planner.md); `trident train --auto --measure " << k
+        << "` trains the best " << k << " for a few steps each and keeps the fastest\n";
+  }
   return out.str();
 }
 

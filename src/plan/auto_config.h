@@ -30,6 +30,12 @@ struct AutoBudget {
   /// The run could use the nvme tier if given a directory (a CPU run): what a suggestion
   /// may propose when nothing fits.
   bool tier_possible = true;
+  /// Candidates predicted within this share of the choice's step are near ties: one
+  /// calibration to the next moved such a gap from 1% to 8%, and in the held-out
+  /// benchmark's eighteenth run every case's measured best was predicted within 5.1% of
+  /// the choice (docs/planner.md). The report counts them and names the --measure that
+  /// settles them.
+  double near_tie = 0.05;
 };
 
 /// A pipeline schedule as the config names it.
@@ -64,6 +70,9 @@ struct AutoChoice {
   std::string suggestion;
   /// A sentence on why ranked[0] wins and what ranked[1] loses on.
   std::string why;
+  /// Other candidates that fit and are predicted within AutoBudget::near_tie of the
+  /// choice's step (the config's check is not run on those past the kept ones).
+  int near_ties = 0;
   /// Candidates that fit but that the config refused (name: reason), dropped from `ranked`.
   std::vector<std::string> refused;
 };
@@ -103,7 +112,9 @@ bool switched_to_release(const AutoCandidate& c);
 std::string release_note(const AutoCandidate& c);
 
 /// The report `--auto` prints: the choice, its predicted memory and step time, the
-/// runner-up and why it lost (or, when nothing fits, the suggestion).
-std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& budget);
+/// runner-up and why it lost, and how many near ties `--measure` could settle (unless
+/// `measuring` already does); or, when nothing fits, the suggestion.
+std::string auto_choice_text(const AutoChoice& choice, const AutoBudget& budget,
+                             bool measuring = false);
 
 }  // namespace trident::plan

@@ -3,6 +3,7 @@
 // nowhere told the smallest change that would make it fit.
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
+#include <algorithm>  // std::min
 #include <string>
 
 #include "plan/auto_config.h"  // choose_configuration, overrides_of
@@ -155,6 +156,50 @@ TEST(AutoConfig, candidates_the_config_refuses_are_dropped_and_named) {
   ASSERT_FALSE(checked.refused.empty());
   EXPECT_NE(checked.refused.front().find(free.ranked.front().name()), std::string::npos);
   EXPECT_NE(auto_choice_text(checked, budget(4, 16)).find("the config refuses"), std::string::npos);
+}
+
+TEST(AutoConfig, counts_the_near_ties_and_says_how_to_measure_them) {
+  const PlanModel m = gpt160m();
+  const Cluster c = machine();
+  const AutoBudget b = budget(4, 16);
+  const AutoChoice all = choose_configuration(m, c, b);  // no check: every fitting one kept
+  ASSERT_GT(all.ranked.size(), 2u);
+  auto within = [&](double of_s) {
+    int n = 0;
+    for (const AutoCandidate& x : all.ranked)
+      n += x.evaluation.time.total() <= (1 + b.near_tie) * of_s ? 1 : 0;
+    return n;
+  };
+  const double t0 = all.ranked[0].evaluation.time.total();
+  ASSERT_GT(within(t0), 1) << "no near tie to count on this model";
+  EXPECT_EQ(all.near_ties, within(t0) - 1);
+  const std::string text = auto_choice_text(all, b);
+  const int k = std::min(all.near_ties + 1, 4);
+  EXPECT_NE(text.find("auto: " + std::to_string(all.near_ties) + " others are predicted within " +
+                      "5.0% of the choice"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("--measure " + std::to_string(k) + "` trains the best " + std::to_string(k) + " "),
+      std::string::npos)
+      << text;
+  // Measuring already: no advice to.
+  EXPECT_EQ(auto_choice_text(all, b, true).find("--measure"), std::string::npos);
+  // The config refusing the fastest: the ties are counted around the next, without it.
+  const std::string first = all.ranked[0].name();
+  const CandidateCheck not_first = [&](const AutoCandidate& x) {
+    return x.name() == first ? std::string("refused") : std::string();
+  };
+  const AutoChoice checked = choose_configuration(m, c, b, not_first);
+  ASSERT_EQ(checked.ranked.front().name(), all.ranked[1].name());
+  EXPECT_EQ(checked.near_ties, within(all.ranked[1].evaluation.time.total()) - 2);
+  // No band: only exact ties count.
+  AutoBudget exact = b;
+  exact.near_tie = 0;
+  int equal = 0;
+  for (size_t i = 1; i < all.ranked.size(); ++i)
+    equal += all.ranked[i].evaluation.time.total() == t0 ? 1 : 0;
+  EXPECT_EQ(choose_configuration(m, c, exact).near_ties, equal);
 }
 
 TEST(AutoConfig, the_choice_becomes_the_config_keys_of_its_layout_and_placement) {
