@@ -367,6 +367,33 @@ def train(case, name, steps, cluster, auto):
             max(r.get("peak_rss_bytes", 0) for r in rows), case.cgroup_peak()), ""
 
 
+def measured_pick(case, k, cluster):
+    """`train --auto --measure k` launched once: {"k", "picked": the configuration it
+    trained, "timings": {name: its seconds a step in the measurement}}, or {"k", "failed":
+    the end of its log} (under a cap, its candidates share one process's heap)."""
+    sets = case.sets() + ["train.steps=1", "logging.run_dir=none", 'checkpoint.dir=""']
+    args = [str(case.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml"), "--auto",
+            "--measure", str(k), "--cluster", str(cluster)]
+    if not case.spec.get("cap_gb"):
+        args += ["--memory-per-rank", "%.4f" % case.memory_per_rank_gb()]
+    for kv in sets:
+        args += ["--set", kv]
+    log = case.tmp / "measure.log"
+    if case.mpirun(args, log) != 0:
+        return {"k": k, "failed": log.read_text()[-2000:]}
+    return read_pick(log.read_text(), k)
+
+
+def read_pick(text, k):
+    """What `train --auto --measure k` printed: its timings and the one it kept."""
+    timings = [(canonical(m[1]), float(m[2])) for m in
+               re.finditer(r"^auto: measured #\d+ (.+?): ([\d.]+) s a step", text, re.M)]
+    chose = re.search(r"^auto: chose #(\d+), the fastest measured of", text, re.M)
+    if len(timings) != k or not chose:
+        raise SystemExit("autotune: train --auto --measure %d printed no pick:\n%s" % (k, text[-2000:]))
+    return {"k": k, "picked": timings[int(chose[1]) - 1][0], "timings": dict(timings)}
+
+
 def check_grid(build, name, spec):
     """Every configuration of the grid passes `trident check` (a mistake in the grid, not a
     measurement, if not): checked before anything is measured."""
@@ -398,7 +425,7 @@ def round_order(grid, r):
 DISAGREE = 1.15
 
 
-def run_case(build, name, spec, rounds, steps, bind, confirm, calibrate_rounds, tmp):
+def run_case(build, name, spec, rounds, steps, bind, confirm, calibrate_rounds, measure_k, tmp):
     with Case(build, name, spec, tmp, bind) as case:
         cluster = tmp / ("%s.toml" % name)
         calibrate(case, cluster, calibrate_rounds)
@@ -438,6 +465,10 @@ def run_case(build, name, spec, rounds, steps, bind, confirm, calibrate_rounds, 
             raise SystemExit("autotune: %s: the choice %s failed:\n%s" % (name, choice, killed[choice]))
         judge(r)
         confirm_ties(case, r, confirm, steps, cluster)
+        if measure_k:
+            # Last, so that its pick is judged on the grid's medians, which hold the
+            # predicted top 3 (hence measure_k <= 3).
+            r["measure"] = measured_pick(case, measure_k, cluster)
     return r
 
 
@@ -595,6 +626,21 @@ def misses_told_apart(results):
             for r in results if not r["in_top3"] and top3_fastest(r)]
 
 
+def measure_summary(results):
+    """For the cases whose `train --auto --measure K` launch picked a configuration the
+    grid measured: (cases, K, picks of the predicted #1, picks of the measured best, their
+    pick / best by the grid's medians, sorted), or None when none did."""
+    picks = [r for r in results
+             if "picked" in r.get("measure", {}) and r["measure"]["picked"] in r["measured"]]
+    if not picks:
+        return None
+    ratios = sorted(r["measured"][r["measure"]["picked"]] / r["measured"][r["best"]]
+                    for r in picks)
+    return (len(picks), "/".join(sorted({str(r["measure"]["k"]) for r in picks})),
+            sum(r["measure"]["picked"] == r["choice"] for r in picks),
+            sum(r["measure"]["picked"] == r["best"] for r in picks), ratios)
+
+
 def within_budget(r):
     """(choice / the fastest measured among the configurations predicted to fit the budget,
     whether that one is in the predicted top 3), or None for results without predictions."""
@@ -682,6 +728,14 @@ def markdown(results, rounds, steps, bind):
                   "predicted top 3 in %d of %d." % (statistics.median(ratios), ratios[-1],
                                                      sum(b["in_top3"] for b in before),
                                                      len(results))]
+    picked = measure_summary(results)
+    if picked:
+        n, k, first, best, ratios = picked
+        lines += ["", "`train --auto --measure %s`, launched once a case after its grid (each of "
+                  "the predicted top %s trained 4 steps in one process, the fastest kept): it "
+                  "kept the predicted #1 in %d of %d cases and the measured best in %d; its pick "
+                  "/ best by the grid's medians: median %.3f, worst %.3f." % (
+                      k, k, first, n, best, statistics.median(ratios), ratios[-1])]
     admitted = [within_budget(r) for r in results]
     if all(a is not None for a in admitted) and \
             any(r["best"] not in r["predicted_grid"] for r in results):
@@ -709,6 +763,13 @@ def markdown(results, rounds, steps, bind):
                 short(c), r["measured"][c], ", ".join("%.3f" % t for t in r["times"][c]),
                 guess, memory, "  <- the choice" if c == r["choice"] else
                 "  <- predicted #%d" % (r["top3"].index(c) + 1) if c in r.get("top3", []) else ""))
+        m = r.get("measure")
+        if m and "picked" in m:
+            lines.append("    train --auto --measure %d kept %s (its timings: %s)" % (
+                m["k"], short(m["picked"]),
+                ", ".join("%s %.3f s" % (short(c), t) for c, t in m["timings"].items())))
+        elif m:
+            lines.append("    train --auto --measure %d failed" % m["k"])
         for c in r["killed"]:
             lines.append("    %-62s killed by the cap%s" % (
                 short(c), "" if c not in predicted else
@@ -737,6 +798,11 @@ def report(r, seconds):
                             r["peaks"][r["choice"]] / 1e6, ", ".join(r["killed"]) or "none",
                             "; confirmed: %s" % ", ".join(short(c) for c in r["confirmed"])
                             if "confirmed" in r else ""), flush=True)
+    m = r.get("measure")
+    if m:
+        print("%s: train --auto --measure %d %s" % (
+            r["case"], m["k"], "kept " + short(m["picked"]) if "picked" in m else
+            "failed:\n" + m["failed"]), flush=True)
 
 
 def main():
@@ -752,6 +818,10 @@ def main():
                          "the best, the best, the choice and the top 3's fastest (0: none)")
     ap.add_argument("--calibrate-rounds", type=int, default=3,
                     help="rounds of each case's calibration, the median of each figure kept")
+    ap.add_argument("--measure", type=int, default=3, choices=range(0, 4),
+                    help="after each case's grid, launch train --auto --measure K once and "
+                         "judge its pick on the grid's medians (0: not; at most 3, the "
+                         "predicted top 3 the grid holds)")
     ap.add_argument("--markdown")
     ap.add_argument("--json", help="also write the results as JSON to this file")
     ap.add_argument("--from-json", help="measure nothing: render these results (A.json,B.json)")
@@ -789,7 +859,7 @@ def main():
         for name in names:
             start = time.time()
             r = run_case(build, name, CASES[name], a.rounds, a.steps, a.bind, a.confirm,
-                         a.calibrate_rounds, Path(tmp))
+                         a.calibrate_rounds, a.measure, Path(tmp))
             results.append(r)
             report(r, time.time() - start)
             if a.json:  # after every case: a later failure keeps what was measured

@@ -3,7 +3,7 @@
 # models its calibration never timed: bench/autotune.py (each case's fixed grid, alternated
 # rounds; GPT-2 and Llama, 2, 4 and 8 ranks, emulated nodes, memory caps that force ZeRO 3
 # or the nvme tier). Prints a line a case, then writes the table into docs/planner.md.
-#   scripts/autotune-check.sh [--cases NAME,...] [--rounds R] [--steps S] [--bind core|none]
+#   scripts/autotune-check.sh [--cases A,B] [--rounds R] [--steps S] [--bind core|none] [--measure K]
 # Run it as root on an idle machine: other work on the cores shows up in every step time;
 # the capped cases need a memory cgroup, the emulated nodes network namespaces.
 set -euo pipefail

@@ -116,6 +116,37 @@ r = result({"A": [0.515, 1.01, 1.02, 1.03], "B": [0.95, 0.96, 0.97, 0.98],
 hit = result({"A": [1.0] * 3, "B": [1.1] * 3}, choice="A", top3=["A", "B"])
 check("misses told apart", autotune.misses_told_apart([r, hit]), [2 / 70])
 
+# train --auto --measure K: its printed timings read back, the one it kept judged on the
+# grid's medians: kept the predicted #1 (A, not the best) in one case and the measured best
+# (C, D) in two; a case whose launch failed is left out of the figures and named in the grid.
+printed = ("auto: measured #1 dp2 pp1 tp1 zero1 mb8, in memory: 0.950 s a step (predicted 0.900 s, -5.3%)\n"
+           "auto: measured #2 dp2 pp1 tp1 zero2 mb8: 0.940 s a step (predicted 0.910 s, -3.2%)\n"
+           "auto: chose #2, the fastest measured of 2 (the predicted best, #1, took 1.1% longer)\n")
+pick = autotune.read_pick(printed, 2)
+check("measure: kept", pick["picked"], "dp2 pp1 tp1 zero2 mb8, in memory")
+check("measure: timings", pick["timings"], {"dp2 pp1 tp1 zero1 mb8, in memory": 0.95,
+                                            "dp2 pp1 tp1 zero2 mb8, in memory": 0.94})
+first = result({"A": [1.0] * 3, "B": [0.9] * 3}, choice="A", top3=["A", "B"])
+first["measure"] = {"k": 2, "picked": "A", "timings": {"A": 0.9, "B": 0.95}}
+best = result({"A": [1.0] * 3, "C": [0.8] * 3}, choice="A", top3=["A", "C"])
+best["measure"] = {"k": 2, "picked": "C", "timings": {"A": 0.9, "C": 0.85}}
+also = result({"A": [1.0] * 3, "D": [0.95] * 3}, choice="A", top3=["A", "D"])
+also["measure"] = {"k": 2, "picked": "D", "timings": {"A": 0.9, "D": 0.85}}
+failed = result({"A": [1.0] * 3}, choice="A", top3=["A"])
+failed["measure"] = {"k": 2, "failed": "killed"}
+n, k, kept_first, kept_best, ratios = autotune.measure_summary([first, best, also, failed])
+check("measure: summary", (n, k, kept_first, kept_best), (3, "2", 1, 2))
+check("measure: pick / best", [round(x, 4) for x in ratios], [1.0, 1.0, round(1.0 / 0.9, 4)])
+for r in (first, best, also, failed):  # what the table's row reads
+    r.update(spec={"ranks": 2, "model": ["model.layers=2", "model.hidden=64", "model.heads=2",
+                                         "model.seq_len=32", "model.vocab=128",
+                                         "train.global_batch_size=4"]},
+             predicted=1.0, predicted_peak=1e8)
+text = autotune.markdown([first, best, also, failed], 3, 5, "core")
+check("measure: rendered", "kept the predicted #1 in 1 of 3 cases and the measured best in 2; "
+      "its pick / best by the grid's medians: median 1.000, worst 1.111." in text, True)
+check("measure: failed launch named", "    train --auto --measure 2 failed" in text, True)
+
 # Results from before the binding was recorded ran unbound.
 check("old results' binding", autotune.measured_how([{"date": "d"}], 3, 5, "core")[3], "none")
 check("recorded binding", autotune.measured_how([{"bind": "core"}], 3, 5, "none")[3], "core")
