@@ -14,12 +14,13 @@ all of theirs, again while a configuration not yet confirmed becomes the best. R
 choice's measured step against the best measured, whether the best is in the predicted
 top 3 and how far the top 3's fastest is from it (and, where it is not, whether a rank-sum
 test tells the best's rounds from those of the top 3's fastest), the predicted and measured
-peak RSS of the choice, and which configurations the memory cap killed. The Mixture-of-Experts
-cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
+peak RSS of the choice, which configurations the memory cap killed, and what one launch
+of `train --auto --measure K` (--measure, 3 by default) kept, judged on the grid's medians.
+The Mixture-of-Experts cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
                                   [--bind core|none] [--confirm K] [--calibrate-rounds K]
-                                  [--markdown FILE]
+                                  [--measure K] [--markdown FILE]
                                   [--json FILE] [--from-json FILE | --confirm-from FILE]
 
 --bind core (the default) launches every calibration and training with each rank bound to
@@ -329,6 +330,15 @@ def auto_ranking(case, cluster, top, memory_gb):
     return ranked, out
 
 
+def auto_args(case, cluster):
+    """`train --auto`'s arguments: the calibration, and uncapped the memory per rank, as
+    train --auto measures it (under a cap, it reads the cap itself)."""
+    args = ["--auto", "--cluster", str(cluster)]
+    if not case.spec.get("cap_gb"):
+        args += ["--memory-per-rank", "%.4f" % case.memory_per_rank_gb()]
+    return args
+
+
 def train(case, name, steps, cluster, auto):
     """(median step after the first two, peak RSS of rank 0, the cgroup's peak) or None
     when killed."""
@@ -340,9 +350,7 @@ def train(case, name, steps, cluster, auto):
                           'checkpoint.dir=""', "logging.metrics=%s" % metrics]
     args = [str(case.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml")]
     if auto:
-        args += ["--auto", "--cluster", str(cluster)]
-        if not case.spec.get("cap_gb"):
-            args += ["--memory-per-rank", "%.4f" % case.memory_per_rank_gb()]
+        args += auto_args(case, cluster)
     else:
         sets += keys_of(name)
         if name in case.release:
@@ -372,10 +380,8 @@ def measured_pick(case, k, cluster):
     trained, "timings": {name: its seconds a step in the measurement}}, or {"k", "failed":
     the end of its log} (under a cap, its candidates share one process's heap)."""
     sets = case.sets() + ["train.steps=1", "logging.run_dir=none", 'checkpoint.dir=""']
-    args = [str(case.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml"), "--auto",
-            "--measure", str(k), "--cluster", str(cluster)]
-    if not case.spec.get("cap_gb"):
-        args += ["--memory-per-rank", "%.4f" % case.memory_per_rank_gb()]
+    args = [str(case.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml"),
+            "--measure", str(k)] + auto_args(case, cluster)
     for kv in sets:
         args += ["--set", kv]
     log = case.tmp / "measure.log"
