@@ -1,6 +1,7 @@
 // Large host blocks: mapped on their own, kept for reuse within a bound (see host_memory.h).
 #include "common/host_memory.h"
 
+#include <malloc.h>    // malloc_trim
 #include <sys/mman.h>  // mmap, madvise, munmap
 
 #include <algorithm>  // std::max
@@ -122,12 +123,9 @@ void keep(const HostBlock& block) {
   lb.kept_bytes += block.capacity;
 }
 
-}  // namespace
-
-void set_release_large_blocks(bool release) {
-  g_release.store(release);
-  if (!release) return;
-  // Releasing from now on: what is kept goes back, and the tighter bound starts empty.
+/// Unmaps every kept block; with `restart_bound`, the most ever in use becomes what is in
+/// use now.
+void unmap_kept(bool restart_bound) {
   std::vector<std::pair<size_t, void*>> kept;
   {
     LargeBlocks& lb = large_blocks();
@@ -135,11 +133,25 @@ void set_release_large_blocks(bool release) {
     kept.assign(lb.kept.begin(), lb.kept.end());
     lb.kept.clear();
     lb.kept_bytes = 0;
+    if (restart_bound) lb.peak_in_use = lb.in_use;
   }
   unmap(kept);
 }
 
+}  // namespace
+
+void set_release_large_blocks(bool release) {
+  g_release.store(release);
+  // Releasing from now on: what is kept goes back, and the tighter bound starts empty.
+  if (release) unmap_kept(/*restart_bound=*/false);
+}
+
 bool releases_large_blocks() { return g_release.load(); }
+
+void release_host_memory() {
+  unmap_kept(/*restart_bound=*/true);
+  malloc_trim(0);  // the heap is never trimmed on its own (cli/main.cpp)
+}
 
 HostBlock allocate_host_block(size_t bytes) {
   if (bytes >= kMappedBlockBytes) return map_large_block(bytes);

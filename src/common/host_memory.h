@@ -47,6 +47,13 @@ constexpr double kKeptLargeBlockSlack = 1.0;
 /// request it holds).
 constexpr double kKeptBlockFit = 0.125;
 
+/// Gives back to the system every kept large block and the heap's free pages, and starts
+/// the bound of kept blocks again from the bytes now in use. For the end of one workload in a
+/// process that goes on with another (train --auto --measure trains one candidate after
+/// another): without it the next one's blocks, of other sizes, are mapped beside the first
+/// one's kept blocks, up to twice the larger peak, and the heap keeps its freed pages.
+void release_host_memory();
+
 /// A block of host memory aligned to 4096 bytes (kIoAlignment) at least.
 struct HostBlock {
   void* data = nullptr;

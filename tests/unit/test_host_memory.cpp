@@ -191,5 +191,30 @@ TEST(HostMemory, a_kept_tensor_stays_resident_for_reuse) {
   EXPECT_GE(tensor_residency().freed, kTouched * 9 / 10) << "the heap gave the memory back";
 }
 
+TEST(HostMemory, release_gives_back_kept_blocks_and_the_heaps_free_pages) {
+  keep_freed_memory_as_trident_does();
+  install_memory_tracker();
+  ReleaseLargeBlocks keep(false);
+  release_host_memory();  // nothing kept from the tests before: the tensor maps anew
+  // One workload's memory, freed: a kept 64 MiB tensor and 64 MiB of small heap blocks,
+  // both still resident.
+  const int64_t before = resident_bytes();
+  const Residency tensor = tensor_residency();
+  std::vector<HostBlock> small;
+  for (int64_t b = 0; b < kTouched / (kMappedBlockBytes / 2); ++b) {
+    small.push_back(allocate_host_block(kMappedBlockBytes / 2));
+    std::memset(small.back().data, 1, small.back().bytes);
+  }
+  for (const HostBlock& b : small) free_host_block(b);
+  ASSERT_GE(tensor.freed, kTouched * 9 / 10);
+  ASSERT_GE(resident_bytes() - before, 2 * kTouched * 9 / 10) << "the heap gave its pages back";
+  release_host_memory();
+  EXPECT_LT(resident_bytes() - before, kTouched / 10);
+  // The next workload's bound starts from what is in use, not from the first one's peak.
+  const LargeBlockBytes now = large_block_bytes();
+  EXPECT_EQ(now.mapped, now.in_use);
+  EXPECT_EQ(now.peak_in_use, now.in_use);
+}
+
 }  // namespace
 }  // namespace trident
