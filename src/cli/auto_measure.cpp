@@ -1,4 +1,5 @@
-// measure_fastest: each candidate's trainer built, stepped and torn down in turn.
+// measure_fastest: each candidate's trainer built, stepped and torn down in turn, in passes
+// that alternate the order.
 #include "cli/auto_measure.h"
 
 #include <ATen/ATen.h>  // at::tensor
@@ -8,7 +9,7 @@
 #include <memory>     // std::unique_ptr
 
 #include "cli/threads.h"            // apply_threads
-#include "common/host_memory.h"     // set_release_large_blocks
+#include "common/host_memory.h"     // set_release_large_blocks, release_host_memory
 #include "common/memory_tracker.h"  // reset_peak_tensor_bytes
 #include "config/config.h"          // load_config
 #include "models/model_config.h"    // run_device
@@ -36,37 +37,52 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/// Builds the candidate's trainer, trains kMeasureSteps steps and tears it down; returns
+/// this rank's times of the steps after the first. The memory it freed goes back to the
+/// system before the next candidate, whose blocks are of other sizes.
+std::vector<double> time_steps(const std::string& config_path, const MeasuredCandidate& c,
+                               Communicator& job) {
+  TrainConfig config;
+  run_agreed(job, [&] { config = load_config(config_path, without_outputs(c.sets), job.size()); });
+  apply_threads(config.train.threads, job);
+  set_release_large_blocks(config.releases_host_memory());
+  std::vector<double> steps;
+  {
+    const auto& p = config.parallel;
+    ParallelContext ctx(job, static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp),
+                        p.timeout_s, run_device(config.train.device, local_rank()),
+                        static_cast<int>(p.ep), static_cast<int>(p.cp));
+    std::unique_ptr<Trainer> trainer;
+    run_agreed(job, [&] { trainer = std::make_unique<Trainer>(config, ctx); });
+    for (int s = 0; s < kMeasureSteps; ++s) {
+      const StepMetrics m = trainer->step();
+      if (s > 0) steps.push_back(m.step_time_s);
+    }
+  }
+  release_host_memory();
+  return steps;
+}
+
 }  // namespace
 
 size_t measure_fastest(const std::string& config_path, std::vector<MeasuredCandidate>& candidates,
                        Communicator& job) {
+  std::vector<std::vector<double>> steps(candidates.size());
+  for (int pass = 0; pass < kMeasurePasses; ++pass) {
+    for (size_t n = 0; n < candidates.size(); ++n) {
+      const size_t i = pass % 2 == 0 ? n : candidates.size() - 1 - n;
+      const std::vector<double> timed = time_steps(config_path, candidates[i], job);
+      steps[i].insert(steps[i].end(), timed.begin(), timed.end());
+    }
+  }
   size_t best = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
     MeasuredCandidate& c = candidates[i];
-    TrainConfig config;
-    run_agreed(job,
-               [&] { config = load_config(config_path, without_outputs(c.sets), job.size()); });
-    apply_threads(config.train.threads, job);
-    set_release_large_blocks(config.releases_host_memory());
-    std::vector<double> steps;
-    {
-      const auto& p = config.parallel;
-      ParallelContext ctx(job, static_cast<int>(p.dp), static_cast<int>(p.pp),
-                          static_cast<int>(p.tp), p.timeout_s,
-                          run_device(config.train.device, local_rank()), static_cast<int>(p.ep),
-                          static_cast<int>(p.cp));
-      std::unique_ptr<Trainer> trainer;
-      run_agreed(job, [&] { trainer = std::make_unique<Trainer>(config, ctx); });
-      for (int s = 0; s < kMeasureSteps; ++s) {
-        const StepMetrics m = trainer->step();
-        if (s > 0) steps.push_back(m.step_time_s);
-      }
-    }
     // Rank 0's clock decides, the same on every rank.
-    at::Tensor t = at::tensor({median(steps)}, at::kDouble);
+    at::Tensor t = at::tensor({median(steps[i])}, at::kDouble);
     job.broadcast(t, 0)->wait();
     c.measured_s = t.item<double>();
-    if (c.measured_s < candidates[best].measured_s || i == 0) best = i;
+    if (c.measured_s < candidates[best].measured_s) best = i;
     if (job.rank() == 0)
       std::printf("auto: measured #%zu %s: %.3f s a step (predicted %.3f s, %+.1f%%)\n", i + 1,
                   c.name.c_str(), c.measured_s, c.predicted_s,

@@ -15,15 +15,23 @@ struct MeasuredCandidate {
   std::string name;
   std::vector<std::string> sets;  ///< every --set of the run, the choice's keys last
   double predicted_s = 0;
-  double measured_s = 0;  ///< filled in: the median step after the first
+  double measured_s = 0;  ///< filled in: the median of the counted steps
 };
 
-/// Steps each candidate trains: the first warms up, the median of the rest counts.
+/// Steps each candidate trains in a pass: the first warms up, the rest count.
 inline constexpr int kMeasureSteps = 4;
 
-/// Trains each candidate from `config_path` for kMeasureSteps steps (no checkpoint, no
-/// metrics, no trace: nothing of the run is written) and fills measured_s with rank 0's
-/// median step; returns the index of the fastest. Rank 0 prints a line per candidate.
+/// Passes over the candidates, in alternating order (1..K, then K..1): a candidate's place
+/// in the process's sequence does not favour it. Trained first in one pass, the predicted
+/// best ran 3-11 points further above its separate launches' median than the runner-up
+/// (docs/planner.md, the nineteenth run).
+inline constexpr int kMeasurePasses = 2;
+
+/// Trains each candidate from `config_path` for kMeasureSteps steps in each of
+/// kMeasurePasses passes (no checkpoint, no metrics, no trace: nothing of the run is
+/// written; the host memory each freed given back before the next), and fills measured_s
+/// with the median of rank 0's counted steps over the passes; returns the index of the
+/// fastest. Rank 0 prints a line per candidate.
 /// Collective over `job`; the same index on every rank.
 size_t measure_fastest(const std::string& config_path, std::vector<MeasuredCandidate>& candidates,
                        Communicator& job);
