@@ -38,8 +38,8 @@ double median(std::vector<double> v) {
 }
 
 /// Builds the candidate's trainer, trains kMeasureSteps steps and tears it down; returns
-/// this rank's times of the steps after the first. The memory it freed goes back to the
-/// system before the next candidate, whose blocks are of other sizes.
+/// this rank's times of the steps after the kMeasureWarmup first. The memory it freed goes back to
+/// the system before the next candidate, whose blocks are of other sizes.
 std::vector<double> time_steps(const std::string& config_path, const MeasuredCandidate& c,
                                Communicator& job) {
   TrainConfig config;
@@ -56,7 +56,7 @@ std::vector<double> time_steps(const std::string& config_path, const MeasuredCan
     run_agreed(job, [&] { trainer = std::make_unique<Trainer>(config, ctx); });
     for (int s = 0; s < kMeasureSteps; ++s) {
       const StepMetrics m = trainer->step();
-      if (s > 0) steps.push_back(m.step_time_s);
+      if (s >= kMeasureWarmup) steps.push_back(m.step_time_s);
     }
   }
   release_host_memory();
@@ -65,15 +65,19 @@ std::vector<double> time_steps(const std::string& config_path, const MeasuredCan
 
 }  // namespace
 
+std::vector<size_t> measure_order(size_t k) {
+  std::vector<size_t> order;
+  for (int pass = 0; pass < kMeasurePasses; ++pass)
+    for (size_t n = 0; n < k; ++n) order.push_back(pass % 2 == 0 ? n : k - 1 - n);
+  return order;
+}
+
 size_t measure_fastest(const std::string& config_path, std::vector<MeasuredCandidate>& candidates,
                        Communicator& job) {
   std::vector<std::vector<double>> steps(candidates.size());
-  for (int pass = 0; pass < kMeasurePasses; ++pass) {
-    for (size_t n = 0; n < candidates.size(); ++n) {
-      const size_t i = pass % 2 == 0 ? n : candidates.size() - 1 - n;
-      const std::vector<double> timed = time_steps(config_path, candidates[i], job);
-      steps[i].insert(steps[i].end(), timed.begin(), timed.end());
-    }
+  for (const size_t i : measure_order(candidates.size())) {
+    const std::vector<double> timed = time_steps(config_path, candidates[i], job);
+    steps[i].insert(steps[i].end(), timed.begin(), timed.end());
   }
   size_t best = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
