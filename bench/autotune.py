@@ -378,7 +378,7 @@ def train(case, name, steps, cluster, auto):
 def measured_pick(case, k, cluster):
     """`train --auto --measure k` launched once: {"k", "picked": the configuration it
     trained, "timings": {name: its seconds a step in the measurement}}, or {"k", "failed":
-    the end of its log} (under a cap, its candidates share one process's heap)."""
+    the end of its log}."""
     sets = case.sets() + ["train.steps=1", "logging.run_dir=none", 'checkpoint.dir=""']
     args = [str(case.build / "trident"), "train", str(ROOT / "configs/gpt2-124m.toml"),
             "--measure", str(k)] + auto_args(case, cluster)
@@ -738,9 +738,10 @@ def markdown(results, rounds, steps, bind):
     if picked:
         n, k, first, best, ratios = picked
         lines += ["", "`train --auto --measure %s`, launched once a case after its grid (each of "
-                  "the predicted top %s trained 4 steps in one process, the fastest kept): it "
-                  "kept the predicted #1 in %d of %d cases and the measured best in %d; its pick "
-                  "/ best by the grid's medians: median %.3f, worst %.3f." % (
+                  "the predicted top %s trained in two passes of alternating order in one "
+                  "process, the fastest kept): it kept the predicted #1 in %d of %d "
+                  "cases and the measured best in %d; its pick / best by the grid's medians: "
+                  "median %.3f, worst %.3f." % (
                       k, k, first, n, best, statistics.median(ratios), ratios[-1])]
     admitted = [within_budget(r) for r in results]
     if all(a is not None for a in admitted) and \
