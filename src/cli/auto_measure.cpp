@@ -38,8 +38,8 @@ double median(std::vector<double> v) {
 }
 
 /// Builds the candidate's trainer, trains kMeasureSteps steps and tears it down; returns
-/// this rank's times of the steps after the kMeasureWarmup first. The memory it freed goes back to
-/// the system before the next candidate, whose blocks are of other sizes.
+/// this rank's times of the steps after the first kMeasureWarmup. The memory it freed goes
+/// back to the system before the next candidate, whose blocks are of other sizes.
 std::vector<double> time_steps(const std::string& config_path, const MeasuredCandidate& c,
                                Communicator& job) {
   TrainConfig config;

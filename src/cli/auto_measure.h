@@ -26,10 +26,11 @@ struct MeasuredCandidate {
 inline constexpr int kMeasureSteps = 5;
 inline constexpr int kMeasureWarmup = 2;
 
-/// Passes over the candidates, in alternating order (1..K, then K..1): a candidate's place
-/// in the process's sequence does not favour it. Trained first in one pass, the predicted
-/// best ran 3-11 points further above its separate launches' median than the runner-up
-/// (docs/planner.md, the nineteenth run).
+/// Passes over the candidates, in alternating order (1..K, then K..1), so that none is
+/// always trained first: trained first in one pass, the predicted best ran 3-11 points
+/// further above its separate launches' median than the runner-up (docs/planner.md, the
+/// nineteenth run). The passes did not end the position's effect: in the twentieth run the
+/// runner-up's timing came further above than the best's in 7 of 8 cases.
 inline constexpr int kMeasurePasses = 2;
 
 /// The order measure_fastest trains `k` candidates in: indices 0..k-1, then k-1..0, and so
