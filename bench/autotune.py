@@ -16,7 +16,8 @@ top 3 and how far the top 3's fastest is from it (and, where it is not, whether 
 test tells the best's rounds from those of the top 3's fastest), the predicted and measured
 peak RSS of the choice, which configurations the memory cap killed, and what one launch
 of `train --auto --measure K` (--measure, 3 by default) kept, judged on the grid's medians.
-The Mixture-of-Experts cases' grids vary ep too (docs/planner.md, "Held-out validation of the MoE model").
+The Mixture-of-Experts cases' grids vary ep too (docs/planner.md, "Held-out validation of
+the MoE model").
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
                                   [--bind core|none] [--confirm K] [--calibrate-rounds K]

@@ -34,10 +34,11 @@ const std::vector<Command>& commands() {
         "planner predicts on the N ranks of the calibrated machine (--cluster, from trident\n"
         "calibrate) under the memory each rank has (the cgroup limit or MemAvailable, shared\n"
         "by a node's ranks; --memory-per-rank overrides) less a 10% margin. --measure K\n"
-        "trains the K best predicted for 5 steps each in two passes of alternating order and\n"
-        "keeps the fastest measured. It prints the choice, the runner-up and why it lost, how\n"
-        "many others are predicted within 5% (near ties that --measure settles), and writes\n"
-        "the resolved config to logging.run_dir/resolved_config.toml. See docs/planner.md.",
+        "trains the K best predicted for 5 steps in each of two passes of alternating order\n"
+        "and keeps the fastest measured. It prints the choice, the runner-up and why it lost,\n"
+        "how many others are predicted within 5% (near ties that --measure settles), and\n"
+        "writes the resolved config to logging.run_dir/resolved_config.toml. See\n"
+        "docs/planner.md.",
         {{"auto", "", "choose the layout, ZeRO stage, offload, micro-batch and recomputation"},
          {"measure", "K",
           "with --auto: time the K best predicted configurations and keep the fastest"},

@@ -2,9 +2,10 @@
 // or given back to the system.
 //
 // Small blocks come from the heap, which keeps what is freed (cli/main.cpp: no trimming, no
-// mmap). Large ones (kMappedBlockBytes or more) never do: in glibc's heap, tensors of many
-// sizes with interleaved lifetimes leave holes that a later request does not fit, and the
-// heap then grew to 2.5-4x the live bytes of a long sequence's attention scores (measured,
+// mmap; release_host_memory() trims it between two workloads of one process). Large ones
+// (kMappedBlockBytes or more) never do: in glibc's heap, tensors of many sizes with
+// interleaved lifetimes leave holes that a later request does not fit, and the heap then grew
+// to 2.5-4x the live bytes of a long sequence's attention scores (measured,
 // docs/performance.md). Each large block is a mapping of its own, and when freed it is kept:
 // the next request of about its size takes it, with no faults, as PyTorch's caching
 // allocators do. Kept blocks are unmapped (the largest first) where a new mapping would take
