@@ -53,12 +53,16 @@ submit() {  # sbatch ARGS...: prints the job id
     --export="ALL,TRIDENT=$trident,TASKS_PER_NODE=4" "$@"
 }
 job_state() { slurm run --name "$name" scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-wait_for() {  # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds, by the clock
-  local seconds=$1 what=$2 end=$((SECONDS + $1))
-  shift 2
+# wait_for SECONDS EVERY WHAT COMMAND...: until COMMAND succeeds, tried every EVERY seconds,
+# by the clock. A job's state is asked for each second: each question enters node0's
+# namespaces and runs scontrol (60 ms of a core), which ten times a second took a third of
+# a core from the training it waits on.
+wait_for() {
+  local seconds=$1 every=$2 what=$3 end=$((SECONDS + $1))
+  shift 3
   while [ $SECONDS -lt $end ]; do
     "$@" && return 0
-    sleep 0.1
+    sleep "$every"
   done
   fail "waited $seconds s for $what"
 }
@@ -68,9 +72,9 @@ template=$root/scripts/slurm/train.sbatch
 
 # 1. Preempted by a short high job, requeued onto both nodes again.
 job=$(submit "$template" "$root/configs/tiny.toml" "${sets[@]}") || fail "sbatch: $job"
-wait_for 60 "job $job's step 2" logged_step "$job" 2
+wait_for 60 0.1 "job $job's step 2" logged_step "$job" 2
 submit -p high -N 1 --exclusive --wrap "sleep 1" >/dev/null || fail "the high job"
-wait_for 90 "job $job to finish" finished "$job"
+wait_for 90 1 "job $job to finish" finished "$job"
 log=$tmp/job-$job.log
 grep -q "^preempted at step [0-9]* by SIGTERM, saved runs/$job/checkpoints/step_[0-9]*; exit code 75$" "$log" ||
   fail "job $job was not preempted and saved"
@@ -95,10 +99,10 @@ echo "preempted after step $at, requeued onto 2 nodes: $steps losses and the fin
 
 # 2. Preempted by a high job that keeps one node: requeued onto the other alone.
 job=$(submit "$template" "$root/configs/tiny.toml" "${sets[@]}") || fail "sbatch: $job"
-wait_for 60 "job $job's step 2" logged_step "$job" 2
+wait_for 60 0.1 "job $job's step 2" logged_step "$job" 2
 submit -p high -N 1 --exclusive --wrap "while [ ! -e $tmp/release ]; do sleep 0.2; done" \
   >/dev/null || fail "the high job"
-wait_for 90 "job $job to finish" finished "$job"
+wait_for 90 1 "job $job to finish" finished "$job"
 touch "$tmp/release"
 log=$tmp/job-$job.log
 grep -q "^train.sbatch: job $job, start 1: 1 nodes" "$log" || fail "job $job was not requeued onto 1 node"
