@@ -28,8 +28,11 @@ launch() {  # $1: run directory; the rest: more --set; runs in the background, s
 last_step() {  # the newest step of the metrics file $1 (0 when none)
   tail -n 1 "$1" 2>/dev/null | python3 -c "import json,sys; l=sys.stdin.read().strip(); print(json.loads(l)['step'] if l else 0)" 2>/dev/null || echo 0
 }
-log_step() {  # the newest step the current launch's log ($1, from line $2 on) reports
-  tail -n +"$2" "$1" 2>/dev/null | sed -n 's|^step \([0-9]*\)/.*|\1|p' | tail -1 | grep . || echo 0
+log_step() {  # the newest step the current launch's log ($1, from line $2 on) reports (0
+  # when none); one process a call, as wait_for_step calls it 50 times a second
+  [ -f "$1" ] || { echo 0; return; }
+  awk -v from="$2" 'NR >= from && /^step [0-9]+\// { split($2, s, "/"); last = s[1] }
+    END { print last + 0 }' "$1"
 }
 wait_for_step() {  # $1: log file, $2: its first line of this launch, $3: step; prints the
   # step the log has reached; false when the job ended first (the metrics file still holds
