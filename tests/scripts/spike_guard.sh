@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The loss-spike guard and runs that diverge, on 2 ranks (dp 2, fp64) of configs/tiny.toml:
-# 1. guard on and off train the healthy run bit for bit alike, and the guard never fires;
+# 1. guard on and off train the healthy steps bit for bit alike, and the guard never fires
+#    (steps 1-44 of the run of item 2, healthy until batch 45, against a run without it);
 # 2. corrupted batches 45-46 (TRIDENT_DATA_FAULT) spike and are skipped, the second in a row
 #    rolls back to step 44 and leaves batches 45-46 out, logged in metrics.jsonl; a lone
 #    corrupted batch 51 is skipped and the checkpoint saved right after it is not marked
@@ -22,23 +23,25 @@ train() {  # $1: run directory; the rest: --set overrides
     --set optimizer.lr=1e-2 --set optimizer.warmup_steps=5 --set logging.run_dir="$dir" "$@"
 }
 
-# 1. A healthy run: the guard does not change a bit of it.
-train on --set train.steps=30 >on.log 2>&1 || fail "guard on: $(tail -5 on.log)"
-train off --set train.steps=30 --set guard.enabled=false >off.log 2>&1 || fail "guard off: $(tail -5 off.log)"
-python3 - on/metrics.jsonl off/metrics.jsonl <<'PY' || fail "guard on and off differ"
-import json, sys
-on, off = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
-assert len(on) == len(off) == 30, (len(on), len(off))
-for a, b in zip(on, off):
-    assert a["loss"] == b["loss"] and a["grad_norm"] == b["grad_norm"], (a, b)
-    assert not a["skipped"] and "spike" not in a, a
-print("guard on and off: 30 losses bit for bit alike, no step skipped")
-PY
-
 # 2. Corrupted batches: skipped, rolled back, left out.
 common=(--set train.steps=60 --set checkpoint.save_every=2 --set guard.rollback_after=2)
 TRIDENT_DATA_FAULT=45-46,51 train spiked "${common[@]}" >spiked.log 2>&1 ||
   fail "the run with corrupted batches: $(tail -5 spiked.log)"
+
+# 1. The healthy steps before batch 45: the guard does not change a bit of them. Without the
+# guard, the same schedule of 60 steps, stopped after step 44 (train.stop_at).
+train off --set train.steps=60 --set train.stop_at=44 --set guard.enabled=false >off.log 2>&1 ||
+  fail "guard off: $(tail -5 off.log)"
+python3 - spiked/metrics.jsonl off/metrics.jsonl <<'PY' || fail "guard on and off differ"
+import json, sys
+on, off = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+assert [r["step"] for r in off] == list(range(1, 45)), [r["step"] for r in off]
+for a, b in zip(on[:44], off):
+    assert a["step"] == b["step"], (a, b)
+    assert a["loss"] == b["loss"] and a["grad_norm"] == b["grad_norm"], (a, b)
+    assert not a["skipped"] and "spike" not in a and not b["skipped"], (a, b)
+print("guard on and off: 44 losses bit for bit alike, no step skipped")
+PY
 grep -q "rolled back to spiked/checkpoints/step_44 after 2 skipped steps in a row; batches 45-46 of the data are left out" spiked.log ||
   fail "no rollback line: $(grep -v '^step' spiked.log | tail -5)"
 TRIDENT_DATA_FAULT=45-46,51 train skipped "${common[@]}" --set data.skip=45-46 >skipped.log 2>&1 ||
