@@ -334,7 +334,8 @@ void measure_ring_sync(Communicator& pair, Communicator& alone, Communicator& wo
 }
 
 /// dp_overlap and all_reduce_overlap: a gradient reduction over every rank of the job (16
-/// buckets of trident's default bucket, 1 Mi fp32 elements) beside the large block's
+/// buckets of trident's default bucket, 1 Mi fp32 elements; fewer across a link so slow
+/// that 16 take over twice the block: overlap_timing) beside the large block's
 /// forward and backward, every rank computing at once as training's do: trident's
 /// reduce-scatter (ZeRO 1-3), a ring of point-to-point messages, and MPI's all-reduce
 /// (ZeRO 0). MPI on a CPU moves a non-blocking collective only inside MPI calls, which
@@ -346,17 +347,17 @@ void measure_dp_overlap(Communicator& world, Communicator& alone, plan::Cluster&
   if (world.size() < 2) return;
   char line[240];
   const BlockShape large{8, 128, 256, 4};
-  const int64_t buckets = 16, bucket = plan::PlanModel{}.bucket_size;
+  const int64_t most_buckets = 16, bucket = plan::PlanModel{}.bucket_size;
   for (const bool scatter : {false, true}) {
     const OverlapTiming t =
-        overlap_timing(large, buckets, bucket, scatter, world, alone, world, budget);
+        overlap_timing(large, most_buckets, bucket, scatter, world, alone, world, budget);
     (scatter ? c.dp_overlap : c.all_reduce_overlap) = t.overlap();
     std::snprintf(line, sizeof line,
                   "%s of %lld MiB over %d ranks beside block b8 s128 h256: block %.2f ms, "
                   "reduction %.2f ms, both %.2f ms: hidden %.2f",
                   scatter ? "reduce-scatter" : "all-reduce",
-                  static_cast<long long>(buckets * bucket * 4 >> 20), world.size(), t.block_s * 1e3,
-                  t.reduce_s * 1e3, t.both_s * 1e3, t.overlap());
+                  static_cast<long long>(t.buckets * bucket * 4 >> 20), world.size(),
+                  t.block_s * 1e3, t.reduce_s * 1e3, t.both_s * 1e3, t.overlap());
     say(line);
   }
 }

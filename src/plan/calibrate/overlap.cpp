@@ -5,11 +5,12 @@
 #include <torch/csrc/autograd/autograd.h>  // torch::autograd::backward
 
 #include <algorithm>  // std::clamp, std::min
+#include <cmath>      // std::ceil
 #include <deque>      // std::deque
 #include <vector>     // std::vector
 
 #include "parallel/communicator.h"  // Communicator, WorkHandle
-#include "plan/calibrate/timing.h"  // times_per_call_in_turn, mean_over_ranks
+#include "plan/calibrate/timing.h"  // time_per_call, times_per_call_in_turn, mean_over_ranks
 
 namespace trident::calibrate {
 
@@ -19,15 +20,16 @@ double OverlapTiming::overlap() const {
   return std::clamp((block_s + reduce_s - both_s) / window, 0.0, 1.0);
 }
 
-OverlapTiming overlap_timing(const BlockShape& shape, int64_t buckets, int64_t bucket, bool scatter,
-                             Communicator& dp, Communicator& alone, Communicator& world,
-                             double budget) {
+OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int64_t bucket,
+                             bool scatter, Communicator& dp, Communicator& alone,
+                             Communicator& world, double budget) {
   const int64_t n = dp.size();
   const int64_t part = bucket / n;  // each rank's share of a bucket, reduce-scattered
-  at::Tensor grads = at::randn({buckets * part * n});
+  at::Tensor grads = at::randn({most_buckets * part * n});
   std::vector<at::Tensor> shares;
-  for (int64_t b = 0; b < buckets; ++b) shares.push_back(at::empty({part}));
+  for (int64_t b = 0; b < most_buckets; ++b) shares.push_back(at::empty({part}));
   std::deque<WorkHandle> pending;
+  int64_t buckets = 1;
   auto launch = [&] {
     for (int64_t b = 0; b < buckets; ++b) {
       at::Tensor in = grads.narrow(0, b * part * n, part * n);
@@ -47,6 +49,25 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t buckets, int64_t b
   for (at::Tensor& w : block.weights)
     hooks.push_back(w.register_hook([&poll](const at::Tensor&) { poll(); }));
   auto backward = [&block](const at::Tensor& y) { torch::autograd::backward({y}, {block.grad}); };
+  // The reduction's size: `most_buckets`, or fewer where that many would take over twice
+  // the block's forward and backward (three times the backward), as across a slow link
+  // between nodes (on one 1 Gbit/s link, 64 MiB over 4 ranks took 12 times the block). The
+  // backward, the shorter, is then what overlap() divides by: what hides of any longer
+  // reduction is what the backward can carry, and the trials need not wait seconds a call
+  // for the rest. Sized on one bucket's reduction alone and the block alone, a call each
+  // after a warm-up one, the ranks' mean (so that every rank takes the same count).
+  const double once = 1e-9;  // one call a trial
+  const double block_alone =
+      mean_over_ranks(time_per_call([&] { backward(block.forward()); }, once, world), world);
+  const double one_bucket = mean_over_ranks(time_per_call(
+                                                [&] {
+                                                  launch();
+                                                  wait_all();
+                                                },
+                                                once, world),
+                                            world);
+  buckets = std::clamp(static_cast<int64_t>(std::ceil(2.0 * block_alone / one_bucket)), int64_t{1},
+                       most_buckets);
   const std::vector<double> t =
       times_per_call_in_turn({[&] { backward(block.forward()); },
                               [&] {
@@ -61,7 +82,8 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t buckets, int64_t b
                               }},
                              {1.0 * budget, 0.5 * budget, 1.0 * budget}, world);
   for (size_t i = 0; i < hooks.size(); ++i) block.weights[i].remove_hook(hooks[i]);
-  return {mean_over_ranks(t[0], world), mean_over_ranks(t[1], world), mean_over_ranks(t[2], world)};
+  return {mean_over_ranks(t[0], world), mean_over_ranks(t[1], world), mean_over_ranks(t[2], world),
+          buckets};
 }
 
 }  // namespace trident::calibrate
