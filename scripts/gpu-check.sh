@@ -37,10 +37,10 @@ while [ $# -gt 0 ]; do
       rehearse=true gpu=cpu steps=12
       # fp32: a CPU runs bf16 matmuls about 40x slower (114 s a step of this model); a
       # vocabulary of 8192: GPT-2's 50257 made the head most of the rehearsal's time (44
-      # against 16 s for its 12 steps); 4 sequences of 128 tokens a step, in more than one
-      # micro-batch as on the GPU: 8 took 1.6 s a step. One thread a run: the rehearsal
-      # shares the machine's cores with other tests.
-      gpt2_sets=(--set model.layers=2 --set model.seq_len=128 --set model.vocab=8192
+      # against 16 s for its 12 steps); 4 sequences of 64 tokens a step, in more than one
+      # micro-batch as on the GPU: 8 of 128 took 1.6 s a step, 4 of 128 0.79 s and 4 of 64
+      # 0.41 s. One thread a run: the rehearsal shares the machine's cores with other tests.
+      gpt2_sets=(--set model.layers=2 --set model.seq_len=64 --set model.vocab=8192
         --set train.global_batch_size=4 --set train.micro_batch_size=2 --set train.precision=fp32
         --set train.threads=1)
       parity_sets=(--set train.threads=1)
