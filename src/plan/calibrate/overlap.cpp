@@ -49,6 +49,11 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int6
   for (at::Tensor& w : block.weights)
     hooks.push_back(w.register_hook([&poll](const at::Tensor&) { poll(); }));
   auto backward = [&block](const at::Tensor& y) { torch::autograd::backward({y}, {block.grad}); };
+  auto block_alone = [&] { backward(block.forward()); };
+  auto reduction_alone = [&] {
+    launch();
+    wait_all();
+  };
   // The reduction's size: `most_buckets`, or fewer where that many would take over twice
   // the block's forward and backward (three times the backward), as across a slow link
   // between nodes (on one 1 Gbit/s link, 64 MiB over 4 ranks took 12 times the block). The
@@ -57,23 +62,12 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int6
   // for the rest. Sized on one bucket's reduction alone and the block alone, a call each
   // after a warm-up one, the ranks' mean (so that every rank takes the same count).
   const double once = 1e-9;  // one call a trial
-  const double block_alone =
-      mean_over_ranks(time_per_call([&] { backward(block.forward()); }, once, world), world);
-  const double one_bucket = mean_over_ranks(time_per_call(
-                                                [&] {
-                                                  launch();
-                                                  wait_all();
-                                                },
-                                                once, world),
-                                            world);
-  buckets = std::clamp(static_cast<int64_t>(std::ceil(2.0 * block_alone / one_bucket)), int64_t{1},
+  const double block_s = mean_over_ranks(time_per_call(block_alone, once, world), world);
+  const double bucket_s = mean_over_ranks(time_per_call(reduction_alone, once, world), world);
+  buckets = std::clamp(static_cast<int64_t>(std::ceil(2.0 * block_s / bucket_s)), int64_t{1},
                        most_buckets);
   const std::vector<double> t =
-      times_per_call_in_turn({[&] { backward(block.forward()); },
-                              [&] {
-                                launch();
-                                wait_all();
-                              },
+      times_per_call_in_turn({block_alone, reduction_alone,
                               [&] {
                                 const at::Tensor y = block.forward();
                                 launch();
