@@ -44,11 +44,14 @@ echo "$out" | grep -q "^placement: 2 nodes x 4 ranks: tp inside nodes, dp inside
   fail "no placement line naming the two nodes: $out"
 echo "scale.sh --slurm: $(echo "$out" | grep -a '^placement')"
 
-# As after a failure: `down` while a job's tasks still run on both nodes.
-slurm run --name "$name" sbatch -N 2 -n 2 -o /dev/null --wrap "srun sleep 300" >/dev/null ||
+# As after a failure: `down` while a job's tasks still run on both nodes. Their command
+# line is this run's own (its pid in the duration): a plain `sleep 300` elsewhere on the
+# machine once passed for a third task.
+task="sleep 300.$$"
+slurm run --name "$name" sbatch -N 2 -n 2 -o /dev/null --wrap "srun $task" >/dev/null ||
   fail "sbatch of the job left running"
 for _ in $(seq 100); do
-  tasks=$(pgrep -f "^[^ ]*sleep 300$" | tr '\n' ' ')
+  tasks=$(pgrep -f "^[^ ]*$task\$" | tr '\n' ' ')
   [ "$(echo $tasks | wc -w)" -eq 2 ] && break
   sleep 0.1
 done
