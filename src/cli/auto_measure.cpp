@@ -4,12 +4,12 @@
 
 #include <ATen/ATen.h>  // at::tensor
 
-#include <algorithm>  // std::sort
-#include <cstdio>     // std::printf
-#include <memory>     // std::unique_ptr
+#include <cstdio>  // std::printf
+#include <memory>  // std::unique_ptr
 
 #include "cli/threads.h"            // apply_threads
 #include "common/host_memory.h"     // set_release_large_blocks, release_host_memory
+#include "common/median.h"          // median
 #include "common/memory_tracker.h"  // reset_peak_tensor_bytes
 #include "config/config.h"          // load_config
 #include "models/model_config.h"    // run_device
@@ -29,12 +29,6 @@ std::vector<std::string> without_outputs(std::vector<std::string> sets) {
                           "checkpoint.load=\"\"", "checkpoint.dir=\"\""})
     sets.emplace_back(key);
   return sets;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /// Builds the candidate's trainer, trains kMeasureSteps steps and tears it down; returns

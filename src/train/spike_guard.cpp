@@ -4,34 +4,25 @@
 // nor a noisy one (large ratio) fires alone.
 #include "train/spike_guard.h"
 
-#include <algorithm>  // std::nth_element, std::max
+#include <algorithm>  // std::max
 #include <cmath>      // std::isfinite, std::abs, std::sqrt
 #include <cstdio>     // std::snprintf
 #include <vector>
 
+#include "common/median.h"  // median
+
 namespace trident {
-namespace {
-
-double median_of(std::vector<double> v) {
-  const size_t n = v.size(), mid = n / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  const double upper = v[mid];
-  if (n % 2 == 1) return upper;
-  return 0.5 * (*std::max_element(v.begin(), v.begin() + mid) + upper);
-}
-
-}  // namespace
 
 SpikeGuard::Stats SpikeGuard::stats(double GuardSample::*field) const {
   std::vector<double> values, steps;
   for (const GuardSample& s : history_) values.push_back(s.*field);
   for (size_t i = 1; i < values.size(); ++i) steps.push_back(std::abs(values[i] - values[i - 1]));
   Stats out;
-  out.median = median_of(values);
+  out.median = median(values);
   // The noise from successive differences, not from deviations around the median: a loss
   // that falls fast spreads far around its median without being noisy. For independent
   // normal noise, median |x_i - x_{i-1}| = 0.6745 * sqrt(2) * sigma.
-  out.spread = steps.empty() ? 0.0 : 1.4826 / std::sqrt(2.0) * median_of(steps);
+  out.spread = steps.empty() ? 0.0 : 1.4826 / std::sqrt(2.0) * median(steps);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <utility>     // std::pair
 #include <vector>      // std::vector
 
+#include "common/median.h"               // median
 #include "parallel/communicator.h"       // Communicator::split
 #include "parallel/placement.h"          // node_names
 #include "plan/calibrate/compute.h"      // matmul_call, block_step, block_s, stage_s, ...
@@ -68,12 +69,6 @@ NodeMap node_map(Communicator& world) {
   const std::vector<std::string> boots = world.all_gather_bytes(boot);
   m.one_machine = std::set<std::string>(boots.begin(), boots.end()).size() == 1;
   return m;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /// Rank 0's `value` on every rank.

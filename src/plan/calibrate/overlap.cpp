@@ -29,8 +29,7 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int6
   std::vector<at::Tensor> shares;
   for (int64_t b = 0; b < most_buckets; ++b) shares.push_back(at::empty({part}));
   std::deque<WorkHandle> pending;
-  int64_t buckets = 1;
-  auto launch = [&] {
+  auto launch = [&](int64_t buckets) {
     for (int64_t b = 0; b < buckets; ++b) {
       at::Tensor in = grads.narrow(0, b * part * n, part * n);
       // The average keeps the all-reduced buffer's values where they are, call after call.
@@ -50,8 +49,8 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int6
     hooks.push_back(w.register_hook([&poll](const at::Tensor&) { poll(); }));
   auto backward = [&block](const at::Tensor& y) { torch::autograd::backward({y}, {block.grad}); };
   auto block_alone = [&] { backward(block.forward()); };
-  auto reduction_alone = [&] {
-    launch();
+  auto reduction_alone = [&](int64_t buckets) {
+    launch(buckets);
     wait_all();
   };
   // The reduction's size: `most_buckets`, or fewer where that many would take over twice
@@ -63,14 +62,15 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int6
   // after a warm-up one, the ranks' mean (so that every rank takes the same count).
   const double once = 1e-9;  // one call a trial
   const double block_s = mean_over_ranks(time_per_call(block_alone, once, world), world);
-  const double bucket_s = mean_over_ranks(time_per_call(reduction_alone, once, world), world);
-  buckets = std::clamp(static_cast<int64_t>(std::ceil(2.0 * block_s / bucket_s)), int64_t{1},
-                       most_buckets);
+  const double bucket_s =
+      mean_over_ranks(time_per_call([&] { reduction_alone(1); }, once, world), world);
+  const int64_t buckets = std::clamp(static_cast<int64_t>(std::ceil(2.0 * block_s / bucket_s)),
+                                     int64_t{1}, most_buckets);
   const std::vector<double> t =
-      times_per_call_in_turn({block_alone, reduction_alone,
+      times_per_call_in_turn({block_alone, [&] { reduction_alone(buckets); },
                               [&] {
                                 const at::Tensor y = block.forward();
-                                launch();
+                                launch(buckets);
                                 backward(y);
                                 wait_all();
                               }},
