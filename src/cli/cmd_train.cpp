@@ -179,8 +179,8 @@ int cmd_train(const Args& args) {
     totals.final_loss = m.loss;
     totals.tokens += m.tokens_per_s * m.step_time_s;
     totals.seconds += m.step_time_s;
-    const bool log =
-        m.step % std::max<int64_t>(1, config.train.log_every) == 0 || m.step == last || m.skipped;
+    const bool log = m.step % std::max<int64_t>(1, config.train.log_every) == 0 || m.step == last ||
+                     m.skipped || !m.guard_warning.empty();
     if (rank == 0 && log) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

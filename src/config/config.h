@@ -135,7 +135,7 @@ struct CheckpointConfig {
 struct GuardConfig {
   bool enabled = true;
   int64_t window = 32;       ///< recent healthy steps the statistics are taken over
-  int64_t min_history = 8;   ///< healthy steps seen before the guard judges
+  int64_t min_history = 8;   ///< healthy steps after the warm-up before the guard judges
   double loss_ratio = 1.5;   ///< a spike's loss is above ratio * median ...
   double loss_sigmas = 6.0;  ///< ... and above median + sigmas * robust deviation
   double grad_norm_ratio = 10.0;

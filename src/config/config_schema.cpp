@@ -340,13 +340,16 @@ std::vector<KeySpec> build_schema() {
        "exit code after a save on a preemption signal (e.g. one a job script requeues on)"},
 
       {"guard", "enabled", field(kGuard, &G::enabled), any(),
-       "skip a step whose loss or gradient norm spikes far above the recent steps' median, "
-       "and roll back after rollback_after skipped steps in a row; false: non-finite steps "
-       "are still skipped, and train.max_skipped_steps stops the job"},
+       "skip a step whose loss spikes far above the recent steps' median (or whose gradient "
+       "norm does, when optimizer.grad_clip is 0), and roll back after rollback_after skipped "
+       "steps in a row; false: non-finite steps are still skipped, and "
+       "train.max_skipped_steps stops the job"},
       {"guard", "window", field(kGuard, &G::window), at_least(2),
        "the recent healthy steps the median and the noise are taken over", guarded},
       {"guard", "min_history", field(kGuard, &G::min_history), at_least(2),
-       "healthy steps the guard sees before it judges one (<= window)", guarded},
+       "healthy steps after optimizer.warmup_steps the guard sees before it judges one, so "
+       "that the loss's initial fall is not judged (<= window)",
+       guarded},
       {"guard", "loss_ratio", field(kGuard, &G::loss_ratio), above(1),
        "a spike's loss is above loss_ratio * median (and above loss_sigmas)", guarded},
       {"guard", "loss_sigmas", field(kGuard, &G::loss_sigmas), above(0),
@@ -357,7 +360,9 @@ std::vector<KeySpec> build_schema() {
        "a spike's gradient norm is above grad_norm_ratio * median (and above grad_norm_sigmas)",
        guarded},
       {"guard", "grad_norm_sigmas", field(kGuard, &G::grad_norm_sigmas), above(0),
-       "a spike's gradient norm is above median + grad_norm_sigmas * noise", guarded},
+       "a spike's gradient norm is above median + grad_norm_sigmas * noise; with "
+       "optimizer.grad_clip > 0 such a jump alone is a warning, not a skip",
+       guarded},
       {"guard", "rollback_after", field(kGuard, &G::rollback_after), at_least(0),
        "this many skipped steps in a row (spikes or non-finite) reload the newest good "
        "checkpoint and leave out the data since it; 0 never rolls back",

@@ -16,7 +16,7 @@ std::string what_went_wrong(const StepMetrics& m) {
   const int64_t first = m.step - m.skipped_in_a_row + 1;
   return "steps " + std::to_string(first) + " to " + std::to_string(m.step) +
          " were skipped (the " + "last for " +
-         (m.spike ? "a loss spike: " + m.spike_reason
+         (m.spike ? "a spike: " + m.spike_reason
                   : "a non-finite loss or gradient norm: loss " + std::to_string(m.loss) +
                         ", gradient norm " + std::to_string(m.grad_norm)) +
          ")";

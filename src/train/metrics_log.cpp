@@ -65,6 +65,7 @@ void MetricsLog::write(const StepMetrics& m) {
                       {"peak_tensor_bytes", m.peak_tensor_bytes}};
   j["data_batch"] = m.data_batch;
   if (m.spike) j["spike"] = m.spike_reason;
+  if (!m.guard_warning.empty()) j["guard_warning"] = m.guard_warning;
   if (m.rollback)
     j["rollback"] = {{"to_step", m.rollback->to_step},
                      {"checkpoint", m.rollback->checkpoint},
@@ -115,9 +116,10 @@ std::string progress_line(const StepMetrics& m, int64_t total_steps, double elap
     }
     line += " | expert load " + std::to_string(lo) + ".." + std::to_string(hi);
   }
+  if (!m.guard_warning.empty()) line += " | guard warning: " + m.guard_warning;
   if (!m.skipped) return line;
   return line + " | update skipped: " +
-         (m.spike ? "loss spike (" + m.spike_reason + ")" : "non-finite loss or gradient") + ", " +
+         (m.spike ? "spike (" + m.spike_reason + ")" : "non-finite loss or gradient") + ", " +
          std::to_string(m.skipped_in_a_row) + " in a row";
 }
 

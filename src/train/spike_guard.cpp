@@ -1,10 +1,10 @@
 // SpikeGuard: robust statistics over a window of healthy steps (the median as the level,
 // the median of successive differences as the noise); a spike must clear both a ratio to
 // the median and a number of deviations above it, so that neither a flat loss (tiny noise)
-// nor a noisy one (large ratio) fires alone.
+// nor a noisy one (large ratio) fires alone. Only rises count: the tests are one-sided.
 #include "train/spike_guard.h"
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::max, std::count_if
 #include <cmath>      // std::isfinite, std::abs, std::sqrt
 #include <cstdio>     // std::snprintf
 #include <vector>
@@ -26,30 +26,43 @@ SpikeGuard::Stats SpikeGuard::stats(double GuardSample::*field) const {
   return out;
 }
 
-bool SpikeGuard::beyond(double value, double GuardSample::*field, double ratio,
-                        double sigmas) const {
+std::string SpikeGuard::beyond(const char* name, double value, double GuardSample::*field,
+                               double ratio, double sigmas) const {
   const Stats s = stats(field);
-  return value > ratio * s.median && value > s.median + sigmas * s.spread;
-}
-
-StepVerdict SpikeGuard::judge(double loss, double grad_norm) const {
-  if (!std::isfinite(loss) || !std::isfinite(grad_norm)) return StepVerdict::kNonFinite;
-  if (!config_.enabled || static_cast<int64_t>(history_.size()) < config_.min_history)
-    return StepVerdict::kHealthy;
-  if (beyond(loss, &GuardSample::loss, config_.loss_ratio, config_.loss_sigmas) ||
-      beyond(grad_norm, &GuardSample::grad_norm, config_.grad_norm_ratio, config_.grad_norm_sigmas))
-    return StepVerdict::kSpike;
-  return StepVerdict::kHealthy;
-}
-
-std::string SpikeGuard::explain(double loss, double grad_norm) const {
-  const Stats l = stats(&GuardSample::loss), g = stats(&GuardSample::grad_norm);
+  if (!(value > ratio * s.median && value > s.median + sigmas * s.spread)) return "";
   char text[320];
   std::snprintf(text, sizeof text,
-                "loss %.6g against a median of %.6g (deviation %.3g), gradient norm %.6g "
-                "against %.6g (deviation %.3g) over the last %zu healthy steps",
-                loss, l.median, l.spread, grad_norm, g.median, g.spread, history_.size());
+                "%s %.6g above %.3g x and %.3g deviations over its median of %.6g (deviation "
+                "%.3g) in the last %zu healthy steps",
+                name, value, ratio, sigmas, s.median, s.spread, history_.size());
   return text;
+}
+
+bool SpikeGuard::settled() const {
+  const auto after_warmup =
+      std::count_if(history_.begin(), history_.end(),
+                    [this](const GuardSample& s) { return s.step > warmup_steps_; });
+  return after_warmup >= config_.min_history;
+}
+
+GuardJudgement SpikeGuard::judge(double loss, double grad_norm) const {
+  GuardJudgement out;
+  if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+    out.verdict = StepVerdict::kNonFinite;
+    return out;
+  }
+  if (!config_.enabled || !settled()) return out;
+  out.reason = beyond("loss", loss, &GuardSample::loss, config_.loss_ratio, config_.loss_sigmas);
+  const std::string norm = beyond("gradient norm", grad_norm, &GuardSample::grad_norm,
+                                  config_.grad_norm_ratio, config_.grad_norm_sigmas);
+  if (out.reason.empty() && !norm.empty()) {
+    if (clipped_)
+      out.warning = norm + "; not skipped: optimizer.grad_clip bounds the update";
+    else
+      out.reason = norm;
+  }
+  if (!out.reason.empty()) out.verdict = StepVerdict::kSpike;
+  return out;
 }
 
 void SpikeGuard::record(int64_t step, StepVerdict verdict, double loss, double grad_norm) {

@@ -28,7 +28,9 @@
 namespace trident {
 
 Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
-    : config_(config), ctx_(ctx), guard_(config.guard) {
+    : config_(config),
+      ctx_(ctx),
+      guard_(config.guard, config.optimizer.grad_clip > 0, config.optimizer.warmup_steps) {
   const auto& p = config.parallel;
   check_device(config.train.device);
   TORCH_CHECK(ctx.grid().data() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp &&
@@ -263,10 +265,12 @@ StepMetrics Trainer::step() {
     metrics.loss = agree_loss(stage_loss);
     // Both numbers are the same on every rank (the loss is broadcast, the norm all-reduced
     // over the world), so every rank skips the same steps without another collective.
-    verdict = guard_.judge(metrics.loss, metrics.grad_norm);
+    GuardJudgement judgement = guard_.judge(metrics.loss, metrics.grad_norm);
+    verdict = judgement.verdict;
     metrics.skipped = verdict != StepVerdict::kHealthy;
     metrics.spike = verdict == StepVerdict::kSpike;
-    if (metrics.spike) metrics.spike_reason = guard_.explain(metrics.loss, metrics.grad_norm);
+    metrics.spike_reason = std::move(judgement.reason);
+    metrics.guard_warning = std::move(judgement.warning);
     if (metrics.skipped) {
       optimizer_->skip_step();
       return;

@@ -60,6 +60,8 @@ struct StepMetrics {
   /// steps' (finite, so not a non-finite skip); `spike_reason` says by how much.
   bool spike = false;
   std::string spike_reason;
+  /// A healthy step the guard warned about (a gradient-norm jump under clipping), and why.
+  std::string guard_warning;
   int64_t skipped_in_a_row = 0;  // consecutive skipped steps ending with this one
   int64_t data_batch = 0;        // the batch of the data stream the step trained on
   /// Set when the run rolled back after this step (guard.rollback_after skips in a row):
