@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../ci_env.h"  // testing::under_ci
 #include "common/aligned_buffer.h"
 #include "common/async_io.h"
 #include "common/tier_file.h"
@@ -90,7 +91,7 @@ TEST(AsyncIo, io_uring_asked_for_is_io_uring) {
   if (!io_uring_built()) {
     // The build says so rather than running on threads.
     EXPECT_THROW(make_async_io(8, IoBackend::kUring), std::runtime_error);
-    if (std::getenv("CI") != nullptr)
+    if (testing::under_ci())
       ADD_FAILURE() << "CI builds with liburing (scripts/setup.sh installs liburing-dev)";
     return;
   }
