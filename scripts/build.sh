@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures (once) and builds trident.
-#   scripts/build.sh [cmake --build args]      the CPU build with MPI and the tests, into
-#       build/ (Debian's libtorch)
+#   scripts/build.sh [--progress] [cmake --build args]   the CPU build with MPI and the
+#       tests, into build/ (Debian's libtorch); --progress: a progress line every few
+#       seconds instead of the compiler's lines (kept in build/build.log)
 #   scripts/build.sh --single-process [args]  the same sources without MPI (one process, no
 #       tests), into build/single-process/, against the libtorch of TORCH_PACKAGE (a torch
 #       package folder; default: Debian's libtorch seen as one), as a GPU node without MPI
@@ -17,11 +18,35 @@ jobs=${JOBS:-$(getconf _NPROCESSORS_ONLN)}
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 
-mode=cpu
-case "${1:-}" in
-  --cuda) mode=cuda; shift ;;
-  --single-process) mode=single; shift ;;
-esac
+mode=cpu progress=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cuda) mode=cuda; shift ;;
+    --single-process) mode=single; shift ;;
+    --progress) progress=1; shift ;;
+    *) break ;;
+  esac
+done
+
+# build DIR [cmake --build args]: the build itself; with --progress its output goes to
+# DIR/build.log and one progress line every few seconds is printed instead, and the log's
+# end if the build fails.
+build() {
+  local dir=$1; shift
+  if [ $progress = 0 ]; then
+    cmake --build "$dir" -j"$jobs" "$@"
+    return
+  fi
+  local status
+  cmake --build "$dir" -j"$jobs" "$@" 2>&1 | scripts/build_progress.sh "$dir/build.log" "$dir"
+  status=${PIPESTATUS[0]}
+  if [ "$status" -ne 0 ]; then
+    echo "build.sh: the build failed; the end of $dir/build.log:" >&2
+    grep -E "error|Error" "$dir/build.log" | head -20 >&2
+    tail -30 "$dir/build.log" >&2
+  fi
+  return "$status"
+}
 
 extra_include=()
 [ -d gpu-bundle/include ] && extra_include=(-DTRIDENT_EXTRA_INCLUDE="$PWD/gpu-bundle/include")
@@ -44,7 +69,7 @@ if [ "$mode" = single ]; then
     cmake -S . -B $dir "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DTRIDENT_MPI=OFF \
       -DTRIDENT_TORCH_PACKAGE="$package" "${extra_include[@]}" >/dev/null
   fi
-  cmake --build $dir -j"$jobs" --target trident "$@"
+  build $dir --target trident "$@"
   exit 0
 fi
 
@@ -86,11 +111,11 @@ print(d, int(torch.compiled_with_cxx11_abi()), os.path.dirname(d))') || {
       -DTRIDENT_CUDA=ON -DCUDAToolkit_ROOT="$cuda_root" -DTRIDENT_TESTS=OFF \
       "${nccl[@]}" "${extra_include[@]}"
   fi
-  cmake --build build-cuda -j"$jobs" --target trident "$@"
+  build build-cuda --target trident "$@"
   exit 0
 fi
 
 if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build build -j"$jobs" "$@"
+build build "$@"

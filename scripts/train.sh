@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh --target trident >/dev/null
+scripts/build.sh --progress --target trident
 
 config=configs/default.toml
 if [ $# -gt 0 ] && [[ "$1" != --* ]]; then config=$1; shift; fi
