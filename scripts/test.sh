@@ -5,10 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/format.sh --check
-scripts/build.sh
+scripts/build.sh --progress
 # The build for one process without MPI, which two tests compare with this one: a build,
 # so built here with the other; the tests rebuild it only if a source changed since.
-scripts/build.sh --single-process
+scripts/build.sh --progress --single-process
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 cd build
 # Two at a time: the multi-rank and script tests claim both cores (PROCESSORS 2, so they run
