@@ -16,12 +16,11 @@ top 3 and how far the top 3's fastest is from it (and, where it is not, whether 
 test tells the best's rounds from those of the top 3's fastest), the predicted and measured
 peak RSS of the choice, which configurations the memory cap killed, and what one launch
 of `train --auto --measure K` (--measure, 3 by default) kept, judged on the grid's medians.
-The Mixture-of-Experts cases' grids vary ep too (docs/planner.md, "Held-out validation of
-the MoE model").
+The Mixture-of-Experts cases' grids vary ep too (bench/results/autotune.md).
 
   python3 bench/autotune.py BUILD [--cases NAME,...] [--rounds R] [--steps S]
                                   [--bind core|none] [--confirm K] [--calibrate-rounds K]
-                                  [--measure K] [--markdown FILE]
+                                  [--measure K] [--markdown FILE] [--results FILE]
                                   [--json FILE] [--from-json FILE | --confirm-from FILE]
 
 --bind core (the default) launches every calibration and training with each rank bound to
@@ -30,8 +29,10 @@ ranks in turn on the machine's cores): ranks that outnumber the cores then share
 evenly, as the planner assumes, rather than wherever the scheduler wakes them. --bind none
 lets them move.
 
---markdown writes the results table (and the measured grids) into FILE between the
-markers <!-- autotune:begin --> and <!-- autotune:end -->. Run it on an idle machine:
+--markdown writes the results table into FILE between the markers <!-- autotune:begin -->
+and <!-- autotune:end --> (docs/planner.md shows the latest run so). --results appends
+the run, the table with the measured grids under a heading with the date and the code's
+commit, to FILE (bench/results/autotune.md keeps every run). Run it on an idle machine:
 other work on the cores shows up in every step time. Needs root for the memory cgroup
 (v1, /sys/fs/cgroup/memory) of the capped cases and the namespaces of emulated nodes.
 """
@@ -681,7 +682,7 @@ def calibration(r):
         c.get("memory_gbps", 0), c.get("layer_overhead_us", 0))
 
 
-def markdown(results, rounds, steps, bind):
+def markdown(results, rounds, steps, bind, grids=True):
     date, rounds, steps, bind = measured_how(results, rounds, steps, bind)
     third = (", a third for a configuration whose two differ by over 15%" if rounds == 2 else "")
     how = ("each rank bound to one core in turn, calibration too" if bind == "core"
@@ -753,6 +754,8 @@ def markdown(results, rounds, steps, bind):
                   "worst %.3f; in the predicted top 3 in %d of %d." % (
                       statistics.median(ratios), ratios[-1], sum(a[1] for a in admitted),
                       len(results))]
+    if not grids:
+        return "\n".join(lines)
     lines += ["", "<details><summary>The measured grids</summary>", ""]
     for r in results:
         lines.append("%s%s:" % (r["case"], calibration(r)))
@@ -797,6 +800,30 @@ def write_markdown(path, text):
     Path(path).write_text(head + begin + "\n" + text + "\n" + end + tail)
 
 
+def code_version():
+    """The commit the run measured, marked when the work tree differs from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"]).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown code"
+    return "code %s%s" % (head, " with uncommitted changes" if dirty else "")
+
+
+def append_results(path, results, text):
+    """Appends one run to the results file: a heading (date, code, cases), then `text`."""
+    date = results[0].get("date", str(datetime.date.today())) if results else ""
+    heading = "### %s, %s: %s" % (date, code_version(),
+                                   ", ".join(r["case"] for r in results))
+    path = Path(path)
+    if not path.exists():
+        path.write_text("# Held-out validation of `trident train --auto`: the runs\n\n"
+                        "## Runs recorded by bench/autotune.py\n")
+    with path.open("a") as f:
+        f.write("\n%s\n\n%s\n" % (heading, text))
+
+
 def report(r, seconds):
     print("%s (%.0f s): chose %s, predicted %.3f s, measured %.3f s; best %s %.3f s; "
           "choice / best %.3f; best in the predicted top 3: %s; peak %.0f / %.0f MB; "
@@ -830,7 +857,9 @@ def main():
                     help="after each case's grid, launch train --auto --measure K once and "
                          "judge its pick on the grid's medians (0: not; at most 3, the "
                          "predicted top 3 the grid holds)")
-    ap.add_argument("--markdown")
+    ap.add_argument("--markdown", help="write the table (no grids) between the autotune "
+                    "markers of this file")
+    ap.add_argument("--results", help="append the run, with its grids, to this file")
     ap.add_argument("--json", help="also write the results as JSON to this file")
     ap.add_argument("--from-json", help="measure nothing: render these results (A.json,B.json)")
     ap.add_argument("--confirm-from", help="run only the confirmation rounds, on these stored "
@@ -853,10 +882,7 @@ def main():
                     report(results[i], 0)
                     if a.json:
                         Path(a.json).write_text(json.dumps(results, indent=1, default=str))
-        text = markdown(results, a.rounds, a.steps, a.bind)
-        print(text)
-        if a.markdown:
-            write_markdown(a.markdown, text)
+        publish(a, results)
         return
     names = a.cases.split(",")
     for name in names:
@@ -872,12 +898,19 @@ def main():
             report(r, time.time() - start)
             if a.json:  # after every case: a later failure keeps what was measured
                 Path(a.json).write_text(json.dumps(results, indent=1, default=str))
-    text = markdown(results, a.rounds, a.steps, a.bind)
-    print(text)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1, default=str))
+    publish(a, results)
+
+
+def publish(a, results):
+    """Prints the run with its grids, and writes the table and the results file asked for."""
+    text = markdown(results, a.rounds, a.steps, a.bind)
+    print(text)
     if a.markdown:
-        write_markdown(a.markdown, text)
+        write_markdown(a.markdown, markdown(results, a.rounds, a.steps, a.bind, grids=False))
+    if a.results:
+        append_results(a.results, results, text)
 
 
 if __name__ == "__main__":

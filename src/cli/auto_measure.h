@@ -28,8 +28,8 @@ inline constexpr int kMeasureWarmup = 2;
 
 /// Passes over the candidates, in alternating order (1..K, then K..1), so that none is
 /// always trained first: trained first in one pass, the predicted best ran 3-11 points
-/// further above its separate launches' median than the runner-up (docs/planner.md, the
-/// nineteenth run). The passes did not end the position's effect: in the twentieth run the
+/// further above its separate launches' median than the runner-up (bench/results/autotune.md,
+/// the nineteenth run). The passes did not end the position's effect: in the twentieth run the
 /// runner-up's timing came further above than the best's in 7 of 8 cases.
 inline constexpr int kMeasurePasses = 2;
 

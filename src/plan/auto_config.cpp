@@ -118,7 +118,7 @@ AutoChoice search(const PlanModel& m, const Cluster& c, const AutoBudget& b) {
           // What the kept blocks would add does not fit, the live memory does: the rank keeps
           // freed blocks only within the most ever in use (train.allocator = "release"),
           // which cost a Llama of hidden 640 on 2 pipeline stages no time (0.923 against
-          // 0.921 s) and 105 MB of peak RSS less (docs/planner.md).
+          // 0.921 s) and 105 MB of peak RSS less (docs/performance.md).
           cand.releases_host_memory = true;
           cand.peak = cand.evaluation.memory.total() + base;
         }

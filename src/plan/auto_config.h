@@ -33,7 +33,7 @@ struct AutoBudget {
   /// Candidates predicted within this share of the choice's step are near ties: one
   /// calibration to the next moved such a gap from 1% to 8%, and in the held-out
   /// benchmark's eighteenth run every case's measured best was predicted within 5.1% of
-  /// the choice (docs/planner.md). The report counts them and names the --measure that
+  /// the choice (bench/results/autotune.md). The report counts them and names the --measure that
   /// settles them.
   double near_tie = 0.05;
 };

@@ -1,6 +1,6 @@
 // Step time of a layout on a cluster: matmul FLOPs over the device's rate, the stage's
-// weights each micro-batch, elementwise work and operator calls (docs/planner.md, "Step
-// time"), each collective's bytes over the link it crosses (within or across nodes, from
+// weights each micro-batch, elementwise work and operator calls (docs/planner.md, its step
+// time), each collective's bytes over the link it crosses (within or across nodes, from
 // the rank order), the pipeline bubble, and how much of the dp reduction hides behind
 // backward.
 #pragma once

@@ -23,6 +23,8 @@ void write_run_info(const TrainConfig& config, int64_t parameters, std::optional
   nlohmann::json info = {
       {"parameters", parameters},
       {"dp", p.dp},
+      {"cp", p.cp},
+      {"ep", p.ep},
       {"pp", p.pp},
       {"tp", p.tp},
       {"zero_stage", p.zero_stage},

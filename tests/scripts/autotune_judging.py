@@ -1,7 +1,8 @@
 """bench/autotune.py's judgement, with a fake trainer in place of trident: the best by the
 median of a configuration's rounds, the confirmation rounds (who trains, how often, in
 which order, and when they stop), the ratio against the configurations predicted to fit,
-and the binding old results are rendered with."""
+the binding old results are rendered with, and where a run is published (the docs' table,
+the results file)."""
 import sys
 from pathlib import Path
 
@@ -146,6 +147,36 @@ text = autotune.markdown([first, best, also, failed], 3, 5, "core")
 check("measure: rendered", "kept the predicted #1 in 1 of 3 cases and the measured best in 2; "
       "its pick / best by the grid's medians: median 1.000, worst 1.111." in text, True)
 check("measure: failed launch named", "    train --auto --measure 2 failed" in text, True)
+
+# Publishing: the docs' table between its markers without the grids; the results file
+# gains the run with its grids under a heading of date, code and cases, run after run.
+import contextlib  # noqa: E402
+import io  # noqa: E402
+import tempfile  # noqa: E402
+for r in (first, best, also, failed):
+    r.update(date="2026-12-07", case=r["case"])
+with tempfile.TemporaryDirectory() as tmp:
+    doc, results = Path(tmp) / "doc.md", Path(tmp) / "results.md"
+    doc.write_text("head\n<!-- autotune:begin -->\nold\n<!-- autotune:end -->\ntail\n")
+
+    class Args:
+        rounds, steps, bind, markdown, results = 3, 5, "core", str(doc), str(results)
+    with contextlib.redirect_stdout(io.StringIO()):  # publish prints the run too
+        autotune.publish(Args, [first, best])
+        autotune.publish(Args, [also])
+    shown = doc.read_text()
+    check("docs: the table replaced", ("old" in shown, shown.count("| case | choice |"),
+                                       shown.startswith("head\n<!-- autotune:begin -->\n"),
+                                       shown.endswith("<!-- autotune:end -->\ntail\n")),
+          (False, 1, True, True))
+    check("docs: no grids", "<details>" in shown, False)
+    kept = results.read_text()
+    headings = [l for l in kept.splitlines() if l.startswith("### ")]
+    check("results: one heading a run", [h.split(": ")[-1] for h in headings],
+          ["fake, fake", "fake"])
+    check("results: dated, with the code", all(h.startswith("### 2026-12-07, code ")
+                                                for h in headings), True)
+    check("results: grids kept", kept.count("<details><summary>The measured grids"), 2)
 
 # Results from before the binding was recorded ran unbound.
 check("old results' binding", autotune.measured_how([{"date": "d"}], 3, 5, "core")[3], "none")

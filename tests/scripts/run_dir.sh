@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The run directory: the default run (configs/default.toml, 8 ranks, 3 steps) started from a
-# fresh directory writes runs/default with metrics.jsonl, trace.json, run.json and a
-# checkpoint, and scripts/plot.py draws from it; a second fresh run into it stops with
-# exit code 2 and changes nothing; checkpoint.load = "auto" resumes it (metrics hold each
-# step once). Then divergence: optimizer.lr = 1e4 skips the non-finite steps (logged with
-# "skipped": true), stops after train.max_skipped_steps with exit code 1 and a message
-# naming the steps, and the newest checkpoint loads and evaluates to a finite loss.
+# fresh directory writes runs/default with metrics.jsonl, trace.json, run.json (its layout's
+# dp, cp, ep, pp and tp read back) and a checkpoint, and scripts/plot.py draws from it; a
+# second fresh run into it stops with exit code 2 and changes nothing; checkpoint.load =
+# "auto" resumes it (metrics hold each step once). Then divergence: optimizer.lr = 1e4
+# skips the non-finite steps (logged with "skipped": true), stops after
+# train.max_skipped_steps with exit code 1 and a message naming the steps, and the newest
+# checkpoint loads and evaluates to a finite loss.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -18,6 +19,13 @@ train --set train.steps=3 --set train.log_every=1 >first.log 2>&1 || fail "defau
 for f in metrics.jsonl trace.json run.json checkpoints/latest checkpoints/step_3/index.json; do
   [ -s "runs/default/$f" ] || fail "runs/default/$f is missing: $(ls -R runs)"
 done
+python3 - runs/default/run.json <<'PY' || fail "run.json's layout: $(cat runs/default/run.json)"
+import json, sys
+info = json.load(open(sys.argv[1]))
+layout = {k: info[k] for k in ("dp", "cp", "ep", "pp", "tp")}
+assert layout == {"dp": 2, "cp": 1, "ep": 1, "pp": 2, "tp": 2}, layout
+assert info["dp"] * info["cp"] * info["pp"] * info["tp"] == 8, layout
+PY
 "$root/scripts/plot.py" runs/default >plot.log 2>&1 || fail "plot.py: $(cat plot.log)"
 for f in loss.png throughput.png timeline.png; do
   [ -s "runs/default/$f" ] || fail "plot.py did not draw $f: $(cat plot.log)"
