@@ -457,7 +457,8 @@ def run_case(build, name, spec, rounds, steps, bind, confirm, calibrate_rounds, 
              "predicted_grid": {c: predictions[c] for c in grid if c in predictions},
              "release": sorted(case.release),
              # How it was measured, so that --from-json renders the run's own header.
-             "date": str(datetime.date.today()), "rounds": rounds, "steps": steps,
+             "date": str(datetime.date.today()), "code": code_version(),
+             "rounds": rounds, "steps": steps,
              "bind": bind, "calibrate_rounds": calibrate_rounds}
         killed = {}
         for k in range(rounds):
@@ -813,9 +814,10 @@ def code_version():
 
 def append_results(path, results, text):
     """Appends one run to the results file: a heading (date, code, cases), then `text`."""
+    # Stored results name the code they measured; older ones, and a new run, today's.
     date = results[0].get("date", str(datetime.date.today())) if results else ""
-    heading = "### %s, %s: %s" % (date, code_version(),
-                                   ", ".join(r["case"] for r in results))
+    code = results[0].get("code", code_version()) if results else code_version()
+    heading = "### %s, %s: %s" % (date, code, ", ".join(r["case"] for r in results))
     path = Path(path)
     if not path.exists():
         path.write_text("# Held-out validation of `trident train --auto`: the runs\n\n"

@@ -32,9 +32,12 @@ void write_run_info(const TrainConfig& config, int64_t parameters, std::optional
       {"activation_checkpointing", name_of(p.activation_checkpointing)},
       {"sequence_parallel", p.sequence_parallel},
       {"precision", name_of(config.train.precision)},
-      {"title", "dp " + std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " x tp " +
-                    std::to_string(p.tp) + ", ZeRO " + std::to_string(p.zero_stage) + ", " +
-                    name_of(p.schedule) + ", " + std::to_string(parameters) + " parameters"}};
+      {"title", "dp " + std::to_string(p.dp) +
+                    (p.cp > 1 ? " x cp " + std::to_string(p.cp) : std::string()) + " x pp " +
+                    std::to_string(p.pp) + " x tp " + std::to_string(p.tp) +
+                    (p.ep > 1 ? ", ep " + std::to_string(p.ep) : std::string()) + ", ZeRO " +
+                    std::to_string(p.zero_stage) + ", " + name_of(p.schedule) + ", " +
+                    std::to_string(parameters) + " parameters"}};
   info["loss_floor"] = floor ? nlohmann::json(*floor) : nlohmann::json(nullptr);
   std::ofstream(config.logging.run_dir + "/run.json") << info.dump(2) << "\n";
 }

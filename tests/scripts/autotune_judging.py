@@ -176,6 +176,11 @@ with tempfile.TemporaryDirectory() as tmp:
           ["fake, fake", "fake"])
     check("results: dated, with the code", all(h.startswith("### 2026-12-07, code ")
                                                 for h in headings), True)
+    also["code"] = "code abc1234"  # stored results keep the code they measured
+    with contextlib.redirect_stdout(io.StringIO()):
+        autotune.publish(Args, [also])
+    last = [l for l in results.read_text().splitlines() if l.startswith("### ")][-1]
+    check("results: the stored code", last, "### 2026-12-07, code abc1234: fake")
     check("results: grids kept", kept.count("<details><summary>The measured grids"), 2)
 
 # Results from before the binding was recorded ran unbound.
