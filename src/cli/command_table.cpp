@@ -161,8 +161,8 @@ const std::vector<Command>& commands() {
        "mean next-token loss of a checkpoint on a token file, any layout",
        cmd_eval},
       {{"generate",
-        "[mpirun -np N] trident generate --checkpoint CKPT (--prompt TEXT | --prompt-tokens "
-        "1,2,3)\n"
+        "[mpirun -np N] trident generate --checkpoint CKPT\n"
+        "                               (--prompt TEXT | --prompt-tokens 1,2,3)\n"
         "                               [--tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
         "                               [--seed S] [--tokenizer byte|gpt2 [--vocab vocab.json\n"
         "                               --merges merges.txt]] [--json] [--no-kv-cache]\n"
@@ -182,9 +182,7 @@ const std::vector<Command>& commands() {
          {"tokens", "N", "new tokens to generate (default 32)"},
          {"temperature", "T", "0: greedy (default); > 0: sample at this temperature"},
          {"top-k", "K", "sample from the K most likely tokens (default 0: all)"},
-         {"top-p", "P",
-          "sample from the smallest set of tokens holding P of the probability "
-          "(default 1)"},
+         {"top-p", "P", "sample from the fewest likeliest tokens holding P (default 1)"},
          {"seed", "S", "the sampling seed (default 0)"},
          {"tokenizer",
           "byte|gpt2",
