@@ -3,6 +3,7 @@ trident_script_test(cli_check_layout_and_misspelt_key check_cli.sh)
 trident_script_test(cli_train_bad_input_stops_every_rank train_errors.sh)
 trident_script_test(cli_batch_names_each_sequence_of_a_step batch_cli.sh)
 trident_script_test(cli_train_tp2_metrics_file train_smoke.sh)
+trident_script_test(lr_schedule_wsd_resume_with_more_steps lr_schedule_resume.sh)
 trident_script_test(checkpoint_crash_safety_and_bad_checkpoints checkpoint_crash.sh)
 trident_script_test(checkpoint_tools_eval_export_convert_inspect checkpoint_tools.sh)
 trident_script_test(default_run_dp2_pp2_tp2_through_train_sh default_run.sh)
@@ -13,7 +14,7 @@ trident_script_test(docs_quote_help_and_output_as_printed docs_match_program.sh)
 set_tests_properties(cli_check_layout_and_misspelt_key cli_schedule_report_and_bad_arguments
   cli_batch_names_each_sequence_of_a_step
   docs_quote_help_and_output_as_printed default_config_learns_within_15_percent_of_the_floor
-  PROPERTIES PROCESSORS 1)
+  lr_schedule_wsd_resume_with_more_steps PROPERTIES PROCESSORS 1)
 trident_script_test(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity cluster_parity.sh)
 set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300)
@@ -53,6 +54,7 @@ set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERT
   RESOURCE_LOCK emulated_nodes)
 trident_script_test(llama_hf_eval_against_a_numpy_reference llama_hf_reference.sh)
 trident_script_test(llama_hf_train_export_roundtrip llama_hf_roundtrip.sh)
+trident_script_test(generate_hf_gpt2_llama_mixtral_greedy_against_numpy_tp1_tp2 generate_hf.sh)
 trident_script_test(mixtral_hf_eval_against_a_numpy_reference_and_roundtrip mixtral_hf.sh)
 trident_script_test(fault_injection_kill_term_async_crash_dp2_pp2_tp2 fault_injection.sh)
 trident_script_test(run_dir_default_refuse_auto_and_divergence run_dir.sh)
@@ -68,7 +70,8 @@ trident_script_test(slowest_tests_script_lists_the_ten_slowest slowest_tests.sh)
 set_tests_properties(cli_train_bad_input_stops_every_rank
   checkpoint_crash_safety_and_bad_checkpoints checkpoint_tools_eval_export_convert_inspect
   llama_hf_eval_against_a_numpy_reference llama_hf_train_export_roundtrip
-  mixtral_hf_eval_against_a_numpy_reference_and_roundtrip PROPERTIES PROCESSORS 1)
+  mixtral_hf_eval_against_a_numpy_reference_and_roundtrip
+  generate_hf_gpt2_llama_mixtral_greedy_against_numpy_tp1_tp2 PROPERTIES PROCESSORS 1)
 # Two ranks that wait on each other, on disks and on timeouts, timing nothing: alone, the
 # spike-guard script kept the two cores 69% busy and the full-disk script 61%.
 set_tests_properties(spike_guard_rollback_and_divergence_dp2

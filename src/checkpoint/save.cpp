@@ -111,6 +111,22 @@ void prune(const std::string& dir, int64_t keep_last, const std::string& current
   }
 }
 
+/// The learning-rate schedule's keys, for a reader of the index (a resumed run follows its
+/// own config: the schedule is a function of the step and the config's keys).
+nlohmann::json lr_schedule_json(const TrainConfig& c) {
+  const OptimizerConfig& o = c.optimizer;
+  nlohmann::json j = {{"kind", name_of(o.schedule)},
+                      {"lr", o.lr},
+                      {"min_lr", o.min_lr},
+                      {"warmup_steps", o.warmup_steps},
+                      {"total_steps", c.train.steps}};
+  if (o.schedule == LrScheduleKind::kWsd) {
+    j["decay_fraction"] = o.decay_fraction;
+    j["decay_shape"] = name_of(o.decay_shape);
+  }
+  return j;
+}
+
 }  // namespace
 
 /// Everything of the index but the tensors and files.
@@ -125,12 +141,7 @@ CheckpointIndex describe_state(const TrainingState& state) {
   // training and there is no loss scale, so the step is the whole of the trainer's state.
   index.trainer = {{"step", index.step},
                    {"data_position", index.step},
-                   {"lr_schedule",
-                    {{"kind", "linear_warmup_cosine"},
-                     {"lr", c.optimizer.lr},
-                     {"min_lr", c.optimizer.min_lr},
-                     {"warmup_steps", c.optimizer.warmup_steps},
-                     {"total_steps", c.train.steps}}},
+                   {"lr_schedule", lr_schedule_json(c)},
                    {"rng", "none"},
                    {"loss_scale", nullptr}};
   if (state.progress) write_progress(*state.progress, index.trainer);

@@ -142,6 +142,8 @@ int cmd_train(const Args& args) {
                 << "\n";
       const std::string change = layout_change(resumed, config.checkpoint.dir, config);
       if (!change.empty()) std::cout << "elastic: " << change << "\n";
+      const std::string lr = schedule_change(resumed, config.checkpoint.dir, config);
+      if (!lr.empty()) std::cout << "lr schedule: " << lr << "\n";
     } else if (config.checkpoint.load == kAutoLoad)
       std::cout << "checkpoint.load = \"auto\": no checkpoint in " << config.checkpoint.dir
                 << ", starting fresh\n";

@@ -192,6 +192,46 @@ const std::vector<Command>& commands() {
        kNoMpi,
        "print the source, epoch, window and tokens of each sequence of a step",
        cmd_batch},
+      {{"generate",
+        "[mpirun -np N] trident generate --checkpoint CKPT\n"
+        "                               (--prompt TEXT | --prompt-tokens 1,2,3)\n"
+        "                               [--tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
+        "                               [--seed S] [--tokenizer byte|gpt2 [--vocab vocab.json\n"
+        "                               --merges merges.txt]] [--json] [--no-kv-cache]\n"
+        "                               [--set section.key=value ...]",
+        "Continues a prompt with CKPT's model (a trident checkpoint, or Hugging Face GPT-2,\n"
+        "Llama or Mixtral files) by N tokens and prints the prompt and its continuation as\n"
+        "text, or with --json {\"tokens\": [the new ids], \"text\": \"their text\",\n"
+        "\"prompt_tokens\": [...]}. --temperature 0 (the default) is greedy; above 0 a token is\n"
+        "drawn from the top K (0: all) and the top-p nucleus, the draw for position i a pure\n"
+        "function of (--seed, i). A KV cache keeps every layer's keys and values, so each new\n"
+        "token costs one position's forward (--no-kv-cache recomputes the whole sequence, for\n"
+        "comparison). The prompt and N together fit model.seq_len. Runs on one rank or across\n"
+        "a tp group (--set parallel.tp=2 on 2 ranks: the same tokens); stderr gets tokens/s.",
+        {{"checkpoint", "CKPT", "trident checkpoint or Hugging Face directory", kRequired},
+         {"prompt", "TEXT", "the prompt, encoded with --tokenizer"},
+         {"prompt-tokens", "1,2,3", "the prompt as token ids"},
+         {"tokens", "N", "new tokens to generate (default 32)"},
+         {"temperature", "T", "0: greedy (default); > 0: sample at this temperature"},
+         {"top-k", "K", "sample from the K most likely tokens (default 0: all)"},
+         {"top-p", "P", "sample from the fewest likeliest tokens holding P (default 1)"},
+         {"seed", "S", "the sampling seed (default 0)"},
+         {"tokenizer",
+          "byte|gpt2",
+          "encodes --prompt and decodes the output (default byte)",
+          false,
+          false,
+          {"byte", "gpt2"}},
+         {"vocab", "vocab.json", "gpt2: the tokenizer's vocab.json"},
+         {"merges", "merges.txt", "gpt2: the tokenizer's merges.txt"},
+         {"json", "", "print JSON: the new tokens and their text"},
+         {"no-kv-cache", "", "recompute the whole sequence for every new token"}},
+        0,
+        0,
+        ""},
+       kMpi,
+       "continue a prompt with a checkpoint's model (greedy or sampled, KV cache, tp)",
+       cmd_generate},
       {{"plan",
         "trident plan CONFIG.toml --devices N [--cluster FILE|NAME] [--top K] [--json]\n"
         "       trident plan CONFIG.toml --layout dp,pp,tp[,zero[,micro[,ckpt]]] [--cluster ...] "

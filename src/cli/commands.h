@@ -18,6 +18,7 @@ int cmd_convert(const Args& args);
 int cmd_inspect(const Args& args);
 int cmd_export(const Args& args);
 int cmd_eval(const Args& args);
+int cmd_generate(const Args& args);
 int cmd_plan(const Args& args);
 int cmd_calibrate(const Args& args);
 int cmd_prepare_data(const Args& args);

@@ -101,6 +101,25 @@ const std::vector<ChoiceName<MoeRouter>>& choice_names() {
   return names;
 }
 
+template <>
+const std::vector<ChoiceName<LrScheduleKind>>& choice_names() {
+  static const std::vector<ChoiceName<LrScheduleKind>> names = {
+      {LrScheduleKind::kCosine, "cosine"},
+      {LrScheduleKind::kLinear, "linear"},
+      {LrScheduleKind::kWsd, "wsd"},
+      {LrScheduleKind::kConstant, "constant"},
+      {LrScheduleKind::kInverseSqrt, "inverse_sqrt"}};
+  return names;
+}
+
+template <>
+const std::vector<ChoiceName<DecayShape>>& choice_names() {
+  static const std::vector<ChoiceName<DecayShape>> names = {{DecayShape::kLinear, "linear"},
+                                                            {DecayShape::kCosine, "cosine"},
+                                                            {DecayShape::kOneMinusSqrt, "1-sqrt"}};
+  return names;
+}
+
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
@@ -114,5 +133,7 @@ std::ostream& operator<<(std::ostream& out, Device value) { return out << name_o
 std::ostream& operator<<(std::ostream& out, PreemptSignals value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Allocator value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, MoeRouter value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, LrScheduleKind value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, DecayShape value) { return out << name_of(value); }
 
 }  // namespace trident

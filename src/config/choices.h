@@ -45,6 +45,12 @@ enum class Allocator { kAuto, kCache, kRelease };
 /// step boundary ("none": they keep their default action, ending the job unsaved).
 enum class PreemptSignals { kTermIntUsr1, kUsr1, kNone };
 
+/// optimizer.schedule: the learning rate's shape after the linear warm-up
+/// (train/lr_schedule.h).
+enum class LrScheduleKind { kCosine, kLinear, kWsd, kConstant, kInverseSqrt };
+/// optimizer.decay_shape: how WSD's final decay falls from lr to min_lr.
+enum class DecayShape { kLinear, kCosine, kOneMinusSqrt };
+
 /// One value of a choice and its name in config files ("1f1b").
 template <typename E>
 struct ChoiceName {
@@ -85,5 +91,7 @@ std::ostream& operator<<(std::ostream& out, DataOrder value);
 std::ostream& operator<<(std::ostream& out, PreemptSignals value);
 std::ostream& operator<<(std::ostream& out, Allocator value);
 std::ostream& operator<<(std::ostream& out, MoeRouter value);
+std::ostream& operator<<(std::ostream& out, LrScheduleKind value);
+std::ostream& operator<<(std::ostream& out, DecayShape value);
 
 }  // namespace trident

@@ -95,11 +95,15 @@ struct TrainSection {
   int64_t max_skipped_steps = 10;  ///< consecutive skipped (non-finite) steps before stopping
 };
 
-/// [optimizer]: AdamW with linear warm-up and cosine decay to min_lr.
+/// [optimizer]: AdamW with linear warm-up, then a schedule towards min_lr
+/// (train/lr_schedule.h).
 struct OptimizerConfig {
   double lr = 1e-3;
   double min_lr = 1e-4;
   int64_t warmup_steps = 10;
+  LrScheduleKind schedule = LrScheduleKind::kCosine;
+  double decay_fraction = 0.2;                         ///< wsd: the final decay's share of steps
+  DecayShape decay_shape = DecayShape::kOneMinusSqrt;  ///< wsd: the decay's curve
   double weight_decay = 0.1;
   double beta1 = 0.9;
   double beta2 = 0.95;

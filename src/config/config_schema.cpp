@@ -76,6 +76,7 @@ Allowed any() { return {}; }
 Allowed at_least(double lo) { return Allowed{lo, std::nullopt, false, false, {}}; }
 Allowed above(double lo) { return Allowed{lo, std::nullopt, true, false, {}}; }
 Allowed half_open(double lo, double hi) { return Allowed{lo, hi, false, true, {}}; }
+Allowed closed(double lo, double hi) { return Allowed{lo, hi, false, false, {}}; }
 Allowed one_of(std::vector<ConfigValue> choices) {
   return Allowed{std::nullopt, std::nullopt, false, false, std::move(choices)};
 }
@@ -119,6 +120,7 @@ std::vector<KeySpec> build_schema() {
   const AppliesWhen zero3{"parallel.zero_stage", int64_t{3}};
   const AppliesWhen guarded{"guard.enabled", true};
   const AppliesWhen token_files{"data.source", std::string("synthetic"), true};
+  const AppliesWhen wsd{"optimizer.schedule", std::string("wsd")};
   // DeepSpeed's "cpu" tier moves states from the GPU to pinned host memory. trident has no
   // such tier: a CPU-device run keeps its states in host memory already (nothing to save),
   // and a CUDA run refuses offload (config_validate.cpp). Accepting "cpu" would promise
@@ -301,9 +303,23 @@ std::vector<KeySpec> build_schema() {
 
       {"optimizer", "lr", field(kOpt, &O::lr), above(0), "peak learning rate"},
       {"optimizer", "min_lr", field(kOpt, &O::min_lr), at_least(0),
-       "learning rate at the end of the cosine decay; <= lr"},
+       "learning rate at the end of the decay (cosine, linear, wsd) and the floor of "
+       "inverse_sqrt; <= lr"},
       {"optimizer", "warmup_steps", field(kOpt, &O::warmup_steps), at_least(0),
        "steps of linear warm-up"},
+      {"optimizer", "schedule", choice_field(kOpt, &O::schedule), choices_of<LrScheduleKind>(),
+       "after the warm-up: cosine or linear decay to min_lr at train.steps; wsd (warm-up, "
+       "stable, decay) holds lr, then decays to min_lr over the last decay_fraction of "
+       "train.steps; constant holds lr; inverse_sqrt is lr * sqrt(warmup_steps / step), at "
+       "least min_lr (docs/training.md)"},
+      {"optimizer", "decay_fraction", field(kOpt, &O::decay_fraction), closed(0, 1),
+       "wsd: the share of train.steps that the final decay takes (rounded to whole steps, "
+       "never reaching into the warm-up)",
+       wsd},
+      {"optimizer", "decay_shape", choice_field(kOpt, &O::decay_shape), choices_of<DecayShape>(),
+       "wsd: the decay's curve over its progress p from 0 to 1: lr falls to min_lr as 1 - p "
+       "(linear), (1 + cos(pi p)) / 2 (cosine) or 1 - sqrt(p) (1-sqrt)",
+       wsd},
       {"optimizer", "weight_decay", field(kOpt, &O::weight_decay), at_least(0),
        "AdamW decoupled weight decay"},
       {"optimizer", "beta1", field(kOpt, &O::beta1), half_open(0, 1), "AdamW beta1"},

@@ -42,6 +42,24 @@ struct RecomputedAttention : torch::autograd::Function<RecomputedAttention> {
 
 }  // namespace
 
+at::Tensor cached_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            LayerKv& cache, int64_t group) {
+  cache.keys = cache.keys.defined() ? at::cat({cache.keys, k}, 2) : k.contiguous();
+  cache.values = cache.values.defined() ? at::cat({cache.values, v}, 2) : v.contiguous();
+  at::Tensor keys = cache.keys, values = cache.values;  // (B, KV, total, hd)
+  if (group > 1) {
+    keys = keys.repeat_interleave(group, 1);  // (B, H, total, hd)
+    values = values.repeat_interleave(group, 1);
+  }
+  const int64_t n = q.size(2), total = keys.size(2), hd = q.size(3);
+  at::Tensor att =
+      at::matmul(q, keys.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  // Query i sits at position total - n + i: the keys after it are its future.
+  at::Tensor future = at::ones({n, total}, q.options().dtype(at::kBool)).triu(total - n + 1);
+  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(att, -1), values);  // (B, H, n, hd)
+}
+
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             bool recompute) {
   if (!recompute) return attention_math(q, k, v);

@@ -2,7 +2,8 @@
 #include "models/gpt.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>  // TORCH_CHECK
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard
+#include <c10/util/Exception.h>   // TORCH_CHECK
 
 #include <cmath>
 
@@ -62,23 +63,25 @@ at::Tensor GptBlock::replicated(const at::Tensor& w) {
   return o_.sequence_parallel ? sum_grad_over_sequence(w, tp_) : w;
 }
 
-at::Tensor GptBlock::attention(const at::Tensor& x) {
+at::Tensor GptBlock::attention(const at::Tensor& x, LayerKv* cache) {
   const int64_t hd = o_.hidden / o_.heads;
   at::Tensor qkv = qkv_->forward(x);  // (B, T, 3C/tp), the whole sequence
   const int64_t B = qkv.size(0), T = qkv.size(1);
   // (B, T, 3C/tp) -> (3, B, nh/tp, T, hd): this rank's q heads, then k, then v.
   qkv = qkv.view({B, T, 3, local_heads_, hd}).permute({2, 0, 3, 1, 4});
-  at::Tensor y = context_size(o_.cp) > 1
+  at::Tensor y = cache ? cached_attention(qkv[0], qkv[1], qkv[2], *cache)
+                 : context_size(o_.cp) > 1
                      ? ring_attention(qkv[0], qkv[1], qkv[2], *o_.cp)
                      : causal_attention(qkv[0], qkv[1], qkv[2], o_.recompute_attention);
   y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
   return attn_proj_->forward(y);
 }
 
-at::Tensor GptBlock::forward(const at::Tensor& x) {
+at::Tensor GptBlock::forward(const at::Tensor& x, LayerKv* cache) {
   const double eps = GptOptions::kLayerNormEps;
   at::Tensor h = x + attention(at::layer_norm(x, {o_.hidden}, replicated(ln_1_weight_),
-                                              replicated(ln_1_bias_), eps));
+                                              replicated(ln_1_bias_), eps),
+                               cache);
   at::Tensor m =
       at::layer_norm(h, {o_.hidden}, replicated(ln_2_weight_), replicated(ln_2_bias_), eps);
   return h + mlp_proj_->forward(at::gelu(fc_->forward(m), "tanh"));
@@ -182,6 +185,21 @@ at::Tensor GptStage::forward(const at::Tensor& input, const at::Tensor& targets,
     return losses.sum() * loss_scale;
   };
   return run_layer(scope_, unit, x, head, layer_recompute_ && !is_first());
+}
+
+at::Tensor GptStage::decode(const at::Tensor& ids, KvCache& cache) {
+  check_decodable();
+  at::NoGradGuard no_grad;
+  const int64_t past = cache.length, n = ids.size(1);
+  TORCH_CHECK(past + n <= o_.seq_len, "decode: positions up to ", past + n, " exceed the model's ",
+              o_.seq_len, " (model.seq_len)");
+  cache.layers.resize(blocks_.size());
+  at::Tensor x = wte_->forward(ids) + wpe_.narrow(0, past, n);  // (B, n, C)
+  for (size_t b = 0; b < blocks_.size(); ++b) x = blocks_[b]->forward(x, &cache.layers[b]);
+  cache.length = past + n;
+  at::Tensor normed =
+      at::layer_norm(x, {o_.hidden}, ln_f_weight_, ln_f_bias_, GptOptions::kLayerNormEps);
+  return at::matmul(normed, wte_->weight().t());  // (B, n, V/tp), tied head
 }
 
 }  // namespace trident

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/kv_cache.h"  // KvCache, LayerKv
 #include "models/layer_scope.h"
 #include "models/model_stage.h"  // ModelStage
 #include "tensor_parallel/layers.h"
@@ -42,11 +43,13 @@ class GptBlock : public torch::nn::Module {
  public:
   GptBlock(ParamRegistry& params, Communicator& tp, const GptOptions& o, int64_t index);
   /// x (B, T, C) replicated over tp -> (B, T, C); with sequence parallelism this rank's
-  /// slice (B, T/tp, C) -> (B, T/tp, C).
-  at::Tensor forward(const at::Tensor& x);
+  /// slice (B, T/tp, C) -> (B, T/tp, C). With `cache` (inference), x holds the tokens after
+  /// the cached ones, which they attend to and join.
+  at::Tensor forward(const at::Tensor& x, LayerKv* cache = nullptr);
 
  private:
-  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C), or slices as forward
+  /// (B, T, C) -> (B, T, C), or slices as forward.
+  at::Tensor attention(const at::Tensor& x, LayerKv* cache);
   /// A replicated parameter as the block uses it: with sequence parallelism it meets only
   /// this rank's slice, so its gradient is summed over tp.
   at::Tensor replicated(const at::Tensor& w);
@@ -66,6 +69,7 @@ class GptStage : public ModelStage {
 
   at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
                      double loss_scale) override;
+  at::Tensor decode(const at::Tensor& ids, KvCache& cache) override;
 
   const GptOptions& options() const { return o_; }
 

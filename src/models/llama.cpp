@@ -2,7 +2,8 @@
 #include "models/llama.h"
 
 #include <ATen/ATen.h>
-#include <c10/util/Exception.h>  // TORCH_CHECK
+#include <ATen/core/grad_mode.h>  // at::NoGradGuard
+#include <c10/util/Exception.h>   // TORCH_CHECK
 
 #include <cmath>
 
@@ -84,19 +85,25 @@ at::Tensor LlamaBlock::replicated(const at::Tensor& w) {
   return o_.sequence_parallel ? sum_grad_over_sequence(w, tp_) : w;
 }
 
-at::Tensor LlamaBlock::attention(const at::Tensor& x) {
+at::Tensor LlamaBlock::attention(const at::Tensor& x, LayerKv* cache) {
   at::Tensor q = q_->forward(x);  // (B, T, H/tp * hd), the whole sequence
   const int64_t B = q.size(0), T = q.size(1), hd = o_.head_dim();
   q = q.view({B, T, local_heads_, hd}).transpose(1, 2);  // (B, H/tp, T, hd)
   at::Tensor k =
       k_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);  // (B, KVl, T, hd)
   at::Tensor v = v_->forward(x).view({B, T, local_kv_heads_, hd}).transpose(1, 2);
-  q = apply_rope(q, rope_);
-  k = apply_rope(k, rope_);
+  // After a cache, the tokens' positions start at its length.
+  const int64_t past = cache ? cache->length() : 0;
+  const RopeTables rope =
+      past == 0 ? rope_ : RopeTables{rope_.cos.narrow(0, past, T), rope_.sin.narrow(0, past, T)};
+  q = apply_rope(q, rope);
+  k = apply_rope(k, rope);
   // This rank's query heads are consecutive and so are its kv heads: local query head i
   // reads local kv head i / group, as global head j reads kv head j / (heads / kv_heads).
   at::Tensor y;  // (B, H/tp, T, hd)
-  if (context_size(o_.cp) > 1) {
+  if (cache) {
+    y = cached_attention(q, k, v, *cache, local_heads_ / local_kv_heads_);
+  } else if (context_size(o_.cp) > 1) {
     // Only the kv heads travel around the ring; each is repeated to its group there.
     y = ring_attention(q, k, v, *o_.cp);
   } else {
@@ -111,8 +118,8 @@ at::Tensor LlamaBlock::attention(const at::Tensor& x) {
   return o_proj_->forward(y);
 }
 
-at::Tensor LlamaBlock::forward(const at::Tensor& x, double loss_scale) {
-  at::Tensor h = x + attention(rms_norm(x, replicated(norm_1_weight_), o_.norm_eps));
+at::Tensor LlamaBlock::forward(const at::Tensor& x, double loss_scale, LayerKv* cache) {
+  at::Tensor h = x + attention(rms_norm(x, replicated(norm_1_weight_), o_.norm_eps), cache);
   at::Tensor m = rms_norm(h, replicated(norm_2_weight_), o_.norm_eps);
   if (moe_ && o_.sequence_parallel) {
     // The router and the experts see the whole sequence, as without sequence parallelism
@@ -244,6 +251,21 @@ at::Tensor LlamaStage::forward(const at::Tensor& input, const at::Tensor& target
     return losses.sum() * loss_scale;
   };
   return run_layer(scope_, unit, x, head, recompute_head);
+}
+
+at::Tensor LlamaStage::decode(const at::Tensor& ids, KvCache& cache) {
+  check_decodable();
+  at::NoGradGuard no_grad;
+  const int64_t past = cache.length, n = ids.size(1);
+  TORCH_CHECK(past + n <= o_.seq_len, "decode: positions up to ", past + n, " exceed the model's ",
+              o_.seq_len, " (model.seq_len)");
+  cache.layers.resize(blocks_.size());
+  at::Tensor x = embed_->forward(ids);  // (B, n, C)
+  for (size_t b = 0; b < blocks_.size(); ++b) x = blocks_[b]->forward(x, 0.0, &cache.layers[b]);
+  cache.length = past + n;
+  const at::Tensor normed = rms_norm(x, norm_f_weight_, o_.norm_eps);
+  const at::Tensor& head = o_.tie_embeddings ? embed_->weight() : lm_head_;  // (V/tp, C)
+  return at::matmul(normed, head.t());                                       // (B, n, V/tp)
 }
 
 }  // namespace trident

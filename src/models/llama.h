@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "models/kv_cache.h"     // KvCache, LayerKv
 #include "models/llama_ops.h"    // RopeTables
 #include "models/model_stage.h"  // ModelStage
 #include "models/moe.h"          // MoeMlp, MoeOptions
@@ -61,13 +62,15 @@ class LlamaBlock : public torch::nn::Module {
              int64_t index, const RopeTables& rope);
   /// x (B, T, C) replicated over tp -> (B, T, C); with sequence parallelism this rank's
   /// slice (B, T/tp, C) -> (B, T/tp, C). `loss_scale`, the objective's 1 / (tokens of the
-  /// step), weighs an MoE layer's auxiliary losses (MoeMlp::forward).
-  at::Tensor forward(const at::Tensor& x, double loss_scale = 0.0);
+  /// step), weighs an MoE layer's auxiliary losses (MoeMlp::forward). With `cache`
+  /// (inference), x holds the tokens after the cached ones, which they attend to and join.
+  at::Tensor forward(const at::Tensor& x, double loss_scale = 0.0, LayerKv* cache = nullptr);
   /// The MoE MLP of an MoE layer, else nullptr.
   MoeMlp* moe() { return moe_.get(); }
 
  private:
-  at::Tensor attention(const at::Tensor& x);  // (B, T, C) -> (B, T, C), or slices as forward
+  /// (B, T, C) -> (B, T, C), or slices as forward.
+  at::Tensor attention(const at::Tensor& x, LayerKv* cache);
   /// A norm weight as the block uses it: with sequence parallelism it meets only this
   /// rank's slice, so its gradient is summed over tp.
   at::Tensor replicated(const at::Tensor& w);
@@ -93,6 +96,7 @@ class LlamaStage : public ModelStage {
 
   at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
                      double loss_scale) override;
+  at::Tensor decode(const at::Tensor& ids, KvCache& cache) override;
 
   const LlamaOptions& options() const { return o_; }
   void take_moe_statistics(std::map<int64_t, MoeLayerStats>& into) override;

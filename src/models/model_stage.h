@@ -9,6 +9,7 @@
 #include <map>
 #include <vector>
 
+#include "models/kv_cache.h"            // KvCache
 #include "models/layer_scope.h"         // LayerScope
 #include "models/moe_stats.h"           // MoeLayerStats
 #include "tensor_parallel/parameter.h"  // ParamRegistry
@@ -54,6 +55,13 @@ class ModelStage : public torch::nn::Module {
   /// gives the global mean).
   virtual at::Tensor forward(const at::Tensor& input, const at::Tensor& targets,
                              double loss_scale) = 0;
+
+  /// Inference, on a stage that holds the whole model (pp = 1) with whole sequences (no
+  /// sequence or context parallelism), without gradients: the logits of this tp rank's
+  /// vocabulary slice, (B, n, padded_vocab/tp), for `ids` (B, n), the tokens at positions
+  /// [cache.length, cache.length + n); they attend to the cached tokens and join the cache.
+  /// Rank r's slice is rows [r * padded_vocab/tp, (r + 1) * padded_vocab/tp).
+  virtual at::Tensor decode(const at::Tensor& ids, KvCache& cache);
 
   /// The shape of the activations this stage receives or sends for a micro-batch: this
   /// cp rank's tokens, with sequence parallelism this tp rank's slice of them.
@@ -101,6 +109,9 @@ class ModelStage : public torch::nn::Module {
   void set_layer_recompute(bool on) { layer_recompute_ = on; }
 
  protected:
+  /// Throws unless this stage can decode (decode's conditions).
+  void check_decodable() const;
+
   /// Closes a layer: its parameters are the registry entries from `first` on.
   void add_unit(size_t first) {
     std::vector<size_t> unit;

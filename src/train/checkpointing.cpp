@@ -11,6 +11,7 @@
 #include "checkpoint/writer.h"          // layout_json
 #include "parallel/agreement.h"         // run_agreed, JobError
 #include "parallel/parallel_context.h"  // ParallelContext::world
+#include "train/lr_schedule.h"          // LrSchedule, lr_schedule_of
 #include "train/trainer.h"              // Trainer
 
 namespace trident {
@@ -130,6 +131,51 @@ std::string layout_change(const std::string& path, const std::string& checkpoint
   return "the checkpoint was saved by " + describe_layout(index.layout) +
          "; this run continues as " + describe_layout(now) +
          " with the same model and optimizer state (checkpoints are layout-free)";
+}
+
+namespace {
+
+/// The schedule an index's trainer object records; indexes from before the schedule keys
+/// name their cosine "linear_warmup_cosine".
+LrSchedule saved_schedule(const nlohmann::json& j, const LrSchedule& now) {
+  LrSchedule s = now;
+  const std::optional<LrScheduleKind> kind = parse_choice<LrScheduleKind>(j.value("kind", ""));
+  s.kind = kind ? *kind : LrScheduleKind::kCosine;
+  s.lr = j.value("lr", now.lr);
+  s.min_lr = j.value("min_lr", now.min_lr);
+  s.warmup_steps = j.value("warmup_steps", now.warmup_steps);
+  s.total_steps = j.value("total_steps", now.total_steps);
+  s.decay_fraction = j.value("decay_fraction", now.decay_fraction);
+  const std::optional<DecayShape> shape =
+      parse_choice<DecayShape>(j.value("decay_shape", std::string(name_of(now.decay_shape))));
+  if (shape) s.decay_shape = *shape;
+  return s;
+}
+
+std::string describe_schedule(const LrSchedule& s) {
+  std::string text =
+      std::string(name_of(s.kind)) + " over train.steps = " + std::to_string(s.total_steps);
+  if (s.kind == LrScheduleKind::kWsd)
+    text += " (decay after step " + std::to_string(s.total_steps - s.decay_steps()) + ")";
+  return text;
+}
+
+}  // namespace
+
+std::string schedule_change(const std::string& path, const std::string& checkpoint_dir,
+                            const TrainConfig& config) {
+  const checkpoint::CheckpointIndex index = checkpoint::open_checkpoint(path, checkpoint_dir);
+  if (index.hugging_face || !index.trainer.contains("lr_schedule")) return "";
+  const LrSchedule now = lr_schedule_of(config.optimizer, config.train.steps);
+  const LrSchedule saved = saved_schedule(index.trainer["lr_schedule"], now);
+  const int64_t next = index.step + 1;
+  if (saved.at(next) == now.at(next) && describe_schedule(saved) == describe_schedule(now))
+    return "";
+  std::ostringstream text;
+  text << "the checkpoint was saved on " << describe_schedule(saved) << "; this run follows "
+       << describe_schedule(now) << ": step " << next << " trains at lr " << now.at(next)
+       << " (the saved schedule's " << saved.at(next) << ")";
+  return text.str();
 }
 
 std::string roll_back(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir) {

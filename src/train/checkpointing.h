@@ -37,6 +37,13 @@ std::string resume_auto(Trainer& trainer, ParallelContext& ctx, const std::strin
 std::string layout_change(const std::string& path, const std::string& checkpoint_dir,
                           const TrainConfig& config);
 
+/// When the checkpoint at `path` was saved under another learning-rate schedule than
+/// `config`'s (a longer train.steps, another kind), a sentence naming both and the rate the
+/// next step trains at under each, as a resumed run's header prints it; "" when they agree
+/// or the checkpoint records none. Reads the index only.
+std::string schedule_change(const std::string& path, const std::string& checkpoint_dir,
+                            const TrainConfig& config);
+
 /// The loss-spike guard's rollback: as resume_auto, over the checkpoints the guard marked
 /// good (saved when no step had been skipped shortly before). "" when there is none.
 std::string roll_back(Trainer& trainer, ParallelContext& ctx, const std::string& checkpoint_dir);

@@ -231,8 +231,7 @@ StepMetrics Trainer::step() {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const int64_t step = completed_ + 1;
-  const LrSchedule lr_schedule{config_.optimizer.lr, config_.optimizer.min_lr,
-                               config_.optimizer.warmup_steps, config_.train.steps};
+  const LrSchedule lr_schedule = lr_schedule_of(config_.optimizer, config_.train.steps);
   StepMetrics metrics;
   metrics.step = step;
   const TierStats tier_before = optimizer_->tier_stats();

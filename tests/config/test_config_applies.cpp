@@ -106,5 +106,25 @@ TEST(ConfigApplies, stored_config_with_every_key_loads_but_set_is_still_checked)
   EXPECT_THAT(error_of(stored), HasSubstr("model.rope_theta applies only"));
 }
 
+TEST(ConfigApplies, wsd_keys_need_the_wsd_schedule_and_parse_to_enums) {
+  EXPECT_EQ(error_of("[optimizer]\ndecay_fraction = 0.1\n"),
+            "configs/x.toml:2: optimizer.decay_fraction applies only to optimizer.schedule = "
+            "\"wsd\", and here optimizer.schedule = \"cosine\", so it would change nothing; "
+            "remove it or set optimizer.schedule = \"wsd\"");
+  const TrainConfig c = parse_config(
+      "[optimizer]\nschedule = \"wsd\"\ndecay_fraction = 0.1\ndecay_shape = \"cosine\"\n",
+      "configs/x.toml", {}, 0);
+  EXPECT_EQ(c.optimizer.schedule, LrScheduleKind::kWsd);
+  EXPECT_EQ(c.optimizer.decay_fraction, 0.1);
+  EXPECT_EQ(c.optimizer.decay_shape, DecayShape::kCosine);
+  EXPECT_EQ(
+      parse_config("", "configs/x.toml", {"optimizer.schedule=inverse_sqrt"}, 0).optimizer.schedule,
+      LrScheduleKind::kInverseSqrt);
+  EXPECT_THAT(error_of("", {"optimizer.schedule=wsd", "optimizer.decay_fraction=1.5"}),
+              HasSubstr("optimizer.decay_fraction"));
+  EXPECT_THAT(error_of("", {"optimizer.schedule=step"}),
+              HasSubstr("\"cosine\", \"linear\", \"wsd\", \"constant\", \"inverse_sqrt\""));
+}
+
 }  // namespace
 }  // namespace trident

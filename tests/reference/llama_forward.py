@@ -8,6 +8,10 @@ token file, in float64.
   llama_forward.py make DIR --dtype F64 --kv-heads 2 [--tied] [--sharded] [--seed N]
                             [--experts E --top-k K]
   llama_forward.py loss DIR TOKENS --sequences K --seq-len T [--rope interleaved]
+  llama_forward.py greedy DIR --prompt-tokens 1,2,3 --tokens N
+
+`greedy` prints the N tokens a greedy decode appends to the prompt (the highest logit, the
+lowest id on a tie), recomputing the whole sequence for each, as a JSON list.
 
 `--rope interleaved` rotates Meta's adjacent pairs instead of Hugging Face's halves: the
 tests use it to show that the comparison tells the two orders apart.
@@ -171,7 +175,7 @@ def sparse_moe(cfg, w, p, h):
     return out
 
 
-def forward_losses(cfg, w, ids, targets, order):
+def forward_logits(cfg, w, ids, order="hf"):
     heads, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
     c = cfg["hidden_size"]
     hd, eps, theta = c // heads, cfg["rms_norm_eps"], cfg["rope_theta"]
@@ -203,10 +207,30 @@ def forward_losses(cfg, w, ids, targets, order):
             w[p + "mlp.down_proj.weight"].T
     x = rms_norm(x, w["model.norm.weight"], eps)
     head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]
-    logits = x @ head.T  # (T, V)
+    return x @ head.T  # (T, V)
+
+
+def forward_losses(cfg, w, ids, targets, order):
+    logits = forward_logits(cfg, w, ids, order)
     m = logits.max(-1, keepdims=True)
     logz = m[:, 0] + np.log(np.exp(logits - m).sum(-1))
-    return logz - logits[np.arange(T), targets]
+    return logz - logits[np.arange(len(ids)), targets]
+
+
+def greedy_decode(logits_of, prompt, tokens):
+    """The tokens a greedy decode appends to `prompt`; logits_of(ids) -> (T, V)."""
+    ids = list(prompt)
+    for _ in range(tokens):
+        ids.append(int(np.argmax(logits_of(np.array(ids, dtype=np.int64))[-1])))
+    return ids[len(prompt):]
+
+
+def greedy(args):
+    with open(os.path.join(args.dir, "config.json")) as f:
+        cfg = json.load(f)
+    w = load_weights(args.dir)
+    prompt = [int(t) for t in args.prompt_tokens.split(",")]
+    print(json.dumps(greedy_decode(lambda ids: forward_logits(cfg, w, ids), prompt, args.tokens)))
 
 
 def loss(args):
@@ -240,8 +264,12 @@ def main():
     l.add_argument("--sequences", type=int, required=True)
     l.add_argument("--seq-len", type=int, required=True)
     l.add_argument("--rope", choices=["hf", "interleaved"], default="hf")
+    g = sub.add_parser("greedy")
+    g.add_argument("dir")
+    g.add_argument("--prompt-tokens", required=True)
+    g.add_argument("--tokens", type=int, required=True)
     args = ap.parse_args()
-    make(args) if args.cmd == "make" else loss(args)
+    {"make": make, "loss": loss, "greedy": greedy}[args.cmd](args)
 
 
 if __name__ == "__main__":
