@@ -64,9 +64,18 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
                  "use (train.allocator = "
               << config.train.allocator << ")\n";
   std::cout << "data: " << trainer.data_description() << "\n";
+  if (trainer.validates()) std::cout << "eval: " << trainer.eval_description() << "\n";
   if (const auto floor = trainer.loss_floor())
     std::cout << "loss floor (the source's entropy rate): " << *floor << " nats\n";
   std::cout << std::flush;
+}
+
+/// Whether the run validates after `step`: every eval.every steps, and after the last one
+/// with eval.at_end.
+bool validation_due(const TrainConfig& config, const Trainer& trainer, int64_t step, int64_t last) {
+  if (!trainer.validates()) return false;
+  const int64_t every = config.eval.every;
+  return (every > 0 && step % every == 0) || (config.eval.at_end && step == last);
 }
 
 /// Resumes as checkpoint.load asks; returns the checkpoint's path ("" when starting fresh).
@@ -175,6 +184,13 @@ int cmd_train(const Args& args) {
     if (m.skipped && !m.spike && m.skipped_in_a_row == 1) saver.reject(m.step - 1);
     // The rollback comes before the log line, which records it.
     if (rollback_due(config, m)) m.rollback = roll_back_run(*trainer, ctx, saver, m, rollbacks);
+    if (!m.rollback && validation_due(config, *trainer, m.step, last)) {
+      m.validation = trainer->validate();
+      m.eval_sources = trainer->eval_sources();
+      totals.evaluations += 1;
+      totals.eval_seconds += m.validation->seconds;
+      totals.val_loss = m.validation->loss;
+    }
     trace.add(m.step, trainer->last_step());
     peak_activations = std::max(peak_activations, trainer->last_step().peak_activation_bytes);
     totals.steps += 1;
@@ -182,7 +198,7 @@ int cmd_train(const Args& args) {
     totals.tokens += m.tokens_per_s * m.step_time_s;
     totals.seconds += m.step_time_s;
     const bool log = m.step % std::max<int64_t>(1, config.train.log_every) == 0 || m.step == last ||
-                     m.skipped || !m.guard_warning.empty();
+                     m.skipped || !m.guard_warning.empty() || m.validation;
     if (rank == 0 && log) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

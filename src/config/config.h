@@ -139,7 +139,6 @@ struct EvalConfig {
   int64_t sequences = 0;             ///< the set's size; 0: no evaluation
   int64_t every = 0;                 ///< evaluate every this many steps; 0: only at_end
   bool at_end = true;                ///< evaluate after the last step
-  int64_t micro_batch = 0;           ///< sequences per forward; 0: train.micro_batch_size
   std::string sample_prompt = "";    ///< text to continue at each evaluation
   int64_t sample_tokens = 0;         ///< tokens of that sample; 0: no sample
 
@@ -195,10 +194,6 @@ struct TrainConfig {
 
   /// Micro-batches per step on each dp rank: global_batch_size / (micro_batch_size * dp).
   int64_t micro_batches() const;
-  /// Sequences per evaluation forward: eval.micro_batch, or train.micro_batch_size.
-  int64_t eval_micro_batch() const {
-    return eval.micro_batch > 0 ? eval.micro_batch : train.micro_batch_size;
-  }
   /// vocab rounded up to a multiple of lcm(vocab_multiple, tp).
   int64_t padded_vocab() const;
   /// Whether freed large blocks of host memory are kept only within the most ever in use

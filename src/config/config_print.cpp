@@ -91,8 +91,6 @@ lcm(`model.vocab_multiple`, `parallel.tp`).
 std::string default_text(const KeySpec& spec) {
   if (std::string(spec.section) == "parallel" && std::string(spec.key) == "dp")
     return "`0` (derived)";
-  if (std::string(spec.section) == "eval" && std::string(spec.key) == "micro_batch")
-    return "`0` (train.micro_batch_size)";
   return "`" + format_value(spec.field.get(TrainConfig{})) + "`";
 }
 

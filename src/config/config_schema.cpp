@@ -362,8 +362,6 @@ std::vector<KeySpec> build_schema() {
        "evaluate every this many steps; 0: only at the end (eval.at_end)"},
       {"eval", "at_end", field(kEval, &E::at_end), any(),
        "evaluate after the last step (when eval.sequences > 0)"},
-      {"eval", "micro_batch", field(kEval, &E::micro_batch), at_least(0),
-       "sequences per evaluation forward; 0: train.micro_batch_size"},
       {"eval", "sample_prompt", field(kEval, &E::sample_prompt), any(),
        "text the model continues at each evaluation (printed, and kept in the run directory)"},
       {"eval", "sample_tokens", field(kEval, &E::sample_tokens), at_least(0),

@@ -198,7 +198,11 @@ StepResult PipelineRuntime::run(const pipeline::Schedule& schedule,
         InFlight& f = in_flight[k * chunks + c];
         forward(chunk, f, batch(k), loss_scale);
         result.max_in_flight = std::max(result.max_in_flight, static_cast<int>(in_flight.size()));
-        if (chunk.is_last()) result.loss += f.output.item<double>();
+        if (chunk.is_last()) {
+          const double loss = f.output.item<double>();
+          result.loss += loss;
+          result.micro_batch_losses[k] += loss;
+        }
         // What the stage holds for its in-flight micro-batches once this forward is done.
         // Sends are tested first: a send that completes releases its buffer, so the bytes
         // still in transit and the live bytes are read in one consistent state.

@@ -60,7 +60,8 @@ struct InstructionRecord {
 };
 
 struct StepResult {
-  double loss = 0.0;     // the sum of this stage's micro-batch losses (last stage), else 0
+  double loss = 0.0;  // the sum of this stage's micro-batch losses (last stage), else 0
+  std::map<int, double> micro_batch_losses;  // the same per micro-batch (last stage)
   double start_s = 0.0;  // when the step began, steady clock seconds (shared by the ranks
                          // of a node), the origin of the records' times
   std::vector<InstructionRecord> records;

@@ -66,6 +66,28 @@ void MetricsLog::write(const StepMetrics& m) {
   j["data_batch"] = m.data_batch;
   if (m.spike) j["spike"] = m.spike_reason;
   if (!m.guard_warning.empty()) j["guard_warning"] = m.guard_warning;
+  if (m.sources.size() > 1) {
+    nlohmann::json tokens = nlohmann::json::object(), epochs = nlohmann::json::object();
+    for (size_t k = 0; k < m.sources.size(); ++k) {
+      tokens[m.sources[k]] = m.tokens_by_source[k];
+      epochs[m.sources[k]] = m.epochs_by_source[k];
+    }
+    j["tokens_by_source"] = tokens;
+    j["epoch_by_source"] = epochs;
+  } else if (!m.epochs_by_source.empty() && m.epochs_by_source[0] > 0) {
+    j["epoch"] = m.epochs_by_source[0];
+  }
+  if (m.validation) {
+    j["val_loss"] = m.validation->loss;
+    j["eval_s"] = m.validation->seconds;
+    j["val_tokens"] = m.validation->tokens;
+    if (m.eval_sources.size() > 1) {
+      nlohmann::json by_source = nlohmann::json::object();
+      for (size_t s = 0; s < m.eval_sources.size(); ++s)
+        by_source[m.eval_sources[s]] = m.validation->loss_by_source[s];
+      j["val_loss_by_source"] = by_source;
+    }
+  }
   if (m.rollback)
     j["rollback"] = {{"to_step", m.rollback->to_step},
                      {"checkpoint", m.rollback->checkpoint},
@@ -115,6 +137,20 @@ std::string progress_line(const StepMetrics& m, int64_t total_steps, double elap
       hi = std::max(hi, l.max);
     }
     line += " | expert load " + std::to_string(lo) + ".." + std::to_string(hi);
+  }
+  for (size_t k = 0; k < m.epochs_by_source.size(); ++k) {
+    if (m.epochs_by_source[k] <= 0) continue;  // synthetic data, or windows drawn at random
+    const bool named = m.sources.size() > 1;
+    char epoch[128];
+    std::snprintf(epoch, sizeof epoch, " | %s%sepoch %.2f", named ? m.sources[k].c_str() : "",
+                  named ? " " : "", m.epochs_by_source[k]);
+    line += epoch;
+  }
+  if (m.validation) {
+    char val[96];
+    std::snprintf(val, sizeof val, " | val %.4f (%.1f s)", m.validation->loss,
+                  m.validation->seconds);
+    line += val;
   }
   if (!m.guard_warning.empty()) line += " | guard warning: " + m.guard_warning;
   if (!m.skipped) return line;

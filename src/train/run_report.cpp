@@ -94,6 +94,12 @@ void report_summary(const TrainConfig& config, const RunTotals& totals, std::opt
                 (totals.final_loss / *floor - 1.0) * 100.0);
   std::printf("\n  throughput %.0f tokens/s over %.1f s of steps\n",
               totals.tokens / std::max(totals.seconds, 1e-12), totals.seconds);
+  if (totals.evaluations > 0)
+    std::printf(
+        "  validation: %lld evaluations, %.1f s (%.2f s each, not in the throughput); "
+        "last val_loss %.4f\n",
+        static_cast<long long>(totals.evaluations), totals.eval_seconds,
+        totals.eval_seconds / static_cast<double>(totals.evaluations), totals.val_loss);
   std::printf(
       "  time of the ranks: compute %.1f%%, communication %.1f%%, bubble and other %.1f%%\n",
       compute, comm, 100.0 - compute - comm);

@@ -31,6 +31,9 @@ struct RunTotals {
   double final_loss = 0.0;
   double tokens = 0.0;
   double seconds = 0.0;  // summed step times
+  int64_t evaluations = 0;
+  double eval_seconds = 0.0;  // validation, not in `seconds`
+  double val_loss = 0.0;      // the last evaluation's
 };
 
 /// The closing summary on rank 0 (collective: gathers every rank's time split).

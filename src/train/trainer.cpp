@@ -13,8 +13,9 @@
 #include "common/memory_tracker.h"  // peak_tensor_bytes
 #include "config/data_windows.h"    // parse_data_windows, data_batch_of_step
 #include "config/input_error.h"     // InputError
-#include "data/data_config.h"       // source_options
+#include "data/data_config.h"       // source_options, open_eval_set
 #include "data/data_fault.h"        // apply_data_fault
+#include "data/eval_set.h"          // data::EvalSet
 #include "data/token_source.h"
 #include "models/context_split.h"  // take_context_slice
 #include "models/model_config.h"
@@ -38,6 +39,8 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
                   ctx.grid().ep() == p.ep && ctx.grid().cp() == p.cp,
               "the parallel context does not match the config's layout");
   source_ = data::open_source(data::source_options(config));
+  if (config.eval.enabled())
+    eval_set_ = std::make_unique<data::EvalSet>(data::open_eval_set(config));
   progress_.skipped_data = parse_data_windows(config.data.skip);
 
   // Stage 3 draws each rank's shard of the parameters itself: no parameter is ever whole
@@ -139,37 +142,77 @@ MicroBatch Trainer::micro_batch(int64_t batch, int k) const {
   const int64_t B = config_.train.micro_batch_size;
   const int64_t T = config_.model.seq_len;
   const int64_t m = config_.micro_batches();
-  const ProcessGrid& grid = ctx_.grid();
-  const int64_t first = (grid.data_rank(ctx_.coord()) * m + k) * B;
-  MicroBatch mb;
-  if (!model_->is_first() && !model_->is_last()) return mb;
+  const int64_t first = (ctx_.grid().data_rank(ctx_.coord()) * m + k) * B;
+  if (!model_->is_first() && !model_->is_last()) return {};
   std::vector<int32_t> tokens(static_cast<size_t>(B * (T + 1)));
   data::fill_batch(*source_, batch - 1, first, B, T, tokens.data());
   data::apply_data_fault(batch, first, B, T + 1, config_.model.vocab, tokens.data());
+  return to_micro_batch(tokens, std::vector<bool>(static_cast<size_t>(B), false));
+}
+
+MicroBatch Trainer::eval_micro_batch(const std::vector<int64_t>& sequences) const {
+  if (!model_->is_first() && !model_->is_last()) return {};
+  const int64_t T = config_.model.seq_len;
+  std::vector<int32_t> tokens(sequences.size() * static_cast<size_t>(T + 1), 0);
+  std::vector<bool> padding(sequences.size());
+  for (size_t r = 0; r < sequences.size(); ++r) {
+    padding[r] = sequences[r] < 0;
+    if (!padding[r]) eval_set_->sequence(sequences[r], T + 1, tokens.data() + r * (T + 1));
+  }
+  return to_micro_batch(tokens, padding);
+}
+
+MicroBatch Trainer::to_micro_batch(std::vector<int32_t>& tokens,
+                                   const std::vector<bool>& padding) const {
+  const int64_t B = static_cast<int64_t>(padding.size()), T = config_.model.seq_len;
   at::Tensor ids = at::from_blob(tokens.data(), {B, T + 1}, at::kInt).to(ctx_.device(), at::kLong);
   at::Tensor input = ids.narrow(1, 0, T), targets = ids.narrow(1, 1, T);
-  // The prediction made from an end-of-document token is left out (target -1).
+  // The prediction made from an end-of-document token is left out (target -1), and so is
+  // every prediction of a padding row.
   if (config_.data.eod_token >= 0)
     targets = targets.masked_fill(input.eq(config_.data.eod_token), -1);
-  const int cp = grid.cp(), cp_rank = grid.cp_rank(ctx_.coord());
+  for (int64_t r = 0; r < B; ++r)
+    if (padding[static_cast<size_t>(r)])
+      targets = targets.index_fill(0, at::full({1}, r, at::kLong), -1);
+  const int cp = ctx_.grid().cp(), cp_rank = ctx_.grid().cp_rank(ctx_.coord());
+  MicroBatch mb;
   mb.input = take_context_slice(input, 1, cp_rank, cp).contiguous();
   mb.targets = take_context_slice(targets, 1, cp_rank, cp).contiguous();
   return mb;
 }
 
+int64_t Trainer::counted_targets(const int32_t* row, int64_t T) const {
+  const int64_t eod = config_.data.eod_token;
+  if (eod < 0) return T;
+  int64_t counted = 0;
+  for (int64_t t = 0; t < T; ++t) counted += row[t] != eod;
+  return counted;
+}
+
 double Trainer::loss_scale(int64_t batch) const {
   const int64_t global = config_.train.global_batch_size, T = config_.model.seq_len;
-  const int64_t eod = config_.data.eod_token;
-  if (eod < 0) return 1.0 / static_cast<double>(global * T);
+  if (config_.data.eod_token < 0) return 1.0 / static_cast<double>(global * T);
   // One over the tokens the step counts: every rank reads the whole global batch's inputs,
   // so that no collective is needed and the split (dp, cp, micro-batches) cannot matter.
   std::vector<int32_t> tokens(static_cast<size_t>(global * (T + 1)));
   data::fill_batch(*source_, batch - 1, 0, global, T, tokens.data());
   data::apply_data_fault(batch, 0, global, T + 1, config_.model.vocab, tokens.data());
   int64_t counted = 0;
-  for (int64_t s = 0; s < global; ++s)
-    for (int64_t t = 0; t < T; ++t) counted += tokens[static_cast<size_t>(s * (T + 1) + t)] != eod;
+  for (int64_t s = 0; s < global; ++s) counted += counted_targets(tokens.data() + s * (T + 1), T);
   return 1.0 / static_cast<double>(std::max<int64_t>(counted, 1));
+}
+
+void Trainer::count_sources(StepMetrics& m) const {
+  m.sources = source_->source_names();
+  m.tokens_by_source.assign(m.sources.size(), 0);
+  m.epochs_by_source.assign(m.sources.size(), 0.0);
+  const int64_t T = config_.model.seq_len;
+  for (int64_t i = 0; i < config_.train.global_batch_size; ++i) {
+    const data::SequenceOrigin o = source_->origin(m.data_batch - 1, i);
+    const size_t k = static_cast<size_t>(o.source);
+    m.tokens_by_source[k] += T;
+    m.epochs_by_source[k] = std::max(m.epochs_by_source[k], o.epoch_fraction);
+  }
 }
 
 double Trainer::agree_loss(double stage_loss) {
@@ -277,6 +320,7 @@ StepMetrics Trainer::step() {
   // The step's data is a function of (seed, batch), the batch one of the step and the
   // windows left out.
   metrics.data_batch = data_batch(step);
+  count_sources(metrics);
   last_ = runtime_->run(
       schedule_, [this, &metrics](int k) { return micro_batch(metrics.data_batch, k); },
       loss_scale(metrics.data_batch), hooks);

@@ -13,6 +13,7 @@
 #include "pipeline/runtime.h"
 #include "pipeline/schedule.h"
 #include "train/spike_guard.h"  // SpikeGuard
+#include "train/validation.h"   // ValidationResult
 
 namespace trident {
 class ModelStage;
@@ -20,7 +21,8 @@ class ParallelContext;
 class ZeroOptimizer;
 namespace data {
 class TokenSource;
-}
+class EvalSet;
+}  // namespace data
 
 /// What one optimizer step did; identical on every rank.
 struct StepMetrics {
@@ -63,7 +65,17 @@ struct StepMetrics {
   /// A healthy step the guard warned about (a gradient-norm jump under clipping), and why.
   std::string guard_warning;
   int64_t skipped_in_a_row = 0;  // consecutive skipped steps ending with this one
-  int64_t data_batch = 0;        // the batch of the data stream the step trained on
+  /// Set on a step after which the run validated ([eval]): the loss over the eval set,
+  /// per source, and its time (kept out of step_time_s and tokens_per_s).
+  std::optional<ValidationResult> validation;
+  std::vector<std::string> eval_sources;  // the names validation.loss_by_source follows
+  int64_t data_batch = 0;                 // the batch of the data stream the step trained on
+  /// Where the step's sequences came from, per source of the data (its names): the tokens
+  /// each gave, and how many epochs of its training windows have been read after the step
+  /// (token files read in epochs; 0 for synthetic data).
+  std::vector<std::string> sources;
+  std::vector<int64_t> tokens_by_source;
+  std::vector<double> epochs_by_source;
   /// Set when the run rolled back after this step (guard.rollback_after skips in a row):
   /// the step it went back to, the checkpoint, and the batches it then left out.
   struct Rollback {
@@ -118,12 +130,31 @@ class Trainer {
   /// The records of the last step's executed instructions.
   const StepResult& last_step() const { return last_; }
 
+  /// Whether the run validates ([eval] with a source and sequences).
+  bool validates() const { return eval_set_ != nullptr; }
+  /// The validation loss of the current weights over the eval set, the same on every rank
+  /// and in every layout (train/validation.h). Collective; between steps.
+  ValidationResult validate();
+  /// One line for the log: the eval set's sources and windows.
+  std::string eval_description() const;
+  /// The eval set's source names, in the order of ValidationResult::loss_by_source.
+  std::vector<std::string> eval_sources() const;
+
  private:
   /// Micro-batch k of data batch `batch` (1-based).
   MicroBatch micro_batch(int64_t batch, int k) const;
+  /// A micro-batch of the eval set's `sequences` (-1: a padding row, which counts no token).
+  MicroBatch eval_micro_batch(const std::vector<int64_t>& sequences) const;
+  /// Rows of T+1 tokens as a micro-batch: inputs, targets (-1 after data.eod_token and on
+  /// `padding` rows), this cp rank's slice of both.
+  MicroBatch to_micro_batch(std::vector<int32_t>& tokens, const std::vector<bool>& padding) const;
+  /// The targets a row of T+1 tokens counts: T, or those not predicted from data.eod_token.
+  int64_t counted_targets(const int32_t* row, int64_t T) const;
   /// What each token's loss of data batch `batch` is multiplied by: one over the tokens the
   /// step counts (all of the global batch's, or those not after data.eod_token).
   double loss_scale(int64_t batch) const;
+  /// Fills metrics.sources, tokens_by_source and epochs_by_source for its data batch.
+  void count_sources(StepMetrics& metrics) const;
   /// The step's global loss from each stage's part; the same on every rank. Collective.
   double agree_loss(double stage_loss);
   /// The step's MoE statistics summed over the world (collective; MoE models only); returns
@@ -136,6 +167,7 @@ class Trainer {
   TrainConfig config_;
   ParallelContext& ctx_;
   std::unique_ptr<data::TokenSource> source_;
+  std::unique_ptr<data::EvalSet> eval_set_;  // null: no validation
   std::unique_ptr<ModelStage> model_;
   std::unique_ptr<ZeroOptimizer> optimizer_;
   std::unique_ptr<PipelineRuntime> runtime_;

@@ -99,11 +99,10 @@ TEST(ConfigData, eval_keys_default_off_and_check_their_data) {
                                      "configs/x.toml", {}, 0);
   EXPECT_FALSE(c.eval.enabled());
   EXPECT_TRUE(c.eval.at_end);
-  EXPECT_EQ(c.eval_micro_batch(), 2);
-  const TrainConfig on = parse_config("[eval]\nsequences = 16\nevery = 10\nmicro_batch = 4\n",
-                                      "configs/x.toml", {}, 0);
+  const TrainConfig on =
+      parse_config("[eval]\nsequences = 16\nevery = 10\n", "configs/x.toml", {}, 0);
   EXPECT_TRUE(on.eval.enabled());
-  EXPECT_EQ(on.eval_micro_batch(), 4);
+  EXPECT_EQ(on.eval.every, 10);
   EXPECT_THAT(error_of("[eval]\nevery = 10\n"),
               HasSubstr("configs/x.toml:2: eval.every = 10 evaluates every 10 steps, but "
                         "eval.sequences = 0 turns evaluation off; set eval.sequences (e.g. 64)"));

@@ -40,7 +40,9 @@ std::string parity_config_toml(int global_batch_size, int steps, const std::stri
          "grad_clip = 1.0\n"
          // A tiny bucket so that gradients are reduced in several buckets.
          "[parallel]\nbucket_size = 2000\ntimeout_s = 120\n"
-         "[data]\nsource = \"synthetic\"\nmarkov_successors = 4\n";
+         "[data]\nmarkov_successors = 4\n"
+         // Validation on 12 sequences: padding fills the last global batch of 8.
+         "[eval]\nsequences = 12\n";
 }
 
 TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
@@ -60,8 +62,16 @@ TrainConfig layout_config(const Layout& l, int steps, int global_batch_size) {
   // ZeRO 3: norms and most biases (32, 96 elements) stay gathered, the rest does not. The
   // key is refused below stage 3, where it would change nothing.
   if (l.zero == 3) sets.emplace_back("parallel.zero3_persist_below=100");
-  for (const std::string& set : l.sets)
-    sets.push_back(set == kDocumentsSource ? "data.source=" + documents_file() : set);
+  for (const std::string& set : l.sets) {
+    if (set == kDocumentsSource)
+      sets.push_back("data.source=" + documents_file());
+    else if (set == kMixtureSource)
+      sets.push_back("data.mix=[{name = \"documents\", path = \"" + documents_file() +
+                     "\", weight = 0.7}, {name = \"patterns\", path = \"" + patterns_file() +
+                     "\", weight = 0.3}]");
+    else
+      sets.push_back(set);
+  }
   return parse_config(parity_config_toml(global_batch_size, steps, l.model),
                       "<parity " + l.name + ">", sets, l.world());
 }
@@ -89,10 +99,39 @@ std::string documents_file() {
   return file.path;
 }
 
+std::string patterns_file() {
+  struct File {
+    std::string path = "/tmp/trident_parity_patterns_" + std::to_string(getpid()) + ".bin";
+    File() {
+      std::mt19937 rng(23);
+      std::vector<uint16_t> tokens;
+      while (tokens.size() < 4096) {  // runs of a token counting up from a random start
+        const int start = static_cast<int>(rng() % kDocumentsEnd),
+                  length = 3 + static_cast<int>(rng() % 6);
+        for (int i = 0; i < length; ++i)
+          tokens.push_back(static_cast<uint16_t>((start + i) % kDocumentsEnd));
+      }
+      std::ofstream(path, std::ios::binary)
+          .write(reinterpret_cast<const char*>(tokens.data()),
+                 static_cast<std::streamsize>(tokens.size() * sizeof(uint16_t)));
+    }
+    ~File() { std::remove(path.c_str()); }
+  };
+  static const File file;
+  return file.path;
+}
+
 Layout documents(Layout l) {
   l.name += "_documents";
-  l.sets.insert(l.sets.end(),
-                {kDocumentsSource, "data.eod_token=" + std::to_string(kDocumentsEnd)});
+  // A token file's validation windows are its held-out last quarter.
+  l.sets.insert(l.sets.end(), {kDocumentsSource, "data.eod_token=" + std::to_string(kDocumentsEnd),
+                               "data.valid_fraction=0.25"});
+  return l;
+}
+
+Layout mixture(Layout l) {
+  l.name += "_mix";
+  l.sets.insert(l.sets.end(), {kMixtureSource, "data.order=epochs", "data.valid_fraction=0.25"});
   return l;
 }
 

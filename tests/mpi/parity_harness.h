@@ -41,8 +41,17 @@ constexpr const char* kDocumentsSource = "data.source=<documents>";
 /// different ranks' chunks of a sequence.
 std::string documents_file();
 /// `l` trained on documents_file() with the loss leaving out the predictions made from each
-/// document's end (data.eod_token): the tokens counted differ from rank to rank.
+/// document's end (data.eod_token): the tokens counted differ from rank to rank. Its last
+/// quarter of windows is held out for validation.
 Layout documents(Layout l);
+
+/// The override that layout_config replaces by a [[data.mix]] of documents_file() (weight
+/// 0.7) and patterns_file() (0.3).
+constexpr const char* kMixtureSource = "data.mix=<mixture>";
+/// A raw uint16 token file of short runs of consecutive tokens (made once per process).
+std::string patterns_file();
+/// `l` trained on that mixture in epochs, a quarter of each file held out for validation.
+Layout mixture(Layout l);
 
 /// `l` with its experts shared out over `ep` of its dp ranks.
 Layout ep(Layout l, int ep);

@@ -164,6 +164,11 @@ TEST_P(Offload, is_bitwise_the_run_in_memory_and_matches_one_process) {
       tiered, ctx, reference,
       base.precision == "fp64" ? WeightMetric::kMaxElement : WeightMetric::kNorm);
   EXPECT_LE(weights, tolerance);
+  // Validation through the tier (stage 3 gathers its parameters from it): bitwise the run
+  // in memory's, and the single process's within the tolerance.
+  const ValidationResult tiered_val = tiered.validate();
+  EXPECT_EQ(tiered_val.loss, in_memory.validate().loss);
+  EXPECT_LE(relative_difference(tiered_val.loss, reference.validate().loss), tolerance);
   std::printf("%s: bitwise equal to the run in memory; weights differ from one process by %.3g\n",
               base.name.c_str(), weights);
   remove_shared(MPI_COMM_WORLD, dir);

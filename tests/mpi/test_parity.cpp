@@ -267,6 +267,12 @@ const Layout kContextLayouts[] = {
     cp({"dp2_cp2_pp2_1f1b_ckpt_zero3", 2, 2, 1, 3, "1f1b", true, 1}, 2),
     documents(cp({"cp2_m4", 1, 1, 1, 0, "1f1b", false, 2}, 2)),
     documents(cp({"dp2_cp2_zero2", 2, 1, 1, 2, "1f1b", false, 2}, 2)),
+    // A mixture of two token files read in epochs, validated per source.
+    mixture({"dp2_zero1", 2, 1, 1, 1, "1f1b", false, 2}),
+    mixture(
+        {"pp2_interleaved_v2_tp2", 1, 2, 2, 0, "interleaved-1f1b", false, 1, "fp64", 2000, {kV2}}),
+    mixture({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}),
+    mixture(cp({"dp2_cp2_zero2", 2, 1, 1, 2, "1f1b", false, 2}, 2)),
     llama(cp({"cp2_m4", 1, 1, 1, 0, "1f1b", false, 2}, 2)),
     llama(cp({"cp4_m4", 1, 1, 1, 0, "1f1b", false, 2}, 4), "llama_tied"),
     llama(cp(with({"sp_cp2_tp2_zero2", 1, 1, 2, 2, "1f1b", false, 2}, {"sp"}), 2)),
@@ -320,6 +326,16 @@ TEST_P(Parity, matches_the_single_process_run) {
   }
   // Training moved: the loss fell from its value at initialisation.
   EXPECT_LT(want.losses.back(), want.losses.front());
+  // Validation: the same loss over the same windows, per source too.
+  const ValidationResult got_val = trainer.validate(), want_val = reference.validate();
+  EXPECT_GT(want_val.tokens, 0);
+  EXPECT_EQ(got_val.tokens, want_val.tokens);
+  EXPECT_LE(relative_difference(got_val.loss, want_val.loss), tolerance)
+      << "val_loss " << got_val.loss << " vs " << want_val.loss;
+  ASSERT_EQ(got_val.loss_by_source.size(), want_val.loss_by_source.size());
+  for (size_t k = 0; k < want_val.loss_by_source.size(); ++k)
+    EXPECT_LE(relative_difference(got_val.loss_by_source[k], want_val.loss_by_source[k]), tolerance)
+        << "source " << k;
   const bool fp64 = layout.precision == "fp64";
   const double weights = max_weight_difference(
       trainer, ctx, reference, fp64 ? WeightMetric::kMaxElement : WeightMetric::kNorm);
