@@ -1,6 +1,7 @@
 # Tests that run the program end to end (scripts in tests/scripts/).
 trident_script_test(cli_check_layout_and_misspelt_key check_cli.sh)
 trident_script_test(cli_train_bad_input_stops_every_rank train_errors.sh)
+trident_script_test(cli_batch_names_each_sequence_of_a_step batch_cli.sh)
 trident_script_test(cli_train_tp2_metrics_file train_smoke.sh)
 trident_script_test(checkpoint_crash_safety_and_bad_checkpoints checkpoint_crash.sh)
 trident_script_test(checkpoint_tools_eval_export_convert_inspect checkpoint_tools.sh)
@@ -10,6 +11,7 @@ trident_script_test(cli_schedule_report_and_bad_arguments schedule_cli.sh)
 trident_script_test(docs_quote_help_and_output_as_printed docs_match_program.sh)
 # One process at a time, timing nothing: these share the cores under ctest -j2.
 set_tests_properties(cli_check_layout_and_misspelt_key cli_schedule_report_and_bad_arguments
+  cli_batch_names_each_sequence_of_a_step
   docs_quote_help_and_output_as_printed default_config_learns_within_15_percent_of_the_floor
   PROPERTIES PROCESSORS 1)
 trident_script_test(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity cluster_parity.sh)

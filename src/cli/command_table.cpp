@@ -160,6 +160,36 @@ const std::vector<Command>& commands() {
        kMpi,
        "mean next-token loss of a checkpoint on a token file, any layout",
        cmd_eval},
+      {{"batch",
+        "trident batch CONFIG.toml --step N [--sequence I] [--tokens K] [--json]\n"
+        "                          [--tokenizer byte|gpt2 [--vocab vocab.json --merges "
+        "merges.txt]]\n"
+        "                          [--set section.key=value ...]",
+        "Prints where each sequence of step N's global batch comes from, as training reads it\n"
+        "(after data.skip's windows): its index, source, epoch (and, in brackets, the epochs of\n"
+        "that source read so far), window and file offset, and its first K tokens (default\n"
+        "16), decoded with --tokenizer. --json prints one object with every token of each\n"
+        "sequence. Only the data keys, train.seed, train.global_batch_size and model.vocab and\n"
+        "seq_len matter, so the answer is the same for every layout. One process, no mpirun.\n"
+        "See docs/data.md.",
+        {{"step", "N", "the training step (from 1)", kRequired},
+         {"sequence", "I", "only sequence I of the global batch (from 0)"},
+         {"tokens", "K", "tokens to print of each sequence (default 16)"},
+         {"tokenizer",
+          "byte|gpt2",
+          "decode the tokens: byte, or GPT-2's BPE (with --vocab and --merges)",
+          false,
+          false,
+          {"byte", "gpt2"}},
+         {"vocab", "vocab.json", "gpt2: the tokenizer's vocab.json"},
+         {"merges", "merges.txt", "gpt2: the tokenizer's merges.txt"},
+         {"json", "", "print one JSON object with every token of each sequence"}},
+        1,
+        1,
+        "CONFIG.toml"},
+       kNoMpi,
+       "print the source, epoch, window and tokens of each sequence of a step",
+       cmd_batch},
       {{"plan",
         "trident plan CONFIG.toml --devices N [--cluster FILE|NAME] [--top K] [--json]\n"
         "       trident plan CONFIG.toml --layout dp,pp,tp[,zero[,micro[,ckpt]]] [--cluster ...] "

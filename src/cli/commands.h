@@ -21,6 +21,7 @@ int cmd_eval(const Args& args);
 int cmd_plan(const Args& args);
 int cmd_calibrate(const Args& args);
 int cmd_prepare_data(const Args& args);
+int cmd_batch(const Args& args);
 
 /// Every subcommand, in the order `trident --help` lists them.
 const std::vector<Command>& commands();

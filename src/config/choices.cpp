@@ -70,6 +70,15 @@ const std::vector<ChoiceName<OffloadTier>>& choice_names() {
 std::ostream& operator<<(std::ostream& out, OffloadTier value) { return out << name_of(value); }
 
 template <>
+const std::vector<ChoiceName<DataOrder>>& choice_names() {
+  static const std::vector<ChoiceName<DataOrder>> names = {{DataOrder::kEpochs, "epochs"},
+                                                           {DataOrder::kWindows, "windows"}};
+  return names;
+}
+
+std::ostream& operator<<(std::ostream& out, DataOrder value) { return out << name_of(value); }
+
+template <>
 const std::vector<ChoiceName<PreemptSignals>>& choice_names() {
   static const std::vector<ChoiceName<PreemptSignals>> names = {
       {PreemptSignals::kTermIntUsr1, "SIGTERM,SIGINT,SIGUSR1"},

@@ -26,6 +26,9 @@ enum class Toggle { kOn, kOff };
 /// parallel.offload_optimizer / offload_params: where ZeRO's shards live between uses. There
 /// is no "cpu" tier (see the schema's refusal): nothing would run it.
 enum class OffloadTier { kNone, kNvme };
+/// data.order: a token file's non-overlapping windows once each per epoch, in a fresh
+/// permutation each epoch; or windows at any offset drawn with replacement.
+enum class DataOrder { kEpochs, kWindows };
 
 /// model.moe_router: how an MoE layer scores its experts. kSoftmax: softmax, top k,
 /// renormalised (Mixtral); kSigmoid: sigmoid scores, top k of score + a per-expert bias that
@@ -78,6 +81,7 @@ std::ostream& operator<<(std::ostream& out, ReduceDtype value);
 std::ostream& operator<<(std::ostream& out, Device value);
 std::ostream& operator<<(std::ostream& out, Toggle value);
 std::ostream& operator<<(std::ostream& out, OffloadTier value);
+std::ostream& operator<<(std::ostream& out, DataOrder value);
 std::ostream& operator<<(std::ostream& out, PreemptSignals value);
 std::ostream& operator<<(std::ostream& out, Allocator value);
 std::ostream& operator<<(std::ostream& out, MoeRouter value);

@@ -107,15 +107,40 @@ struct OptimizerConfig {
   double grad_clip = 1.0;  ///< 0 disables
 };
 
+/// One token file of a mixture: a [[data.mix]] or [[eval.mix]] table.
+struct MixSourceConfig {
+  std::string path;   ///< the token file
+  double weight = 1;  ///< its share of the sequences, relative to the others' weights
+  std::string name;   ///< its name in logs and metrics; empty in the file: the file's stem
+};
+
 /// [data]: where tokens come from.
 struct DataConfig {
-  std::string source = "synthetic";  ///< "synthetic" or a token file path
+  std::string source = "synthetic";      ///< "synthetic" or a token file path; "" with `mix`
+  std::vector<MixSourceConfig> mix;      ///< [[data.mix]]: a weighted mixture of token files
+  DataOrder order = DataOrder::kEpochs;  ///< how a token file's windows are read
+  double valid_fraction = 0;             ///< the last fraction of each file's windows, held out
   int64_t markov_successors = 8;
   std::string skip = "";  ///< batches of the data stream to leave out: "101-300,501-520"
   /// The end-of-document token: the loss leaves out the prediction made from it (the next
   /// document's first token), and a step's loss is the mean over the tokens it counts.
   /// -1: every token counts.
   int64_t eod_token = -1;
+};
+
+/// [eval]: the validation loss during training, on a fixed set of sequences.
+struct EvalConfig {
+  std::string source = "";           ///< a token file; "" (and no mix): the held-out windows
+  std::vector<MixSourceConfig> mix;  ///< [[eval.mix]]: evaluation files by weight
+  int64_t sequences = 0;             ///< the set's size; 0: no evaluation
+  int64_t every = 0;                 ///< evaluate every this many steps; 0: only at_end
+  bool at_end = true;                ///< evaluate after the last step
+  int64_t micro_batch = 0;           ///< sequences per forward; 0: train.micro_batch_size
+  std::string sample_prompt = "";    ///< text to continue at each evaluation
+  int64_t sample_tokens = 0;         ///< tokens of that sample; 0: no sample
+
+  /// Whether the run evaluates at all (eval.sequences > 0).
+  bool enabled() const { return sequences > 0; }
 };
 
 /// [checkpoint]: saving and resuming.
@@ -159,6 +184,7 @@ struct TrainConfig {
   TrainSection train;
   OptimizerConfig optimizer;
   DataConfig data;
+  EvalConfig eval;
   CheckpointConfig checkpoint;
   GuardConfig guard;
   LoggingConfig logging;
@@ -166,6 +192,10 @@ struct TrainConfig {
 
   /// Micro-batches per step on each dp rank: global_batch_size / (micro_batch_size * dp).
   int64_t micro_batches() const;
+  /// Sequences per evaluation forward: eval.micro_batch, or train.micro_batch_size.
+  int64_t eval_micro_batch() const {
+    return eval.micro_batch > 0 ? eval.micro_batch : train.micro_batch_size;
+  }
   /// vocab rounded up to a multiple of lcm(vocab_multiple, tp).
   int64_t padded_vocab() const;
   /// Whether freed large blocks of host memory are kept only within the most ever in use

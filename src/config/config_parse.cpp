@@ -110,8 +110,14 @@ class Reader {
         for (const auto& [key, value] : *table) {
           const int key_line = line_of(key, value);
           const std::string full = section + "." + std::string(key.str());
-          if (assign(section, std::string(key.str()), value, at(key_line)))
+          if (key.str() == "mix" && has_mix(section)) {
+            read_mix(section, value, [&](const toml::node& item) {
+              return at(static_cast<int>(item.source().begin.line));
+            });
             origins_.set_file_line(full, key_line, !resolved_);
+          } else if (assign(section, std::string(key.str()), value, at(key_line))) {
+            origins_.set_file_line(full, key_line, !resolved_);
+          }
         }
       }
     }
@@ -141,6 +147,12 @@ class Reader {
     } catch (const std::exception&) {
       parsed = toml::table{};
       parsed.insert("v", raw);
+    }
+    if (key == "mix" && has_mix(section)) {
+      read_mix(
+          section, *parsed.get("v"), [&](const toml::node&) { return where; }, &text);
+      origins_.set_override(section + ".mix", text);
+      return;
     }
     const KeySpec* spec = find_key(section, key);
     if (spec && spec->field.type == ValueType::kString && !parsed["v"].is_string())
@@ -183,6 +195,66 @@ class Reader {
     }
     spec->field.set(config_, *value);
     return true;
+  }
+
+  /// Reads [[section.mix]] tables (or an inline array of tables from --set) into the
+  /// config, each key checked against the mixture schema; `where(item)` locates an item.
+  /// `override_text`: the --set it came from, or nullptr for the file.
+  template <typename Where>
+  void read_mix(const std::string& section, const toml::node& node, Where&& where,
+                const std::string* override_text = nullptr) {
+    const std::string full = section + ".mix";
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      errors_.push_back(where(node) + full + " must be an array of tables ([[" + full +
+                        "]] tables, or [{path = \"...\", weight = 1.0}, ...]), got " +
+                        describe_node(node));
+      return;
+    }
+    std::vector<MixSourceConfig> list;
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& element = *array->get(i);
+      const std::string item = full + "[" + std::to_string(i) + "]";
+      const toml::table* table = element.as_table();
+      if (table == nullptr) {
+        errors_.push_back(where(element) + item +
+                          " must be a table with path, weight and name, "
+                          "got " +
+                          describe_node(element));
+        continue;
+      }
+      MixSourceConfig source;
+      for (const auto& [key_name, value] : *table) {
+        const std::string key(key_name.str());
+        const MixKeySpec* spec = find_mix_key(key);
+        if (spec == nullptr) {
+          std::vector<std::string> keys;
+          for (const MixKeySpec& k : mix_schema()) keys.emplace_back(k.key);
+          const std::string near = nearest(key, keys);
+          errors_.push_back(where(element) + "unknown key '" + item + "." + key + "'" +
+                            (near.empty() ? "; keys of [[" + full + "]]: " + join(keys, ", ")
+                                          : "; did you mean '" + near + "'?"));
+          continue;
+        }
+        const std::optional<ConfigValue> converted = convert(value, spec->type);
+        if (!converted) {
+          errors_.push_back(where(element) + item + "." + key + " must be a " +
+                            type_name(spec->type) + ", got " + describe_node(value));
+          continue;
+        }
+        spec->set(source, *converted);
+      }
+      for (const MixKeySpec& spec : mix_schema())
+        if (spec.required && !table->contains(spec.key))
+          errors_.push_back(where(element) + item + " has no " + spec.key + "; every [[" + full +
+                            "]] table needs " + spec.key + " = ...");
+      if (override_text != nullptr)
+        origins_.set_override(item, *override_text);
+      else
+        origins_.set_file_line(item, static_cast<int>(element.source().begin.line), false);
+      list.push_back(source);
+    }
+    mix_of(config_, section) = list;
   }
 
   static bool is_section(const std::string& name) {

@@ -9,6 +9,7 @@
 #include <numeric>    // std::lcm
 #include <stdexcept>  // std::logic_error
 #include <type_traits>
+#include <utility>  // std::pair
 
 namespace trident {
 
@@ -96,6 +97,7 @@ using P = ParallelConfig;
 using T = TrainSection;
 using O = OptimizerConfig;
 using D = DataConfig;
+using E = EvalConfig;
 using C = CheckpointConfig;
 using G = GuardConfig;
 using L = LoggingConfig;
@@ -104,6 +106,7 @@ constexpr auto kParallel = &TrainConfig::parallel;
 constexpr auto kTrain = &TrainConfig::train;
 constexpr auto kOpt = &TrainConfig::optimizer;
 constexpr auto kData = &TrainConfig::data;
+constexpr auto kEval = &TrainConfig::eval;
 constexpr auto kCkpt = &TrainConfig::checkpoint;
 constexpr auto kGuard = &TrainConfig::guard;
 constexpr auto kLog = &TrainConfig::logging;
@@ -115,6 +118,7 @@ std::vector<KeySpec> build_schema() {
   const AppliesWhen llama{"model.arch", std::string("llama")};
   const AppliesWhen zero3{"parallel.zero_stage", int64_t{3}};
   const AppliesWhen guarded{"guard.enabled", true};
+  const AppliesWhen token_files{"data.source", std::string("synthetic"), true};
   // DeepSpeed's "cpu" tier moves states from the GPU to pinned host memory. trident has no
   // such tier: a CPU-device run keeps its states in host memory already (nothing to save),
   // and a CUDA run refuses offload (config_validate.cpp). Accepting "cpu" would promise
@@ -309,7 +313,17 @@ std::vector<KeySpec> build_schema() {
        "clip the global gradient norm to this; 0 disables"},
 
       {"data", "source", field(kData, &D::source), any(),
-       "\"synthetic\" or the path of a token file"},
+       "\"synthetic\" or the path of a token file; leave it out when [[data.mix]] tables list "
+       "the files of a mixture (below)"},
+      {"data", "order", choice_field(kData, &D::order), choices_of<DataOrder>(),
+       "token files: \"epochs\" reads each file's non-overlapping windows once per epoch, in a "
+       "fresh keyed permutation each epoch; \"windows\" draws windows at any token offset with "
+       "replacement (docs/data.md); synthetic data has no order to choose",
+       token_files},
+      {"data", "valid_fraction", field(kData, &D::valid_fraction), half_open(0, 1),
+       "token files: the last fraction of each file's non-overlapping windows (at least one "
+       "when > 0) is held out: never trained on, and evaluated on when eval.source is empty",
+       token_files},
       {"data", "markov_successors", field(kData, &D::markov_successors), at_least(1),
        "synthetic data: how many successors each token may have (fewer is easier to learn)"},
       {"data", "skip", field(kData, &D::skip), any(),
@@ -319,6 +333,25 @@ std::vector<KeySpec> build_schema() {
        "the end-of-document token (Megatron's --eod-mask-loss): the loss leaves out each "
        "prediction made from it, and a step's loss is the mean over the tokens it counts, "
        "however the sequence is split; -1 counts every token"},
+
+      {"eval", "source", field(kEval, &E::source), any(),
+       "a token file to evaluate on, which the run does not train on; empty: the training "
+       "files' held-out windows (data.valid_fraction), or fresh draws of the synthetic chain; "
+       "[[eval.mix]] tables list several files by weight instead"},
+      {"eval", "sequences", field(kEval, &E::sequences), at_least(0),
+       "the evaluation set: this many windows, the same at every evaluation and in every "
+       "layout, spread evenly over the held-out (or eval.source) windows and split across a "
+       "mixture's sources by weight; 0: no evaluation"},
+      {"eval", "every", field(kEval, &E::every), at_least(0),
+       "evaluate every this many steps; 0: only at the end (eval.at_end)"},
+      {"eval", "at_end", field(kEval, &E::at_end), any(),
+       "evaluate after the last step (when eval.sequences > 0)"},
+      {"eval", "micro_batch", field(kEval, &E::micro_batch), at_least(0),
+       "sequences per evaluation forward; 0: train.micro_batch_size"},
+      {"eval", "sample_prompt", field(kEval, &E::sample_prompt), any(),
+       "text the model continues at each evaluation (printed, and kept in the run directory)"},
+      {"eval", "sample_tokens", field(kEval, &E::sample_tokens), at_least(0),
+       "tokens of that continuation; 0: no sample"},
 
       {"checkpoint", "dir", field(kCkpt, &C::dir), any(),
        "directory to save checkpoints in; empty disables saving"},
@@ -375,6 +408,38 @@ std::vector<KeySpec> build_schema() {
        "metrics JSONL path; empty: metrics.jsonl in run_dir"},
       {"logging", "trace", field(kLog, &L::trace), any(),
        "Chrome trace (JSON) path; empty: no trace"},
+  };
+}
+
+/// The accessor for MixSourceConfig::*member.
+template <typename T>
+std::pair<std::function<ConfigValue(const MixSourceConfig&)>,
+          std::function<void(MixSourceConfig&, const ConfigValue&)>>
+mix_field(T MixSourceConfig::*member) {
+  return {[member](const MixSourceConfig& m) { return ConfigValue(m.*member); },
+          [member](MixSourceConfig& m, const ConfigValue& v) { m.*member = std::get<T>(v); }};
+}
+
+MixKeySpec mix_key(const char* key, ValueType type,
+                   std::pair<std::function<ConfigValue(const MixSourceConfig&)>,
+                             std::function<void(MixSourceConfig&, const ConfigValue&)>>
+                       access,
+                   Allowed allowed, const char* meaning, bool required = false) {
+  return {key,     type,    std::move(access.first), std::move(access.second), std::move(allowed),
+          meaning, required};
+}
+
+std::vector<MixKeySpec> build_mix_schema() {
+  using MS = MixSourceConfig;
+  return {
+      mix_key("path", ValueType::kString, mix_field(&MS::path), any(),
+              "the token file (llm.c shard, Megatron .bin/.idx prefix, raw uint16)", true),
+      mix_key("weight", ValueType::kFloat, mix_field(&MS::weight), at_least(0),
+              "its share of the sequences: weight / the sum of the weights, in whole "
+              "thousandths, by a fixed rule (docs/data.md)"),
+      mix_key("name", ValueType::kString, mix_field(&MS::name), any(),
+              "its name in logs, metrics and trident batch, unique in the mixture; empty: the "
+              "file's stem"),
   };
 }
 
@@ -449,6 +514,29 @@ const std::vector<KeySpec>& config_schema() {
   return schema;
 }
 
+const std::vector<MixKeySpec>& mix_schema() {
+  static const std::vector<MixKeySpec> schema = build_mix_schema();
+  return schema;
+}
+
+const MixKeySpec* find_mix_key(const std::string& key) {
+  for (const MixKeySpec& spec : mix_schema())
+    if (key == spec.key) return &spec;
+  return nullptr;
+}
+
+bool has_mix(const std::string& section) { return section == "data" || section == "eval"; }
+
+std::vector<MixSourceConfig>& mix_of(TrainConfig& c, const std::string& section) {
+  if (section == "data") return c.data.mix;
+  if (section == "eval") return c.eval.mix;
+  throw std::logic_error("config: [" + section + "] has no mix tables");
+}
+
+const std::vector<MixSourceConfig>& mix_of(const TrainConfig& c, const std::string& section) {
+  return mix_of(const_cast<TrainConfig&>(c), section);
+}
+
 const std::vector<std::string>& config_sections() {
   static const std::vector<std::string> sections = [] {
     std::vector<std::string> names;
@@ -471,7 +559,7 @@ bool applies(const KeySpec& spec, const TrainConfig& c) {
   const KeySpec* decider =
       find_key(name.substr(0, name.find('.')), name.substr(name.find('.') + 1));
   if (decider == nullptr) throw std::logic_error("config: applies_when names no key: " + name);
-  return decider->field.get(c) == spec.applies_when.value;
+  return (decider->field.get(c) == spec.applies_when.value) != spec.applies_when.unless;
 }
 
 std::string format_value(const ConfigValue& v) {

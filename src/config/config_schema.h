@@ -50,11 +50,13 @@ struct Allowed {
 };
 
 /// When a key has an effect: only while another key holds one value (the llama keys
-/// with model.arch = "llama", the zero3_* keys with parallel.zero_stage = 3). A key set
+/// with model.arch = "llama", the zero3_* keys with parallel.zero_stage = 3), or any
+/// other (the token-file keys unless data.source = "synthetic"). A key set
 /// where it has no effect is an error, so a config never says more than the run does.
 struct AppliesWhen {
   const char* key = nullptr;  ///< "section.key" of the deciding key; nullptr: always applies
   ConfigValue value;          ///< the value it must hold
+  bool unless = false;        ///< true: applies while the deciding key does NOT hold value
 };
 
 /// One row of the schema.
@@ -68,6 +70,27 @@ struct KeySpec {
 
   std::string full_name() const { return std::string(section) + "." + key; }
 };
+
+/// One key of a [[data.mix]] or [[eval.mix]] table (a file of a mixture).
+struct MixKeySpec {
+  const char* key;
+  ValueType type;
+  std::function<ConfigValue(const MixSourceConfig&)> get;
+  std::function<void(MixSourceConfig&, const ConfigValue&)> set;
+  Allowed allowed;
+  const char* meaning;
+  bool required = false;  ///< every table must give it
+};
+
+/// The keys of a mixture's tables, in the order they are printed.
+const std::vector<MixKeySpec>& mix_schema();
+/// The row for a mixture table's `key`, or nullptr.
+const MixKeySpec* find_mix_key(const std::string& key);
+/// Whether `section` takes [[section.mix]] tables ("data" and "eval").
+bool has_mix(const std::string& section);
+/// The list of [[section.mix]] tables of `c` (section: "data" or "eval").
+std::vector<MixSourceConfig>& mix_of(TrainConfig& c, const std::string& section);
+const std::vector<MixSourceConfig>& mix_of(const TrainConfig& c, const std::string& section);
 
 /// The schema, in the order the sections and keys are printed.
 const std::vector<KeySpec>& config_schema();

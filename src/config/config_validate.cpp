@@ -11,8 +11,6 @@
 namespace trident::config_detail {
 namespace {
 
-using Errors = std::vector<std::string>;
-
 /// "{1, 2, 3, 6}": the divisors of n, the values that would make it divide.
 std::string divisors_of(int64_t n) {
   std::string text = "{";
@@ -42,6 +40,11 @@ void check_keys_apply(TrainConfig& c, const Origins& origins, int, Errors& error
     const std::string wanted = format_value(spec.applies_when.value);
     const KeySpec* d =
         find_key(decider.substr(0, decider.find('.')), decider.substr(decider.find('.') + 1));
+    if (spec.applies_when.unless) {
+      errors.push_back(origins.where(name) + ": " + name + " has no effect with " + decider +
+                       " = " + wanted + ", so it would change nothing; remove it");
+      continue;
+    }
     errors.push_back(origins.where(name) + ": " + name + " applies only to " + decider + " = " +
                      wanted + ", and here " + decider + " = " + format_value(d->field.get(c)) +
                      ", so it would change nothing; remove it or set " + decider + " = " + wanted);
@@ -354,7 +357,10 @@ void check_checkpoint(TrainConfig& c, const Origins& origins, int, Errors& error
 
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
-constexpr CrossCheck kCrossChecks[] = {check_keys_apply,
+// check_data_sources comes first: it clears data.source for a mixture, which decides
+// where the token-file keys apply.
+constexpr CrossCheck kCrossChecks[] = {check_data_sources,
+                                       check_keys_apply,
                                        check_model_shape,
                                        check_llama_shape,
                                        check_moe,
@@ -368,6 +374,7 @@ constexpr CrossCheck kCrossChecks[] = {check_keys_apply,
                                        check_schedule_lengths,
                                        check_offload,
                                        check_data_and_guard,
+                                       check_eval,
                                        check_checkpoint};
 
 }  // namespace

@@ -41,6 +41,15 @@ class Origins {
   std::set<std::string> chosen_;
 };
 
+using Errors = std::vector<std::string>;
+
+/// data.source or [[data.mix]] (not both; a mixture clears data.source), the mixtures'
+/// weights and names (default names filled in), eval.source apart from the training
+/// files (validate_data.cpp).
+void check_data_sources(TrainConfig& c, const Origins& origins, int world_size, Errors& errors);
+/// The evaluation's keys against each other and its held-out data (validate_data.cpp).
+void check_eval(TrainConfig& c, const Origins& origins, int world_size, Errors& errors);
+
 /// Checks `c` and resolves parallel.dp (see load_config). Returns the error messages,
 /// each starting with the location of the key it names; empty when `c` is valid.
 std::vector<std::string> validate_config(TrainConfig& c, const Origins& origins, int world_size);

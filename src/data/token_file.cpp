@@ -45,8 +45,8 @@ T load(const std::byte* base, int64_t offset) {
 
 [[noreturn]] void missing(const std::string& path) {
   throw DataError("data file " + path +
-                  " not found; set data.source to an existing token file (llm.c shard, "
-                  "Megatron .bin/.idx prefix, raw uint16) or to \"synthetic\"");
+                  " not found; give an existing token file (llm.c shard, Megatron .bin/.idx "
+                  "prefix, raw uint16)");
 }
 
 /// Calls fn(const T*) with the tokens typed by dtype.

@@ -1,13 +1,13 @@
-// The two token sources (synthetic Markov chain, memory-mapped file), how a step's
-// sequences are derived from (seed, step, index), and batch filling.
+// The synthetic Markov-chain source, the choice between it and token files, the key of a
+// sequence, and batch filling.
 #include "data/token_source.h"
 
-#include <cstdio>   // std::snprintf
-#include <utility>  // std::move
+#include <cstdio>  // std::snprintf
 
 #include "common/counter_rng.h"  // hash_name, random_u64
+#include "data/file_source.h"    // open_file_source
 #include "data/markov_chain.h"   // MarkovChain
-#include "data/token_file.h"     // TokenFile, format_count
+#include "data/token_file.h"     // format_count
 
 namespace trident::data {
 namespace {
@@ -22,6 +22,15 @@ class SyntheticSource : public TokenSource {
   void sequence(int64_t step, int64_t index, int64_t length, int32_t* out) const override {
     chain_.sample(sequence_key(seed_, step, index), length, out);
   }
+  SequenceOrigin origin(int64_t step, int64_t index) const override {
+    if (step < 0 || index < 0)
+      throw DataError("sequence " + std::to_string(index) + " of data batch " +
+                      std::to_string(step) + " does not exist");
+    SequenceOrigin o;
+    o.name = "synthetic";
+    return o;
+  }
+  std::vector<std::string> source_names() const override { return {"synthetic"}; }
   std::optional<double> loss_floor() const override { return chain_.entropy_rate(); }
   std::string describe() const override {
     char floor[32];
@@ -34,37 +43,6 @@ class SyntheticSource : public TokenSource {
  private:
   uint64_t seed_;
   MarkovChain chain_;
-};
-
-/// Windows of a token file: sequence i of step s starts at
-/// random_u64(sequence_key(seed, s, i), 0) mod (n - length + 1).
-class FileSource : public TokenSource {
- public:
-  FileSource(TokenFile file, uint64_t seed) : file_(std::move(file)), seed_(seed) {}
-
-  void sequence(int64_t step, int64_t index, int64_t length, int32_t* out) const override {
-    const int64_t n = file_.size();
-    if (length > n) {
-      throw DataError("data file " + file_.path() + " has " + format_count(n) +
-                      " tokens, needs at least " + std::to_string(length) + " for one sequence");
-    }
-    const uint64_t windows = static_cast<uint64_t>(n - length + 1);
-    const uint64_t offset = random_u64(sequence_key(seed_, step, index), 0) % windows;
-    file_.read(static_cast<int64_t>(offset), length, out);
-  }
-  std::optional<double> loss_floor() const override { return std::nullopt; }
-  std::string describe() const override {
-    std::string line = std::string(format_name(file_.format())) + " " + file_.path();
-    if (file_.format() == TokenFormat::kMegatron) {
-      line += " (" + std::string(dtype_name(file_.dtype())) + ", " +
-              format_count(*file_.documents()) + " documents)";
-    }
-    return line + ": " + format_count(file_.size()) + " tokens";
-  }
-
- private:
-  TokenFile file_;
-  uint64_t seed_;
 };
 
 }  // namespace
@@ -81,19 +59,12 @@ std::unique_ptr<TokenSource> open_source(const SourceOptions& options) {
   if (options.seq_len < 1) {
     throw DataError("seq_len = " + std::to_string(options.seq_len) + " must be positive");
   }
+  if (!options.mix.empty()) return open_file_source(options);
   if (options.source == "synthetic") return std::make_unique<SyntheticSource>(options);
   if (options.source.empty()) {
     throw DataError("data.source is empty; set it to a token file or to \"synthetic\"");
   }
-  TokenFile file = TokenFile::open(options.source);
-  const int64_t needed = options.seq_len + 1;
-  if (file.size() < needed) {
-    throw DataError("data file " + file.path() + " has " + format_count(file.size()) +
-                    " tokens, needs at least seq_len+1 = " + std::to_string(needed) +
-                    "; use a longer file or a shorter seq_len");
-  }
-  file.check_vocab(options.vocab);
-  return std::make_unique<FileSource>(std::move(file), options.seed);
+  return open_file_source(options);
 }
 
 void fill_batch(const TokenSource& source, int64_t step, int64_t first, int64_t count,

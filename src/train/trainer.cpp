@@ -13,6 +13,7 @@
 #include "common/memory_tracker.h"  // peak_tensor_bytes
 #include "config/data_windows.h"    // parse_data_windows, data_batch_of_step
 #include "config/input_error.h"     // InputError
+#include "data/data_config.h"       // source_options
 #include "data/data_fault.h"        // apply_data_fault
 #include "data/token_source.h"
 #include "models/context_split.h"  // take_context_slice
@@ -34,13 +35,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
   TORCH_CHECK(ctx.grid().data() == p.dp && ctx.grid().pp() == p.pp && ctx.grid().tp() == p.tp &&
                   ctx.grid().ep() == p.ep && ctx.grid().cp() == p.cp,
               "the parallel context does not match the config's layout");
-  data::SourceOptions source;
-  source.source = config.data.source;
-  source.vocab = config.model.vocab;
-  source.seq_len = config.model.seq_len;
-  source.seed = static_cast<uint64_t>(config.train.seed);
-  source.markov_successors = config.data.markov_successors;
-  source_ = data::open_source(source);
+  source_ = data::open_source(data::source_options(config));
   progress_.skipped_data = parse_data_windows(config.data.skip);
 
   // Stage 3 draws each rank's shard of the parameters itself: no parameter is ever whole

@@ -114,9 +114,12 @@ TEST_F(PrepareTest, writes_an_llmc_header_that_the_trainer_reads) {
   const TokenFile tokens = TokenFile::open(out);
   EXPECT_EQ(tokens.format(), TokenFormat::kLlmc);
   EXPECT_EQ(tokens.dtype(), TokenDtype::kUint16);
-  const auto source = open_source({out, /*vocab=*/256, /*seq_len=*/16, /*seed=*/1});
-  EXPECT_EQ(source->describe(),
-            "llm.c shard " + out + ": " + format_count(text_.size()) + " tokens");
+  SourceOptions options{out, /*vocab=*/256, /*seq_len=*/16, /*seed=*/1};
+  options.global_batch = 1;
+  const auto source = open_source(options);
+  EXPECT_EQ(source->describe(), "llm.c shard " + out + ": " + format_count(text_.size()) +
+                                    " tokens, " + format_count((text_.size() - 1) / 16) +
+                                    " windows of 16; read in epochs");
   EXPECT_FALSE(std::ifstream(out + ".tmp").good());
 }
 

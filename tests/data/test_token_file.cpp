@@ -104,8 +104,8 @@ TEST(TokenFile, missing_file_names_the_path) {
   const std::string path = dir / "nope.bin";
   EXPECT_EQ(error_of([&] { TokenFile::open(path); }),
             "data file " + path +
-                " not found; set data.source to an existing token file (llm.c shard, Megatron "
-                ".bin/.idx prefix, raw uint16) or to \"synthetic\"");
+                " not found; give an existing token file (llm.c shard, Megatron .bin/.idx "
+                "prefix, raw uint16)");
   write_bytes(dir / "half.idx", "MMIDIDX");
   EXPECT_EQ(error_of([&] { TokenFile::open(dir / "half"); }),
             "data file " + (dir / "half.bin") + " not found (its index " + (dir / "half.idx") +

@@ -22,6 +22,15 @@ SourceOptions synthetic(int64_t vocab = 256, int64_t seq_len = 32, uint64_t seed
   return {"synthetic", vocab, seq_len, seed, 8};
 }
 
+/// One token file read as `order`, batches of `global_batch` sequences.
+SourceOptions file(const std::string& path, int64_t vocab, int64_t seq_len, uint64_t seed,
+                   DataOrder order = DataOrder::kEpochs, int64_t global_batch = 8) {
+  SourceOptions o{path, vocab, seq_len, seed};
+  o.order = order;
+  o.global_batch = global_batch;
+  return o;
+}
+
 std::vector<int32_t> batch(const TokenSource& s, int64_t step, int64_t first, int64_t count,
                            int64_t seq_len) {
   std::vector<int32_t> out(count * (seq_len + 1));
@@ -88,13 +97,13 @@ TEST(TokenSource, synthetic_loss_floor_is_the_achieved_mean_loss) {
   EXPECT_NEAR(mean, chain.entropy_rate(), 4 * se);
 }
 
-TEST(TokenSource, file_windows_follow_the_documented_offsets) {
+TEST(TokenSource, windows_order_draws_the_documented_offsets) {
   TempDir dir;
   const int64_t n = 5000, T = 16;
   std::vector<uint16_t> tokens(n);
   for (int64_t k = 0; k < n; ++k) tokens[k] = static_cast<uint16_t>((k * 7) % 1000);
   write_llmc(dir / "shard.bin", tokens);
-  const auto src = open_source({dir / "shard.bin", 1000, T, 42});
+  const auto src = open_source(file(dir / "shard.bin", 1000, T, 42, DataOrder::kWindows, 400));
   EXPECT_FALSE(src->loss_floor().has_value());
   int64_t lowest = n, highest = 0;
   for (int64_t i = 0; i < 400; ++i) {
@@ -103,12 +112,14 @@ TEST(TokenSource, file_windows_follow_the_documented_offsets) {
     const int64_t offset =
         static_cast<int64_t>(random_u64(sequence_key(42, 3, i), 0) % (n - (T + 1) + 1));
     for (int64_t t = 0; t <= T; ++t) ASSERT_EQ(seq[t], tokens[offset + t]) << "sequence " << i;
+    ASSERT_EQ(src->origin(3, i).offset, offset);
+    ASSERT_EQ(src->origin(3, i).window, -1);
     lowest = std::min(lowest, offset);
     highest = std::max(highest, offset);
   }
   EXPECT_LT(lowest, 100);  // windows cover the whole file
   EXPECT_GT(highest, n - (T + 1) - 100);
-  const auto again = open_source({dir / "shard.bin", 1000, T, 42});
+  const auto again = open_source(file(dir / "shard.bin", 1000, T, 42, DataOrder::kWindows, 400));
   EXPECT_EQ(batch(*src, 9, 0, 8, T), batch(*again, 9, 0, 8, T));
   EXPECT_NE(batch(*src, 9, 0, 8, T), batch(*src, 10, 0, 8, T));
 }
@@ -119,12 +130,20 @@ TEST(TokenSource, describe_names_source_and_size) {
   write_raw(dir / "train.bin", std::vector<uint16_t>(2048, 2));
   write_megatron<uint16_t>(dir / "m", {std::vector<int64_t>(100, 3), std::vector<int64_t>(50, 4)},
                            8);
-  EXPECT_EQ(open_source({dir / "a.bin", 50257, 64, 0})->describe(),
-            "llm.c shard " + (dir / "a.bin") + ": 35,567 tokens");
-  EXPECT_EQ(open_source({dir / "train.bin", 50257, 64, 0})->describe(),
-            "raw uint16 tokens " + (dir / "train.bin") + ": 2,048 tokens");
-  EXPECT_EQ(open_source({dir / "m", 50257, 64, 0})->describe(),
-            "Megatron dataset " + (dir / "m") + " (uint16, 3 documents): 150 tokens");
+  EXPECT_EQ(
+      open_source(file(dir / "a.bin", 50257, 64, 0))->describe(),
+      "llm.c shard " + (dir / "a.bin") + ": 35,567 tokens, 555 windows of 64; read in epochs");
+  EXPECT_EQ(open_source(file(dir / "train.bin", 50257, 64, 0, DataOrder::kWindows))->describe(),
+            "raw uint16 tokens " + (dir / "train.bin") +
+                ": 2,048 tokens, 31 windows of 64; windows drawn with replacement");
+  SourceOptions held = file(dir / "train.bin", 50257, 64, 0);
+  held.valid_fraction = 0.1;
+  EXPECT_EQ(open_source(held)->describe(),
+            "raw uint16 tokens " + (dir / "train.bin") +
+                ": 2,048 tokens, 31 windows of 64, the last 3 held out; read in epochs");
+  EXPECT_EQ(open_source(file(dir / "m", 50257, 64, 0))->describe(),
+            "Megatron dataset " + (dir / "m") +
+                " (uint16, 3 documents): 150 tokens, 2 windows of 64; read in epochs");
   const auto syn = open_source({"synthetic", 50257, 64, 1234, 8});
   EXPECT_EQ(syn->describe().rfind("synthetic Markov chain: vocab 50,257, 8 successors per state, "
                                   "seed 1234; entropy rate (loss floor) ",
@@ -136,30 +155,26 @@ TEST(TokenSource, describe_names_source_and_size) {
 TEST(TokenSource, open_source_errors_name_the_file_and_the_fix) {
   TempDir dir;
   write_raw(dir / "tiny.bin", std::vector<uint16_t>(10, 5));
-  EXPECT_EQ(error_of([&] {
-              open_source({dir / "tiny.bin", 50257, 64, 0});
-            }),
-            "data file " + (dir / "tiny.bin") +
-                " has 10 tokens, needs at least seq_len+1 = 65; use a longer file or a shorter "
-                "seq_len");
+  EXPECT_EQ(error_of([&] { open_source(file(dir / "tiny.bin", 50257, 64, 0)); }),
+            "data.source (\"tiny\"): data file " + (dir / "tiny.bin") +
+                " has 10 tokens, needs at least seq_len+1 = 65 for one window; use a longer file "
+                "or a shorter seq_len");
   std::vector<uint16_t> tokens(2000, 17);
   tokens[1234] = 50300;
   write_llmc(dir / "big_vocab.bin", tokens);
-  EXPECT_EQ(error_of([&] {
-              open_source({dir / "big_vocab.bin", 50257, 64, 0});
-            }),
-            "data file " + (dir / "big_vocab.bin") +
+  EXPECT_EQ(error_of([&] { open_source(file(dir / "big_vocab.bin", 50257, 64, 0)); }),
+            "data.source (\"big_vocab\"): data file " + (dir / "big_vocab.bin") +
                 ": token 50300 at position 1234 is \u2265 model.vocab = 50257; set model.vocab to "
                 "at least 50301");
-  EXPECT_EQ(error_of([&] {
-              open_source({dir / "missing.bin", 50257, 64, 0});
-            }).rfind("data file " + (dir / "missing.bin") + " not found; set data.source", 0),
-            0u);
+  EXPECT_EQ(
+      error_of([&] {
+        open_source(file(dir / "missing.bin", 50257, 64, 0));
+      }).rfind("data.source (\"missing\"): data file " + (dir / "missing.bin") + " not found;", 0),
+      0u);
   write_bytes(dir / "odd.bin", std::string(999, 'x'));
-  EXPECT_NE(error_of([&] {
-              open_source({dir / "odd.bin", 50257, 64, 0});
-            }).find("unknown format"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { open_source(file(dir / "odd.bin", 50257, 64, 0)); }).find("unknown format"),
+      std::string::npos);
   EXPECT_EQ(error_of([] {
               open_source({"synthetic", 100, 64, 0, 200});
             }),
