@@ -1,33 +1,31 @@
 #!/usr/bin/env bash
 # trident's training against an independent PyTorch loop (tests/reference/gpt_train.py,
-# Debian's python3-torch): the tiny GPT in fp64 on one rank, saved at step 0
-# (checkpoint.save_initial) and exported as Hugging Face files, trains 20 steps with
-# warm-up, cosine decay, clipping, weight decay and the end-of-document mask; the
-# reference, started from the export and fed the same sequences, gives each step's loss
-# and gradient norm to 1e-9. Clipping acts on some steps and not on others.
+# Debian's python3-torch): the tiny GPT in fp64 on one rank, on the GNU GPL's text (bytes
+# as tokens, read in epochs), saved at step 0 (checkpoint.save_initial) and exported as
+# Hugging Face files, trains 20 steps with warm-up, cosine decay, clipping, weight decay
+# and the end-of-document mask; the reference, started from the export and fed the
+# sequences `trident batch --json` names, gives each step's loss and gradient norm to
+# 1e-9. The named sequences are checked against the text itself: each is the window at
+# its offset, and no window comes twice within the epoch. Clipping acts on some steps and
+# not on others.
 set -u
 trident=$1 root=$2
 py=/usr/bin/python3  # Debian's python3 with python3-torch
+text=/usr/share/common-licenses/GPL-3  # Debian's base-files
 fail() { echo "FAIL: $*"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 $py -c "import torch" 2>/dev/null || fail "python3-torch is missing (scripts/setup.sh installs it)"
 run() { mpirun -np 1 --oversubscribe --bind-to none "$trident" "$@"; }
 
-# One window of the GNU GPL's text, bytes as tokens, with newlines (10) in it: every
-# sequence of every step is this window.
-$py - "$tmp/window.bin" <<'PY'
-import struct, sys
-text = open("/usr/share/common-licenses/GPL-3", "rb").read()[1000:1033]
-assert len(text) == 33 and text.count(b"\n") >= 1, text
-open(sys.argv[1], "wb").write(struct.pack("<33H", *text))
-PY
+"$trident" prepare-data --in "$text" --out "$tmp/gpl.bin" --tokenizer byte >"$tmp/prepare.log" 2>&1 ||
+  fail "prepare-data: $(cat "$tmp/prepare.log")"
 
-steps=20 warmup=5 lr=3e-3 min_lr=3e-4 clip=3.0 eod=10
+steps=20 warmup=5 lr=3e-3 min_lr=3e-4 clip=1.5 eod=10
 config=("$root/configs/tiny.toml" --set train.precision=fp64 --set "train.steps=$steps"
   --set train.threads=1 --set "optimizer.lr=$lr" --set "optimizer.min_lr=$min_lr"
   --set "optimizer.warmup_steps=$warmup" --set "optimizer.grad_clip=$clip"
-  --set data.source="$tmp/window.bin" --set "data.eod_token=$eod")
+  --set data.source="$tmp/gpl.bin" --set "data.eod_token=$eod")
 run train "${config[@]}" --set train.log_every=1 --set logging.metrics="$tmp/metrics.jsonl" \
   --set logging.run_dir=none --set checkpoint.dir="$tmp/ck" --set checkpoint.save_initial=true \
   >"$tmp/train.log" 2>&1 || fail "train: $(cat "$tmp/train.log")"
@@ -35,13 +33,27 @@ grep -q "^saved $tmp/ck/step_0 " "$tmp/train.log" || fail "no step_0 save: $(cat
 run export --in "$tmp/ck/step_0" --out "$tmp/hf" --format hf >"$tmp/export.log" 2>&1 ||
   fail "export: $(cat "$tmp/export.log")"
 
-# Each step's sequences: the global batch of 32, every one the window.
-$py - "$tmp/window.bin" "$tmp/batches.jsonl" $steps <<'PY'
-import json, struct, sys
-window = list(struct.unpack("<33H", open(sys.argv[1], "rb").read()))
-with open(sys.argv[2], "w") as out:
-    for step in range(1, int(sys.argv[3]) + 1):
-        out.write(json.dumps({"step": step, "sequences": [{"tokens": window}] * 32}) + "\n")
+# Each step's sequences, as trident names them; they must be the text's own windows.
+for ((step = 1; step <= steps; step++)); do
+  "$trident" batch "${config[@]}" --step $step --json >>"$tmp/batches.jsonl" 2>"$tmp/batch.log" ||
+    fail "batch --step $step: $(cat "$tmp/batch.log")"
+done
+$py - "$text" "$tmp/batches.jsonl" $steps <<'PY' || fail "trident batch names other sequences"
+import json, sys
+text = open(sys.argv[1], "rb").read()
+batches = [json.loads(l) for l in open(sys.argv[2])]
+T, windows = 32, (len(text) - 1) // 32
+assert [b["step"] for b in batches] == list(range(1, int(sys.argv[3]) + 1))
+seen = []
+for b in batches:
+    assert len(b["sequences"]) == 32, len(b["sequences"])
+    for s in b["sequences"]:
+        assert s["epoch"] == 0 and 0 <= s["window"] < windows and s["offset"] == s["window"] * T, s
+        assert s["tokens"] == list(text[s["offset"]:s["offset"] + T + 1]), s
+        seen.append(s["window"])
+assert len(set(seen)) == len(seen), "a window came twice within the first epoch"
+# Newlines (the end-of-document token here) are among the inputs: the mask has work.
+assert sum(10 in s["tokens"][:T] for b in batches for s in b["sequences"]) > 100
 PY
 
 # One thread: the suite gives this test one core.
