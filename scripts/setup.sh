@@ -12,6 +12,7 @@ packages=(
   libtomlplusplus-dev libgtest-dev nlohmann-json3-dev
   python3 python3-matplotlib   # scripts/plot.py
   python3-numpy           # tests/reference/llama_forward.py, the independent Llama reference
+  python3-torch           # tests/reference/gpt_train.py, the independent PyTorch training loop
   clang-format            # scripts/format.sh --check, run by scripts/test.sh
   liburing-dev            # the nvme offload tier's asynchronous I/O (io_uring)
   slurmctld slurmd slurm-client munge  # scripts/slurm.sh: a Slurm cluster of emulated nodes

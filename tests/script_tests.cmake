@@ -57,6 +57,7 @@ set_tests_properties(cluster_two_emulated_nodes_dp2_pp2_tp2_zero2_parity PROPERT
 trident_script_test(llama_hf_eval_against_a_numpy_reference llama_hf_reference.sh)
 trident_script_test(llama_hf_train_export_roundtrip llama_hf_roundtrip.sh)
 trident_script_test(generate_hf_gpt2_llama_mixtral_greedy_against_numpy_tp1_tp2 generate_hf.sh)
+trident_script_test(torch_reference_train_20_steps_fp64 torch_reference.sh)
 trident_script_test(mixtral_hf_eval_against_a_numpy_reference_and_roundtrip mixtral_hf.sh)
 trident_script_test(fault_injection_kill_term_async_crash_dp2_pp2_tp2 fault_injection.sh)
 trident_script_test(run_dir_default_refuse_auto_and_divergence run_dir.sh)
@@ -73,7 +74,8 @@ set_tests_properties(cli_train_bad_input_stops_every_rank
   checkpoint_crash_safety_and_bad_checkpoints checkpoint_tools_eval_export_convert_inspect
   llama_hf_eval_against_a_numpy_reference llama_hf_train_export_roundtrip
   mixtral_hf_eval_against_a_numpy_reference_and_roundtrip
-  generate_hf_gpt2_llama_mixtral_greedy_against_numpy_tp1_tp2 PROPERTIES PROCESSORS 1)
+  generate_hf_gpt2_llama_mixtral_greedy_against_numpy_tp1_tp2 torch_reference_train_20_steps_fp64
+  PROPERTIES PROCESSORS 1)
 # Two ranks that wait on each other, on disks and on timeouts, timing nothing: alone, the
 # spike-guard script kept the two cores 69% busy and the full-disk script 61%.
 set_tests_properties(spike_guard_rollback_and_divergence_dp2

@@ -212,12 +212,15 @@ void export_hf(const CheckpointIndex& index, const std::string& out_dir) {
   const int64_t vocab = index.model.at("vocab").get<int64_t>();
   const int64_t layers = index.model.at("layers").get<int64_t>();
   std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::string dtype;
   for (const auto& [name, info] : index.tensors) {
     if (is_optimizer_state(name)) continue;
     const std::optional<HfName> hf = to_hf_name(name);
     if (!hf) continue;
-    at::Tensor t = read_global_tensor(index, name).to(at::kFloat);
-    if (name == "wte.weight") t = t.narrow(0, 0, vocab);  // the padding rows go
+    // The padding rows go; the dtype stays, so export and import round-trip.
+    at::Tensor t = read_global_tensor(index, name);
+    if (name == "wte.weight") t = t.narrow(0, 0, vocab);
+    dtype = info.dtype;
     if (hf->transposed) t = t.t();
     tensors.emplace_back(hf->name, t.contiguous());
   }
@@ -250,7 +253,7 @@ void export_hf(const CheckpointIndex& index, const std::string& out_dir) {
       {"use_cache", true},
       {"bos_token_id", vocab - 1},
       {"eos_token_id", vocab - 1},
-      {"torch_dtype", "float32"},
+      {"torch_dtype", hf_torch_dtype(dtype)},
   };
   // Written beside the target and renamed into place: a failed export leaves nothing.
   const std::string tmp = out_dir + ".tmp_" + std::to_string(std::random_device{}());

@@ -35,9 +35,9 @@ CheckpointIndex read_hf_index(const std::string& dir);
 /// Throws CheckpointError naming config.json when its model differs from `config`'s.
 void check_hf_config(const CheckpointIndex& index, const TrainConfig& config);
 
-/// Writes `out_dir`/model.safetensors (fp32, HF names and layout, vocabulary padding
-/// removed, no lm_head) and `out_dir`/config.json from the checkpoint `index`; a Llama
-/// checkpoint as LlamaForCausalLM files in the checkpoint's dtype (see hf_llama.h).
+/// Writes `out_dir`/model.safetensors (the checkpoint's dtype, HF names and layout,
+/// vocabulary padding removed, no lm_head) and `out_dir`/config.json from the checkpoint
+/// `index`; a Llama checkpoint as LlamaForCausalLM files (see hf_llama.h).
 /// Single process; `out_dir` must not exist or be empty.
 void export_hf(const CheckpointIndex& index, const std::string& out_dir);
 

@@ -295,6 +295,13 @@ void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& conf
                             "; trident reads F64, F32, BF16 and F16 files");
 }
 
+std::string hf_torch_dtype(const std::string& dtype) {
+  static const std::map<std::string, std::string> names = {
+      {"F64", "float64"}, {"F32", "float32"}, {"BF16", "bfloat16"}, {"F16", "float16"}};
+  const auto it = names.find(dtype);
+  return it == names.end() ? "float32" : it->second;
+}
+
 void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
   const nlohmann::json& m = index.model;
   const int64_t experts = m.value("moe_experts", int64_t{0});
@@ -345,8 +352,6 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
     throw CheckpointError("export: checkpoint " + index.dir + " holds " +
                           std::to_string(tensors.size()) + " weights, expected " +
                           std::to_string(expected));
-  const std::map<std::string, std::string> torch_dtypes = {
-      {"F64", "float64"}, {"F32", "float32"}, {"BF16", "bfloat16"}, {"F16", "float16"}};
   const int64_t hidden = m.at("hidden").get<int64_t>(), heads = m.at("heads").get<int64_t>();
   nlohmann::json config = {
       {"architectures", nlohmann::json::array({"LlamaForCausalLM"})},
@@ -372,7 +377,7 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
       {"use_cache", true},
       {"bos_token_id", nullptr},
       {"eos_token_id", nullptr},
-      {"torch_dtype", torch_dtypes.count(dtype) ? torch_dtypes.at(dtype) : "float32"},
+      {"torch_dtype", hf_torch_dtype(dtype)},
   };
   if (experts > 0) {  // Mixtral's keys; the Llama-only ones go
     config["architectures"] = nlohmann::json::array({"MixtralForCausalLM"});

@@ -28,6 +28,9 @@ std::optional<std::string> from_hf_llama_name(const std::string& hf, bool tied);
 CheckpointIndex read_llama_hf_index(const std::string& dir, const nlohmann::json& config);
 /// Throws CheckpointError naming config.json and the config key for each difference.
 void check_llama_hf_config(const CheckpointIndex& index, const TrainConfig& config);
+/// config.json's torch_dtype of a safetensors dtype ("F64" -> "float64"); "float32" for one
+/// it has no name for.
+std::string hf_torch_dtype(const std::string& dtype);
 /// Writes model.safetensors (the checkpoint's dtype, vocabulary padding removed) and a
 /// config.json that transformers' LlamaForCausalLM reads, into the new directory `tmp_dir`.
 void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir);

@@ -175,6 +175,9 @@ int cmd_train(const Args& args) {
                 << std::endl;
     return static_cast<int>(config.checkpoint.preempt_exit_code);
   }
+  // The initial weights, as step_0: what an export or another run starts from. A resumed
+  // run started elsewhere.
+  if (config.checkpoint.save_initial && resumed.empty()) saver.save(*trainer);
   RollbackBudget rollbacks;
   StepMetrics m;
   while (trainer->completed_steps() < last) {

@@ -150,6 +150,7 @@ struct EvalConfig {
 struct CheckpointConfig {
   std::string dir = "";
   int64_t save_every = 0;
+  bool save_initial = false;  ///< a fresh run's initial weights saved as step_0
   std::string load = "";
   int64_t keep_last = 0;
   bool async = false;  ///< write in the background from a host snapshot

@@ -371,6 +371,9 @@ std::vector<KeySpec> build_schema() {
        "directory to save checkpoints in; empty disables saving"},
       {"checkpoint", "save_every", field(kCkpt, &C::save_every), at_least(0),
        "save every this many steps; 0 disables periodic saves"},
+      {"checkpoint", "save_initial", field(kCkpt, &C::save_initial), any(),
+       "save the initial weights as step_0 before the first step of a fresh run (a resumed "
+       "run saves nothing more): the starting point for an export or another run"},
       {"checkpoint", "load", field(kCkpt, &C::load), any(),
        "checkpoint to resume from (a directory, \"latest\", or \"auto\": the newest valid one in "
        "dir, else start fresh); empty starts fresh"},

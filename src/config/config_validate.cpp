@@ -347,6 +347,14 @@ void check_data_and_guard(TrainConfig& c, const Origins& origins, int, Errors& e
                      "; the guard keeps only window steps: lower min_history or raise window");
 }
 
+/// checkpoint.save_initial writes into checkpoint.dir: without one it would save nothing.
+void check_checkpoint(TrainConfig& c, const Origins& origins, int, Errors& errors) {
+  if (c.checkpoint.save_initial && c.checkpoint.dir.empty())
+    errors.push_back(origins.where("checkpoint.save_initial") +
+                     ": checkpoint.save_initial = true but checkpoint.dir is empty, so nothing "
+                     "would be saved; set checkpoint.dir or remove save_initial");
+}
+
 /// The cross-key checks, in order: the world-size check derives dp for check_batch.
 using CrossCheck = void (*)(TrainConfig&, const Origins&, int, Errors&);
 // check_data_sources comes first: it clears data.source for a mixture, which decides
@@ -366,7 +374,8 @@ constexpr CrossCheck kCrossChecks[] = {check_data_sources,
                                        check_schedule_lengths,
                                        check_offload,
                                        check_data_and_guard,
-                                       check_eval};
+                                       check_eval,
+                                       check_checkpoint};
 
 }  // namespace
 

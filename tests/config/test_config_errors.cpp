@@ -177,6 +177,14 @@ TEST(ConfigErrors, stop_at_past_steps) {
                         "stop_at in [0, 200] (0 runs to steps)"));
 }
 
+TEST(ConfigErrors, save_initial_without_a_checkpoint_dir) {
+  EXPECT_THAT(error_of("[checkpoint]\nsave_initial = true\n"),
+              HasSubstr("configs/x.toml:2: checkpoint.save_initial = true but checkpoint.dir is "
+                        "empty, so nothing would be saved; set checkpoint.dir or remove "
+                        "save_initial"));
+  EXPECT_EQ(error_of("[checkpoint]\nsave_initial = true\ndir = \"ck\"\n"), "");
+}
+
 TEST(ConfigErrors, malformed_override) {
   EXPECT_THAT(error_of("", {"model.layers"}),
               HasSubstr("--set 'model.layers': expected section.key=value, e.g. --set "

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The checkpoint tools end to end: `trident eval` gives the same loss on 1 rank, at
-# pp2 x tp2 and at pp2 with two model chunks per stage; `export` then eval of the Hugging Face files agrees to fp32 rounding;
+# pp2 x tp2 and at pp2 with two model chunks per stage; `export` keeps the checkpoint's F64
+# weights, and eval of the Hugging Face files equals the checkpoint's (1e-12);
 # `convert` to pp2 x tp2 (on 3 processes) writes one file per target rank, `inspect`
 # shows its layout, and training resumed from it matches training resumed from the
 # original, loss for loss; usage errors exit 2.
@@ -45,7 +46,8 @@ run 1 export --in "$tmp/ck" --out "$tmp/hf" --format hf >"$tmp/export.log" 2>&1 
 [ -f "$tmp/hf/model.safetensors" ] && [ -f "$tmp/hf/config.json" ] || fail "export wrote $(ls "$tmp/hf")"
 hf=$(run 1 eval --checkpoint "$tmp/hf" --data "$tmp/tokens.bin" --sequences 12 --set train.precision=fp64 2>&1) ||
   fail "eval of the export: $hf"
-close "$(echo "$hf" | loss_of)" "$l1" 1e-5 || fail "the export evaluates to $(echo "$hf" | loss_of), the checkpoint to $l1"
+grep -q '"torch_dtype": "float64"' "$tmp/hf/config.json" || fail "export config: $(cat "$tmp/hf/config.json")"
+close "$(echo "$hf" | loss_of)" "$l1" 1e-12 || fail "the export evaluates to $(echo "$hf" | loss_of), the checkpoint to $l1"
 
 run 3 convert --in "$tmp/ck" --out "$tmp/cv" --set parallel.dp=1 --set parallel.pp=2 --set parallel.tp=2 \
   --set parallel.zero_stage=1 >"$tmp/convert.log" 2>&1 || fail "convert: $(cat "$tmp/convert.log")"
