@@ -2,7 +2,7 @@
 // weights each micro-batch, elementwise work and operator calls (docs/planner.md, its step
 // time), each collective's bytes over the link it crosses (within or across nodes, from
 // the rank order), the pipeline bubble, and how much of the dp reduction hides behind
-// backward.
+// backward. Each part of a step is its own function (stage_time.h, step_parts.h).
 #pragma once
 #include <map>     // std::map
 #include <memory>  // std::shared_ptr

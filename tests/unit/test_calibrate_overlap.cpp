@@ -7,6 +7,7 @@
 
 #include "parallel/local_communicator.h"  // LocalCommunicator
 #include "plan/calibrate/overlap.h"       // overlap_timing, OverlapTiming
+#include "plan/calibrate/timing.h"        // Clock
 
 namespace trident::calibrate {
 namespace {
@@ -47,14 +48,23 @@ TEST(CalibrateOverlap, the_backward_polls_the_reductions_in_flight) {
   for (const bool scatter : {false, true}) {
     PolledCommunicator dp;
     LocalCommunicator alone("alone", 0), world("world", 0);
-    const OverlapTiming t =
-        overlap_timing(BlockShape{1, 8, 16, 2}, 2, 64, scatter, dp, alone, world, 0.02);
-    EXPECT_GT(t.block_s, 0);
-    EXPECT_GT(t.reduce_s, 0);
-    EXPECT_GT(t.both_s, 0);
-    // Alone, every reduction ends in its wait; beside the block, the gradient hooks test
-    // them often enough (a small GPT-2 block has 12 weights) to finish some.
-    EXPECT_GT(dp.finished_by_test, 0) << (scatter ? "reduce-scatter" : "all-reduce");
+    // A test clock a tick of 1/1024 s on every reading, so that each trial makes a known
+    // number of calls: sizing, one call a trial, block and bucket alike (2 buckets, the
+    // most asked for); then with a budget of 20 ticks, a trial of the block or of both
+    // reads 4 ticks after 1 + 2 + 4 + 8 = 15 calls, one of the reduction 2 after 3.
+    constexpr double kTick = 1.0 / 1024;
+    double now = 0;
+    const Clock clock{[&now] { return now += kTick; }};
+    const OverlapTiming t = overlap_timing(BlockShape{1, 8, 16, 2}, 2, 64, scatter, dp, alone,
+                                           world, 20 * kTick, clock);
+    EXPECT_EQ(t.buckets, 2);
+    EXPECT_EQ(t.block_s, 4 * kTick / 15);
+    EXPECT_EQ(t.reduce_s, 2 * kTick / 3);
+    EXPECT_EQ(t.both_s, 4 * kTick / 15);
+    // Alone, every reduction ends in its wait; beside the block, the gradient hooks (a
+    // small GPT-2 block has 12 weights) test them often enough to finish both buckets of
+    // each of the 1 + 5 x 15 calls, none left to the wait.
+    EXPECT_EQ(dp.finished_by_test, 2 * 76) << (scatter ? "reduce-scatter" : "all-reduce");
   }
 }
 

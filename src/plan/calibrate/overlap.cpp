@@ -22,7 +22,7 @@ double OverlapTiming::overlap() const {
 
 OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int64_t bucket,
                              bool scatter, Communicator& dp, Communicator& alone,
-                             Communicator& world, double budget) {
+                             Communicator& world, double budget, const Clock& clock) {
   const int64_t n = dp.size();
   const int64_t part = bucket / n;  // each rank's share of a bucket, reduce-scattered
   at::Tensor grads = at::randn({most_buckets * part * n});
@@ -61,9 +61,9 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int6
   // for the rest. Sized on one bucket's reduction alone and the block alone, a call each
   // after a warm-up one, the ranks' mean (so that every rank takes the same count).
   const double once = 1e-9;  // one call a trial
-  const double block_s = mean_over_ranks(time_per_call(block_alone, once, world), world);
+  const double block_s = mean_over_ranks(time_per_call(block_alone, once, world, clock), world);
   const double bucket_s =
-      mean_over_ranks(time_per_call([&] { reduction_alone(1); }, once, world), world);
+      mean_over_ranks(time_per_call([&] { reduction_alone(1); }, once, world, clock), world);
   const int64_t buckets = std::clamp(static_cast<int64_t>(std::ceil(2.0 * block_s / bucket_s)),
                                      int64_t{1}, most_buckets);
   const std::vector<double> t =
@@ -74,7 +74,7 @@ OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int6
                                 backward(y);
                                 wait_all();
                               }},
-                             {1.0 * budget, 0.5 * budget, 1.0 * budget}, world);
+                             {1.0 * budget, 0.5 * budget, 1.0 * budget}, world, clock);
   for (size_t i = 0; i < hooks.size(); ++i) block.weights[i].remove_hook(hooks[i]);
   return {mean_over_ranks(t[0], world), mean_over_ranks(t[1], world), mean_over_ranks(t[2], world),
           buckets};

@@ -4,6 +4,7 @@
 #include <cstdint>  // int64_t
 
 #include "plan/calibrate/compute.h"  // BlockShape
+#include "plan/calibrate/timing.h"   // Clock
 
 namespace trident {
 class Communicator;
@@ -27,6 +28,7 @@ struct OverlapTiming {
 };
 OverlapTiming overlap_timing(const BlockShape& shape, int64_t most_buckets, int64_t bucket,
                              bool scatter, Communicator& dp, Communicator& alone,
-                             Communicator& world, double budget);
+                             Communicator& world, double budget,
+                             const Clock& clock = Clock::steady());
 
 }  // namespace trident::calibrate

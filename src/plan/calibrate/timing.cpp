@@ -4,7 +4,7 @@
 #include <ATen/ATen.h>  // at::full
 
 #include <algorithm>  // std::nth_element
-#include <chrono>     // std::chrono::steady_clock
+#include <chrono>     // std::chrono::steady_clock, std::chrono::milliseconds
 #include <thread>     // std::this_thread::sleep_for
 #include <vector>     // std::vector
 
@@ -13,8 +13,6 @@
 namespace trident::calibrate {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 /// The largest of every rank's `value`.
 double max_over_ranks(double value, Communicator& world) {
@@ -26,15 +24,15 @@ double max_over_ranks(double value, Communicator& world) {
 /// Seconds per call over one trial, and how far `counter` grew per call: batches of calls,
 /// doubling, until the slowest rank has spent `min_s`.
 PerCall one_trial(const std::function<void()>& fn, double min_s, Communicator& world,
-                  const std::function<double()>& counter) {
+                  const std::function<double()>& counter, const Clock& clock) {
   world.barrier()->wait();
   int64_t calls = 0, batch = 1;
   const double before = counter();
-  const auto start = Clock::now();
+  const double start = clock.seconds();
   while (true) {
     for (int64_t i = 0; i < batch; ++i) fn();
     calls += batch;
-    const double mine = std::chrono::duration<double>(Clock::now() - start).count();
+    const double mine = clock.seconds() - start;
     const double grown = counter() - before;
     if (max_over_ranks(mine, world) >= min_s) {
       const auto n = static_cast<double>(calls);
@@ -55,14 +53,15 @@ struct Timed {
 /// Each of `timed` after one warm-up call: five trials of its min_s / 5, taken in turn —
 /// every measurement's first trial, then every one's second, and so on — and of each the
 /// trial whose time is the median.
-std::vector<PerCall> in_turn(const std::vector<Timed>& timed, Communicator& world) {
+std::vector<PerCall> in_turn(const std::vector<Timed>& timed, Communicator& world,
+                             const Clock& clock) {
   constexpr int kTrials = 5;
   for (const Timed& t : timed) t.fn();
   std::vector<std::vector<PerCall>> trials(timed.size());
   for (int k = 0; k < kTrials; ++k)
     for (size_t i = 0; i < timed.size(); ++i)
       trials[i].push_back(
-          one_trial(timed[i].fn, timed[i].min_s / kTrials, world, timed[i].counter));
+          one_trial(timed[i].fn, timed[i].min_s / kTrials, world, timed[i].counter, clock));
   std::vector<PerCall> out;
   for (std::vector<PerCall>& v : trials) {
     std::nth_element(v.begin(), v.begin() + kTrials / 2, v.end(),
@@ -74,28 +73,39 @@ std::vector<PerCall> in_turn(const std::vector<Timed>& timed, Communicator& worl
 
 }  // namespace
 
+Clock Clock::steady() {
+  return Clock{[] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }};
+}
+
 double mean_over_ranks(double value, Communicator& world) {
   at::Tensor t = at::full({1}, value, at::kDouble);
   world.all_reduce(t, ReduceOp::kSum)->wait();
   return t.item<double>() / world.size();
 }
 
-double time_per_call(const std::function<void()>& fn, double min_s, Communicator& world) {
-  return time_per_call(fn, min_s, world, [] { return 0.0; }).seconds;
+double time_per_call(const std::function<void()>& fn, double min_s, Communicator& world,
+                     const Clock& clock) {
+  return time_per_call(
+             fn, min_s, world, [] { return 0.0; }, clock)
+      .seconds;
 }
 
 PerCall time_per_call(const std::function<void()>& fn, double min_s, Communicator& world,
-                      const std::function<double()>& counter) {
-  return in_turn({Timed{fn, min_s, counter}}, world).front();
+                      const std::function<double()>& counter, const Clock& clock) {
+  return in_turn({Timed{fn, min_s, counter}}, world, clock).front();
 }
 
 std::vector<double> times_per_call_in_turn(const std::vector<std::function<void()>>& fns,
-                                           const std::vector<double>& min_s, Communicator& world) {
+                                           const std::vector<double>& min_s, Communicator& world,
+                                           const Clock& clock) {
   std::vector<Timed> timed;
   for (size_t i = 0; i < fns.size(); ++i)
     timed.push_back({fns[i], min_s.at(i), [] { return 0.0; }});
   std::vector<double> seconds;
-  for (const PerCall& p : in_turn(timed, world)) seconds.push_back(p.seconds);
+  for (const PerCall& p : in_turn(timed, world, clock)) seconds.push_back(p.seconds);
   return seconds;
 }
 
