@@ -4,6 +4,8 @@ trident_script_test(cli_train_bad_input_stops_every_rank train_errors.sh)
 trident_script_test(cli_train_tp2_metrics_file train_smoke.sh)
 trident_script_test(checkpoint_crash_safety_and_bad_checkpoints checkpoint_crash.sh)
 trident_script_test(checkpoint_tools_eval_export_convert_inspect checkpoint_tools.sh)
+trident_script_test(checkpoint_tools_take_sp_interleaved_and_zero3_nvme_runs
+  checkpoint_tools_any_run.sh)
 trident_script_test(default_run_dp2_pp2_tp2_through_train_sh default_run.sh)
 trident_script_test(default_config_learns_within_15_percent_of_the_floor default_learns.sh)
 trident_script_test(cli_schedule_report_and_bad_arguments schedule_cli.sh)
@@ -65,6 +67,7 @@ trident_script_test(slowest_tests_script_lists_the_ten_slowest slowest_tests.sh)
 # claim of both left a core idle for most of its run. They share the cores under ctest -j2.
 set_tests_properties(cli_train_bad_input_stops_every_rank
   checkpoint_crash_safety_and_bad_checkpoints checkpoint_tools_eval_export_convert_inspect
+  checkpoint_tools_take_sp_interleaved_and_zero3_nvme_runs
   llama_hf_eval_against_a_numpy_reference llama_hf_train_export_roundtrip
   mixtral_hf_eval_against_a_numpy_reference_and_roundtrip PROPERTIES PROCESSORS 1)
 # Two ranks that wait on each other, on disks and on timeouts, timing nothing: alone, the
