@@ -15,8 +15,10 @@ int world_rank();
 int world_size();
 /// Whether this build can run several ranks (it has MPI).
 bool multi_process_built();
-/// Starts the job's communication (MPI_Init_thread with full thread support), for the
-/// commands that communicate; end_job() ends it. Nothing without MPI.
+/// Starts the job's communication (MPI_Init_thread asking for full thread support), for the
+/// commands that communicate; end_job() ends it. Nothing without MPI. Throws a JobError on
+/// every rank when some rank's library gives less thread support than trident needs
+/// (parallel/thread_level.h).
 void start_job(int* argc, char*** argv);
 void end_job();
 /// The ranks of the job on this rank's node (sharing its memory), this one included.
