@@ -94,4 +94,15 @@ std::unique_ptr<Communicator> self_communicator(double timeout_s) {
                                            timeout_s);
 }
 
+std::unique_ptr<Communicator> node_communicator(double timeout_s) {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int size = 1;
+  MPI_Comm_size(node, &size);
+  int me = world_rank();
+  std::vector<int> ranks(static_cast<size_t>(size));
+  MPI_Allgather(&me, 1, MPI_INT, ranks.data(), 1, MPI_INT, node);
+  return std::make_unique<MpiCommunicator>(node, "node", std::move(ranks), timeout_s);
+}
+
 }  // namespace trident

@@ -35,5 +35,8 @@ void abort_job(int code);
 std::unique_ptr<Communicator> world_communicator(double timeout_s = kWaitForever);
 /// A communicator over this rank alone, named "self".
 std::unique_ptr<Communicator> self_communicator(double timeout_s = kWaitForever);
+/// A communicator over the ranks of this rank's node (those ranks_per_node counts), named
+/// "node", in the order of their world ranks. Collective over the job.
+std::unique_ptr<Communicator> node_communicator(double timeout_s = kWaitForever);
 
 }  // namespace trident
