@@ -11,21 +11,31 @@
 namespace trident::calibrate {
 namespace {
 
+/// How the polled communicator's reductions ended.
+struct Endings {
+  int launched = 0;
+  int by_test = 0;  ///< on their third test, from a gradient hook
+  int by_wait = 0;
+};
+
 /// A reduction that completes on its third test, or when waited on.
 class SlowWork : public Work {
  public:
-  explicit SlowWork(int& finished_by_test) : finished_by_test_(finished_by_test) {}
-  void wait() override { done_ = true; }
+  explicit SlowWork(Endings& endings) : endings_(endings) { ++endings_.launched; }
+  void wait() override {
+    if (!done_) ++endings_.by_wait;
+    done_ = true;
+  }
   bool test() override {
     if (!done_ && ++tests_ == 3) {
       done_ = true;
-      ++finished_by_test_;
+      ++endings_.by_test;
     }
     return done_;
   }
 
  private:
-  int& finished_by_test_;
+  Endings& endings_;
   int tests_ = 0;
   bool done_ = false;
 };
@@ -35,26 +45,35 @@ class PolledCommunicator : public LocalCommunicator {
  public:
   PolledCommunicator() : LocalCommunicator("dp", 0) {}
   WorkHandle all_reduce(at::Tensor, ReduceOp) override {
-    return std::make_shared<SlowWork>(finished_by_test);
+    return std::make_shared<SlowWork>(endings);
   }
   WorkHandle reduce_scatter(at::Tensor, at::Tensor, ReduceOp) override {
-    return std::make_shared<SlowWork>(finished_by_test);
+    return std::make_shared<SlowWork>(endings);
   }
-  int finished_by_test = 0;
+  Endings endings;
 };
 
 TEST(CalibrateOverlap, the_backward_polls_the_reductions_in_flight) {
   for (const bool scatter : {false, true}) {
     PolledCommunicator dp;
     LocalCommunicator alone("alone", 0), world("world", 0);
+    // A budget far below one call's time: each measurement is one warm-up call and five
+    // trials of one call, so the reductions can be counted, whatever the machine's speed.
     const OverlapTiming t =
-        overlap_timing(BlockShape{1, 8, 16, 2}, 2, 64, scatter, dp, alone, world, 0.02);
+        overlap_timing(BlockShape{1, 8, 16, 2}, 2, 64, scatter, dp, alone, world, 1e-9);
     EXPECT_GT(t.block_s, 0);
     EXPECT_GT(t.reduce_s, 0);
     EXPECT_GT(t.both_s, 0);
+    const char* what = scatter ? "reduce-scatter" : "all-reduce";
+    // Sized on six reductions of one bucket alone; then six calls of t.buckets alone, and
+    // six beside the backward.
+    ASSERT_GE(t.buckets, 1) << what;
+    ASSERT_LE(t.buckets, 2) << what;
+    EXPECT_EQ(dp.endings.launched, 6 + 12 * t.buckets) << what;
     // Alone, every reduction ends in its wait; beside the block, the gradient hooks test
-    // them often enough (a small GPT-2 block has 12 weights) to finish some.
-    EXPECT_GT(dp.finished_by_test, 0) << (scatter ? "reduce-scatter" : "all-reduce");
+    // them often enough (a small GPT-2 block has 12 weights) to finish every one.
+    EXPECT_EQ(dp.endings.by_wait, 6 + 6 * t.buckets) << what;
+    EXPECT_EQ(dp.endings.by_test, 6 * t.buckets) << what;
   }
 }
 
