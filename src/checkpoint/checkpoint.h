@@ -64,10 +64,20 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
 void load_model_weights(ModelStage& model, ParallelContext& ctx, const TrainConfig& config,
                         const std::string& path, const std::string& checkpoint_dir);
 
+/// What a checkpoint tool keeps of the [parallel] section of the run that saved a
+/// checkpoint; the rest of it takes its defaults, since keys such as a schedule with model
+/// chunks, sequence parallelism or parameters in a tier hold only in that run's layout.
+enum class SavedParallel {
+  kNone,           ///< eval: the model alone, in the layout the overrides give
+  kStorageLayout,  ///< convert: storage_layout() of it (checkpoint/ownership.h)
+};
+
 /// The config a checkpoint's model was trained with (the stored config of a trident
-/// checkpoint, or the model of a Hugging Face config.json), with `overrides` applied
-/// ("section.key=value") and validated for `world_size` ranks (0: no world check).
+/// checkpoint, or the model of a Hugging Face config.json), keeping `saved` of its
+/// [parallel] section, with `overrides` applied ("section.key=value") and validated for
+/// `world_size` ranks (0: no world check).
 TrainConfig checkpoint_config(const std::string& path, const std::string& checkpoint_dir,
-                              const std::vector<std::string>& overrides, int world_size);
+                              const std::vector<std::string>& overrides, int world_size,
+                              SavedParallel saved);
 
 }  // namespace trident

@@ -9,9 +9,10 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/hf.h"                // check_hf_config
 #include "checkpoint/index.h"             // open_checkpoint, CheckpointIndex
+#include "checkpoint/ownership.h"         // storage_layout
 #include "checkpoint/reader.h"            // SliceReader
 #include "checkpoint/trainer_progress.h"  // read_progress
-#include "config/config.h"                // TrainConfig, parse_resolved_config
+#include "config/config.h"                // TrainConfig, parse_resolved_config, to_toml
 #include "models/model_stage.h"           // ModelStage
 #include "parallel/agreement.h"           // run_agreed
 #include "parallel/parallel_context.h"    // ParallelContext::world
@@ -266,7 +267,8 @@ void load_model_weights(ModelStage& model, ParallelContext& ctx, const TrainConf
 }
 
 TrainConfig checkpoint_config(const std::string& path, const std::string& checkpoint_dir,
-                              const std::vector<std::string>& overrides, int world_size) {
+                              const std::vector<std::string>& overrides, int world_size,
+                              SavedParallel saved) {
   const CheckpointIndex index = open_checkpoint(path, checkpoint_dir);
   std::string toml = index.config_toml;
   if (index.hugging_face || toml.empty()) {
@@ -289,7 +291,11 @@ TrainConfig checkpoint_config(const std::string& path, const std::string& checkp
         if (m.contains(key)) toml += std::string(key) + " = " + m.at(key).dump() + "\n";
     }
   }
-  return parse_resolved_config(toml, "<checkpoint " + index.dir + ">", overrides, world_size);
+  const std::string source = "<checkpoint " + index.dir + ">";
+  TrainConfig config = parse_resolved_config(toml, source, {}, /*world_size=*/0);
+  config.parallel =
+      saved == SavedParallel::kStorageLayout ? storage_layout(config.parallel) : ParallelConfig{};
+  return parse_resolved_config(to_toml(config), source, overrides, world_size);
 }
 
 }  // namespace trident

@@ -48,4 +48,17 @@ std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
   return out;
 }
 
+ParallelConfig storage_layout(const ParallelConfig& p) {
+  ParallelConfig out;
+  out.dp = p.dp;
+  out.cp = p.cp;
+  out.pp = p.pp;
+  out.tp = p.tp;
+  out.ep = p.ep;
+  out.zero_stage = p.zero_stage;
+  out.bucket_size = p.bucket_size;
+  out.zero3_persist_below = p.zero3_persist_below;
+  return out;
+}
+
 }  // namespace trident::checkpoint

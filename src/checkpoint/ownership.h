@@ -31,4 +31,11 @@ bool stores_param(const ParamSpec& spec, int tp_rank, int dp_rank, int zero_stag
 std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
                                           const ParallelConfig& p, int dp_rank);
 
+/// The keys of `p` that decide which rank stores which slice (dp, cp, pp, tp, ep,
+/// zero_stage, bucket_size, zero3_persist_below), every other key at its default: the
+/// layout `trident convert` keeps of the run that saved a checkpoint. The rest (schedule,
+/// sequence parallelism, offload tiers, ...) is how that run ran, and may not hold in
+/// another layout.
+ParallelConfig storage_layout(const ParallelConfig& p);
+
 }  // namespace trident::checkpoint

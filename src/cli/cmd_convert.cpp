@@ -17,8 +17,10 @@ int cmd_convert(const Args& args) {
   const std::unique_ptr<Communicator> job = world_communicator();
   const int rank = job->rank();
   TrainConfig target;
-  run_agreed(*job,
-             [&] { target = checkpoint_config(args.get("in"), "", args.sets, /*world_size=*/0); });
+  run_agreed(*job, [&] {
+    target = checkpoint_config(args.get("in"), "", args.sets, /*world_size=*/0,
+                               SavedParallel::kStorageLayout);
+  });
   const checkpoint::ConvertSummary s =
       checkpoint::convert_checkpoint(args.get("in"), "", target, args.get("out"), *job);
   const auto& p = target.parallel;

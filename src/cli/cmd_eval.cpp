@@ -26,19 +26,15 @@ int cmd_eval(const Args& args) {
   const std::unique_ptr<Communicator> job = world_communicator();
   const int world = job->size(), rank = job->rank();
 
-  // The saving run's layout and batch do not apply: one rank unless --set says otherwise.
-  std::vector<std::string> sets = {"parallel.dp=0",
-                                   "parallel.cp=1",
-                                   "parallel.pp=1",
-                                   "parallel.tp=1",
-                                   "parallel.zero_stage=0",
-                                   "train.micro_batch_size=1",
+  // The saving run's layout and batch do not apply: dp over every rank unless --set says
+  // otherwise.
+  std::vector<std::string> sets = {"train.micro_batch_size=1",
                                    "train.global_batch_size=" + std::to_string(world)};
   sets.insert(sets.end(), args.sets.begin(), args.sets.end());
   const std::string path = args.get("checkpoint");
   TrainConfig config;
   run_agreed(*job, [&] {
-    config = checkpoint_config(path, "", sets, world);
+    config = checkpoint_config(path, "", sets, world, SavedParallel::kNone);
     check_device(config.train.device);
   });
   const long long T = args.get_int("seq-len", config.model.seq_len);

@@ -1,6 +1,7 @@
 // Dispatch of `trident SUBCOMMAND ...`, the job's start (MPI) for the commands that need it,
 // and the one place where errors become messages and exit codes.
 #include <cstdio>
+#include <functional>  // std::function
 #include <iostream>
 
 #include "cli/args.h"
@@ -16,12 +17,14 @@ namespace {
 
 void print_usage(std::FILE* to) { std::fputs(overview_text(commands()).c_str(), to); }
 
-/// Parses the command line against `command`'s declared options and runs it (or prints its
-/// help). The one place where errors become messages and exit codes: 2 for bad input (an
-/// InputError, or a JobError that carries one), 1 for a failure during the run.
-int run_guarded(const Command& command, const Argv& argv) {
+/// Runs `start` (the job's start, or nothing), parses the command line against `command`'s
+/// declared options and runs it (or prints its help). The one place where errors become
+/// messages and exit codes: 2 for bad input (an InputError, or a JobError that carries
+/// one), 1 for a failure during the run.
+int run_guarded(const Command& command, const Argv& argv, const std::function<void()>& start) {
   const char* name = command.spec.name.c_str();
   try {
+    if (start) start();
     const Args args = parse_args(command.spec, argv);
     if (args.help) {
       if (world_rank() == 0) std::fputs(help_text(command.spec).c_str(), stdout);
@@ -68,12 +71,11 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   const Argv args(all.begin() + 1, all.end());
-  if (!command->uses_mpi) return run_guarded(*command, args);
+  if (!command->uses_mpi) return run_guarded(*command, args, nullptr);
 
   // Before MPI starts: a signal during the start-up is then flagged, not fatal.
   if (command->preemptible) catch_preemption_early();
-  start_job(&argc, &argv);
-  const int code = run_guarded(*command, args);
+  const int code = run_guarded(*command, args, [&] { start_job(&argc, &argv); });
   end_job();
   return code;
 }

@@ -76,7 +76,7 @@ MpiCommunicator::~MpiCommunicator() {
 WorkHandle MpiCommunicator::all_reduce(at::Tensor tensor, ReduceOp op) {
   check_tensor(tensor, "all_reduce");
   auto& counter = counters_[static_cast<int>(CommKind::kAllReduce)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   at::Tensor buffer = needs_upcast(tensor.scalar_type()) ? tensor.to(at::kFloat) : tensor;
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllReduce, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor, buffer});
@@ -98,7 +98,7 @@ WorkHandle MpiCommunicator::reduce_scatter(at::Tensor output, at::Tensor input, 
               "': input has ", input.numel(), " elements, expected ", output.numel() * size_);
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "reduce_scatter: dtypes differ");
   auto& counter = counters_[static_cast<int>(CommKind::kReduceScatter)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   const bool up = needs_upcast(input.scalar_type());
   at::Tensor in = up ? input.to(at::kFloat) : input;
   at::Tensor out = up ? at::empty(output.sizes(), output.options().dtype(at::kFloat)) : output;
@@ -167,7 +167,7 @@ WorkHandle MpiCommunicator::all_gather(at::Tensor output, at::Tensor input) {
               "': output has ", output.numel(), " elements, expected ", input.numel() * size_);
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "all_gather: dtypes differ");
   auto& counter = counters_[static_cast<int>(CommKind::kAllGather)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kAllGather, nbytes(output),
                                         std::vector<at::Tensor>{output, input});
   const MPI_Datatype type = transport_type(input.scalar_type());
@@ -180,7 +180,7 @@ WorkHandle MpiCommunicator::all_gather(at::Tensor output, at::Tensor input) {
 WorkHandle MpiCommunicator::broadcast(at::Tensor tensor, int root) {
   check_tensor(tensor, "broadcast");
   auto& counter = counters_[static_cast<int>(CommKind::kBroadcast)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kBroadcast, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor});
   MPI_Ibcast(tensor.data_ptr(), static_cast<int>(tensor.numel()),
@@ -192,7 +192,7 @@ WorkHandle MpiCommunicator::broadcast(at::Tensor tensor, int root) {
 WorkHandle MpiCommunicator::send(at::Tensor tensor, int dst, int tag) {
   check_tensor(tensor, "send");
   auto& counter = counters_[static_cast<int>(CommKind::kSend)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kSend, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor});
   MPI_Isend(tensor.data_ptr(), static_cast<int>(tensor.numel()),
@@ -204,7 +204,7 @@ WorkHandle MpiCommunicator::send(at::Tensor tensor, int dst, int tag) {
 WorkHandle MpiCommunicator::recv(at::Tensor tensor, int src, int tag) {
   check_tensor(tensor, "recv");
   auto& counter = counters_[static_cast<int>(CommKind::kRecv)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   auto work = std::make_shared<MpiWork>(*this, counter, CommKind::kRecv, nbytes(tensor),
                                         std::vector<at::Tensor>{tensor});
   MPI_Irecv(tensor.data_ptr(), static_cast<int>(tensor.numel()),
@@ -219,7 +219,7 @@ WorkHandle MpiCommunicator::all_to_all(at::Tensor output, at::Tensor input,
   check_tensor(input, "all_to_all input");
   const int64_t row = all_to_all_row_elements(output, input, send_rows, recv_rows, size_);
   auto& counter = counters_[static_cast<int>(CommKind::kAllToAll)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   // Counts and displacements in elements; MPI's are ints.
   std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
   int64_t send_at = 0, recv_at = 0;
@@ -246,7 +246,7 @@ WorkHandle MpiCommunicator::all_to_all(at::Tensor output, at::Tensor input,
 
 WorkHandle MpiCommunicator::barrier() {
   auto& counter = counters_[static_cast<int>(CommKind::kBarrier)];
-  Blocked blocked(counter);
+  Blocked blocked(*this, counter);
   auto work =
       std::make_shared<MpiWork>(*this, counter, CommKind::kBarrier, 0, std::vector<at::Tensor>{});
   MPI_Ibarrier(comm_, work->request());

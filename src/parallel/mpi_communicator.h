@@ -3,6 +3,9 @@
 #pragma once
 #include <mpi.h>  // MPI_Comm
 
+#include <chrono>      // std::chrono::steady_clock
+#include <functional>  // std::function
+
 #include "parallel/communicator.h"
 
 namespace trident {
@@ -45,6 +48,14 @@ class MpiCommunicator : public Communicator {
   MPI_Comm comm() const { return comm_; }
   double timeout_s() const { return timeout_s_; }
 
+  /// The clock the time counters (CommCounter::seconds, wait_seconds) read: the steady
+  /// clock unless a test sets its own. The timeout's deadline always reads the steady clock.
+  using Clock = std::chrono::steady_clock;
+  void set_counter_clock(std::function<Clock::time_point()> clock) {
+    counter_clock_ = std::move(clock);
+  }
+  Clock::time_point counter_now() const { return counter_clock_ ? counter_clock_() : Clock::now(); }
+
  private:
   /// gather_bytes to `root`, or, with kEveryRank, all_gather_bytes: one implementation.
   static constexpr int kEveryRank = -1;
@@ -64,6 +75,7 @@ class MpiCommunicator : public Communicator {
   /// same order.
   static constexpr int kMaxTag = 32768;
   int next_tag_ = 0;
+  std::function<Clock::time_point()> counter_clock_;
 };
 
 }  // namespace trident

@@ -55,7 +55,7 @@ std::string MpiCommunicator::broadcast_bytes(std::string bytes, int root) {
   auto length = std::make_shared<int64_t>(static_cast<int64_t>(data->size()));
   std::shared_ptr<MpiWork> work;
   {
-    Blocked blocked(counter);
+    Blocked blocked(*this, counter);
     work = std::make_shared<MpiWork>(*this, counter, CommKind::kBroadcast, 0,
                                      std::vector<at::Tensor>{});
     MPI_Ibcast(length.get(), 1, MPI_INT64_T, root, comm_, work->request());
@@ -95,7 +95,7 @@ std::vector<std::string> MpiCommunicator::gather_bytes_to(const std::string& byt
   auto displs = std::make_shared<std::vector<int>>();
   std::shared_ptr<MpiWork> work;
   {
-    Blocked blocked(counter);
+    Blocked blocked(*this, counter);
     work = std::make_shared<MpiWork>(*this, counter, kind, 0, std::vector<at::Tensor>{});
     // Every rank learns every length, so that all agree on whether the gather fits.
     MPI_Iallgather(mine.get(), 1, MPI_INT64_T, lengths->data(), 1, MPI_INT64_T, comm_,

@@ -29,7 +29,8 @@ class MpiWork : public Work {
         kind_(kind),
         bytes_(bytes),
         keep_alive_(std::move(keep_alive)),
-        start_(Clock::now()) {
+        start_(comm.counter_now()),
+        deadline_from_(Clock::now()) {
     counter_.calls += 1;
     counter_.bytes += bytes;
   }
@@ -51,20 +52,21 @@ class MpiWork : public Work {
 
   bool test() override {
     if (done_) return true;
-    const auto from = Clock::now();
+    const auto from = comm_.counter_now();
     const bool finished = progress();
-    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from).count();
+    counter_.wait_seconds += std::chrono::duration<double>(comm_.counter_now() - from).count();
     return finished;
   }
 
   void wait() override {
     if (done_) return;
-    const auto blocked_from = Clock::now();
+    const auto blocked_from = comm_.counter_now();
     // An infinite timeout (kWaitForever) has no deadline.
     const bool bounded = std::isfinite(comm_.timeout_s());
-    const auto deadline = bounded ? start_ + std::chrono::duration_cast<Clock::duration>(
-                                                 std::chrono::duration<double>(comm_.timeout_s()))
-                                  : Clock::time_point::max();
+    const auto deadline =
+        bounded ? deadline_from_ + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(comm_.timeout_s()))
+                : Clock::time_point::max();
     int spins = 0;
     while (!progress()) {
       if (++spins < 64) {
@@ -74,7 +76,8 @@ class MpiWork : public Work {
       if (bounded && Clock::now() > deadline) abort_on_timeout();
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
-    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - blocked_from).count();
+    counter_.wait_seconds +=
+        std::chrono::duration<double>(comm_.counter_now() - blocked_from).count();
   }
 
  private:
@@ -94,7 +97,7 @@ class MpiWork : public Work {
     if (finish_) finish_();
     keep_alive_.clear();
     next_round_ = nullptr;
-    counter_.seconds += std::chrono::duration<double>(Clock::now() - start_).count();
+    counter_.seconds += std::chrono::duration<double>(comm_.counter_now() - start_).count();
   }
 
   [[noreturn]] void abort_on_timeout() {
@@ -119,7 +122,8 @@ class MpiWork : public Work {
   CommKind kind_;
   int64_t bytes_;
   std::vector<at::Tensor> keep_alive_;
-  Clock::time_point start_;
+  Clock::time_point start_;          // on the counters' clock
+  Clock::time_point deadline_from_;  // on the steady clock
   std::vector<MPI_Request> requests_;
   std::function<bool()> next_round_;
   std::function<void()> finish_;
@@ -135,14 +139,16 @@ inline int64_t nbytes(const at::Tensor& t) {
 /// spends communicating rather than computing.
 class Blocked {
  public:
-  explicit Blocked(CommCounter& counter) : counter_(counter), from_(Clock::now()) {}
+  Blocked(const MpiCommunicator& comm, CommCounter& counter)
+      : comm_(comm), counter_(counter), from_(comm.counter_now()) {}
   ~Blocked() {
-    counter_.wait_seconds += std::chrono::duration<double>(Clock::now() - from_).count();
+    counter_.wait_seconds += std::chrono::duration<double>(comm_.counter_now() - from_).count();
   }
   Blocked(const Blocked&) = delete;
   Blocked& operator=(const Blocked&) = delete;
 
  private:
+  const MpiCommunicator& comm_;
   CommCounter& counter_;
   Clock::time_point from_;
 };

@@ -15,8 +15,10 @@ int world_rank();
 int world_size();
 /// Whether this build can run several ranks (it has MPI).
 bool multi_process_built();
-/// Starts the job's communication (MPI_Init_thread with full thread support), for the
-/// commands that communicate; end_job() ends it. Nothing without MPI.
+/// Starts the job's communication (MPI_Init_thread asking for full thread support), for the
+/// commands that communicate; end_job() ends it. Nothing without MPI. Throws a JobError on
+/// every rank when some rank's library gives less thread support than trident needs
+/// (parallel/thread_level.h).
 void start_job(int* argc, char*** argv);
 void end_job();
 /// The ranks of the job on this rank's node (sharing its memory), this one included.
@@ -33,5 +35,8 @@ void abort_job(int code);
 std::unique_ptr<Communicator> world_communicator(double timeout_s = kWaitForever);
 /// A communicator over this rank alone, named "self".
 std::unique_ptr<Communicator> self_communicator(double timeout_s = kWaitForever);
+/// A communicator over the ranks of this rank's node (those ranks_per_node counts), named
+/// "node", in the order of their world ranks. Collective over the job.
+std::unique_ptr<Communicator> node_communicator(double timeout_s = kWaitForever);
 
 }  // namespace trident

@@ -21,4 +21,8 @@ std::unique_ptr<Communicator> self_communicator(double /*timeout_s*/) {
   return std::make_unique<LocalCommunicator>("self", 0);
 }
 
+std::unique_ptr<Communicator> node_communicator(double /*timeout_s*/) {
+  return std::make_unique<LocalCommunicator>("node", 0);
+}
+
 }  // namespace trident

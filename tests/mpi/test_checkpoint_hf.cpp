@@ -233,7 +233,7 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
                                          "train.micro_batch_size=1",
                                          "train.global_batch_size=8",
                                          "train.precision=fp64"};
-  const TrainConfig config = checkpoint_config(hf, "", sets, 8);
+  const TrainConfig config = checkpoint_config(hf, "", sets, 8, SavedParallel::kNone);
   EXPECT_EQ(config.model.seq_len, kPositions);
   EXPECT_EQ(config.padded_vocab(), 52);  // one padding row at tp 2
   ParallelContext ctx(MPI_COMM_WORLD, 2, 2, 2, 120.0);
@@ -253,7 +253,7 @@ TEST(CheckpointHf, independent_hf_files_import_and_eval_dp2_pp2_tp2_match_a_plai
   // Import into a trainer with fewer positions than the file: the weights, exactly.
   std::vector<std::string> train_sets = sets;
   train_sets.push_back("model.seq_len=16");
-  Trainer trainer(checkpoint_config(hf, "", train_sets, 8), ctx);
+  Trainer trainer(checkpoint_config(hf, "", train_sets, 8, SavedParallel::kNone), ctx);
   load_checkpoint(trainer, ctx, hf, "");
   EXPECT_EQ(trainer.completed_steps(), 0);
   for (const Parameter& p : trainer.model().params().params()) {

@@ -9,6 +9,7 @@
 
 #include "mpi_cases.h"  // register_mpi_cases
 #include "parallel/agreement.h"
+#include "parallel/mpi_communicator.h"  // MpiCommunicator::set_counter_clock
 #include "parallel/parallel_context.h"
 #include "parallel/world.h"
 
@@ -223,26 +224,63 @@ TEST(Counters, bytes_and_calls_per_kind_and_group) {
   EXPECT_EQ(ctx->pp().total_bytes(), 0);
 }
 
+/// The seconds a counter charges for the readings of its clock from `before` to `after`
+/// (exclusive, inclusive) on a clock that moves one second a reading: from the first of them
+/// to the last, none when the call read it not at all.
+double span_of(double before, double after) { return after > before ? after - before - 1 : 0; }
+
 TEST(Counters, wait_seconds_count_the_time_spent_inside_the_group) {
   auto ctx = grid_2x2x2();
-  Communicator& tp = ctx->tp();
+  auto& tp = dynamic_cast<MpiCommunicator&>(ctx->tp());
+  // The counters' clock moves one second at each reading, and 100 s while the caller
+  // computes between the group's calls: what each counter holds is then exact, however
+  // loaded the machine (the group's timeout still reads the steady clock).
+  double now_s = 0;
+  tp.set_counter_clock([&now_s] {
+    now_s += 1;
+    return MpiCommunicator::Clock::time_point(
+        std::chrono::duration_cast<MpiCommunicator::Clock::duration>(
+            std::chrono::duration<double>(now_s)));
+  });
   tp.reset_counters();
-  at::Tensor x = at::ones({1000}, at::kDouble);
-  // Group rank 1 arrives 0.3 s late: rank 0 is blocked for about that long, rank 1 not.
-  if (tp.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const auto from = std::chrono::steady_clock::now();
-  tp.all_reduce(x)->wait();
-  const double span =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  at::Tensor x = at::ones({1000}, at::kDouble), y = at::ones({10}, at::kDouble);
+  // One all-reduce waited for, one tested first; the counters charge each call's span.
+  double expected_wait = 0, at_post = now_s;
+  WorkHandle first = tp.all_reduce(x, ReduceOp::kSum);
+  EXPECT_GE(now_s - at_post, 2) << "posting reads the clock on entry and on return";
+  expected_wait += span_of(at_post, now_s);
+  now_s += 100;  // computing while the all-reduce is in flight
+  double at_call = now_s;
+  first->wait();
+  EXPECT_GE(now_s - at_call, 2) << "waiting reads the clock on entry and on return";
+  expected_wait += span_of(at_call, now_s);
+
+  at_call = now_s;
+  WorkHandle second = tp.all_reduce(y, ReduceOp::kSum);
+  expected_wait += span_of(at_call, now_s);
+  now_s += 100;
+  at_call = now_s;
+  second->test();  // may complete it, or not: the other rank may not have posted yet
+  EXPECT_GE(now_s - at_call, 2) << "a test reads the clock on entry and on return";
+  expected_wait += span_of(at_call, now_s);
+  now_s += 100;
+  at_call = now_s;
+  second->wait();  // reads nothing when the test completed it
+  expected_wait += span_of(at_call, now_s);
+  const double end_s = now_s;
+  tp.set_counter_clock(nullptr);
+
   const CommCounter& c = tp.counter(CommKind::kAllReduce);
-  if (tp.rank() == 0) {
-    EXPECT_GE(c.wait_seconds, 0.25);
-  } else {
-    EXPECT_LT(c.wait_seconds, 0.25);
-  }
-  EXPECT_LE(c.wait_seconds, span);  // the time from posting to completion, at most
+  EXPECT_EQ(c.calls, 2);
+  // Posting, testing and waiting, not the 300 s of computing between them.
+  EXPECT_DOUBLE_EQ(c.wait_seconds, expected_wait);
+  EXPECT_LT(c.wait_seconds, 100);
+  // From posting to completion, the computing included: 100 s or more each.
+  EXPECT_GE(c.seconds, 200);
+  EXPECT_LE(c.seconds, end_s - at_post);
   EXPECT_DOUBLE_EQ(tp.total_wait_seconds(), c.wait_seconds);
   EXPECT_EQ(ctx->dp().total_wait_seconds(), 0.0);
+  EXPECT_EQ(y[0].item<double>(), 2.0);
   EXPECT_EQ(x[0].item<double>(), 2.0);
 }
 
