@@ -6,6 +6,7 @@
 #endif
 #include <unistd.h>  // pread, pwrite
 
+#include <algorithm>           // std::min
 #include <cerrno>              // errno
 #include <condition_variable>  // std::condition_variable
 #include <cstring>             // std::strerror
@@ -56,7 +57,7 @@ long transfer_all(const IoRequest& r) {
 #if TRIDENT_HAVE_URING
 class UringIo : public AsyncIo {
  public:
-  explicit UringIo(io_uring ring) : ring_(ring) {}
+  UringIo(io_uring ring, UringSeams seams) : ring_(ring), seams_(std::move(seams)) {}
   ~UringIo() override {
     // Transfers still in flight write into buffers their owners are about to free.
     drain();
@@ -69,14 +70,17 @@ class UringIo : public AsyncIo {
       reap_one();
       sqe = io_uring_get_sqe(&ring_);
     }
+    size_t length = r.length;
+    if (seams_.max_entry_bytes > 0) length = std::min(length, seams_.max_entry_bytes);
     if (r.write)
-      io_uring_prep_write(sqe, r.fd, r.buffer, static_cast<unsigned>(r.length), r.offset);
+      io_uring_prep_write(sqe, r.fd, r.buffer, static_cast<unsigned>(length), r.offset);
     else
-      io_uring_prep_read(sqe, r.fd, r.buffer, static_cast<unsigned>(r.length), r.offset);
+      io_uring_prep_read(sqe, r.fd, r.buffer, static_cast<unsigned>(length), r.offset);
     const uint64_t ticket = next_++;
     io_uring_sqe_set_data64(sqe, ticket);
     requests_[ticket] = r;
-    const int rc = io_uring_submit(&ring_);
+    int rc = seams_.submit_error ? seams_.submit_error() : 0;
+    if (rc >= 0) rc = io_uring_submit(&ring_);
     if (rc < 0)
       throw std::runtime_error(std::string("nvme tier: io_uring_submit: ") + std::strerror(-rc));
     return ticket;
@@ -117,6 +121,7 @@ class UringIo : public AsyncIo {
   }
 
   io_uring ring_;
+  UringSeams seams_;
   uint64_t next_ = 1;
   std::unordered_map<uint64_t, IoRequest> requests_;
   std::unordered_map<uint64_t, long> done_;
@@ -201,12 +206,29 @@ class ThreadIo : public AsyncIo {
 
 bool io_uring_built() { return TRIDENT_HAVE_URING != 0; }
 
+std::unique_ptr<AsyncIo> make_uring_io(int queue_depth, UringSeams seams) {
+#if TRIDENT_HAVE_URING
+  io_uring ring;
+  const int rc = io_uring_queue_init(static_cast<unsigned>(queue_depth), &ring, 0);
+  if (rc != 0)
+    throw std::runtime_error(std::string("nvme tier: io_uring_queue_init refused: ") +
+                             std::strerror(-rc));
+  return std::make_unique<UringIo>(ring, std::move(seams));
+#else
+  (void)queue_depth;
+  (void)seams;
+  throw std::runtime_error(
+      "nvme tier: this trident was built without io_uring (liburing was not found); "
+      "install liburing-dev and rebuild, or use the thread-pool backend");
+#endif
+}
+
 std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend) {
 #if TRIDENT_HAVE_URING
   if (backend != IoBackend::kThreads) {
     io_uring ring;
     const int rc = io_uring_queue_init(static_cast<unsigned>(queue_depth), &ring, 0);
-    if (rc == 0) return std::make_unique<UringIo>(ring);
+    if (rc == 0) return std::make_unique<UringIo>(ring, UringSeams{});
     if (backend == IoBackend::kUring)
       throw std::runtime_error(std::string("nvme tier: io_uring_queue_init refused: ") +
                                std::strerror(-rc));
