@@ -50,10 +50,11 @@ std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend = IoBa
 
 /// Seams of the io_uring backend, for tests: `submit_error`, when set, runs before each
 /// io_uring_submit and fails it with the -errno it returns (0: submit as usual); one ring
-/// entry moves at most `max_entry_bytes` (0: the whole request).
+/// entry moves at most `max_entry_bytes` (its length is 32 bits, and the kernel moves under
+/// 2 GiB at once), and the rest of a transfer follows as after a short completion.
 struct UringSeams {
   std::function<int()> submit_error;
-  size_t max_entry_bytes = 0;
+  size_t max_entry_bytes = size_t{1} << 30;
 };
 
 /// The io_uring backend with `seams`; throws where make_async_io(kUring) does.
