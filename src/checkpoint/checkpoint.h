@@ -36,10 +36,8 @@ class CheckpointError : public InputError {
 /// a temporary directory, fsync, rename, then the `latest` file; prunes to `keep_last`
 /// checkpoints when it is > 0. Returns the checkpoint's path.
 ///
-/// Fault injection for crash-safety tests: TRIDENT_CHECKPOINT_FAULT=<point>[@<step>] makes
-/// every rank SIGKILL itself at <point> of the save of step <step> (of every save when no
-/// step is given). Points: mid_file (after the first tensor of its file), before_index,
-/// before_rename, before_latest.
+/// Crash-safety tests kill the ranks at points of a save (TRIDENT_CHECKPOINT_FAULT,
+/// common/fault_injection.h).
 std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
                             const std::string& dir, int64_t keep_last);
 

@@ -26,12 +26,6 @@ namespace {
 
 bool is_16_bit(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 }  // namespace
 
 void checkpoint::check_model(const CheckpointIndex& index, const TrainConfig& config) {

@@ -8,16 +8,6 @@
 
 namespace trident::checkpoint {
 
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-}  // namespace
-
 void SliceReader::add(const std::string& name, const Box& global, at::Tensor dst,
                       bool zero_outside) {
   const auto it = index_.tensors.find(name);

@@ -5,9 +5,6 @@
 #include <ATen/ATen.h>  // Tensor::reshape, narrow
 
 #include <algorithm>   // std::sort, std::remove_if
-#include <csignal>     // std::raise, SIGKILL
-#include <cstdio>      // std::fprintf
-#include <cstdlib>     // std::getenv
 #include <filesystem>  // std::filesystem
 #include <random>      // std::random_device
 #include <regex>       // std::regex
@@ -19,6 +16,7 @@
 #include "checkpoint/safetensors.h"  // write_safetensors, fsync_directory
 #include "checkpoint/save_parts.h"
 #include "checkpoint/writer.h"          // write_pieces, add_records, slice_file_name
+#include "common/fault_injection.h"     // kill_at_checkpoint_point
 #include "config/config.h"              // to_toml
 #include "models/model_stage.h"         // ModelStage
 #include "parallel/agreement.h"         // run_agreed
@@ -31,24 +29,6 @@ namespace checkpoint {
 namespace fs = std::filesystem;
 
 namespace {
-
-/// TRIDENT_CHECKPOINT_FAULT=<point>[@<step>]: the fault-injection hook of crash tests.
-void maybe_crash(const char* point, int64_t step) {
-  const char* env = std::getenv("TRIDENT_CHECKPOINT_FAULT");
-  if (env == nullptr) return;
-  std::string spec = env;
-  const size_t at = spec.find('@');
-  if (at != std::string::npos) {
-    if (std::stoll(spec.substr(at + 1)) != step) return;
-    spec = spec.substr(0, at);
-  }
-  if (spec != point) return;
-  std::fprintf(stderr,
-               "TRIDENT_CHECKPOINT_FAULT: killing this rank at %s of the save of step %lld\n",
-               point, static_cast<long long>(step));
-  std::fflush(stderr);
-  std::raise(SIGKILL);
-}
 
 /// The tensors this rank stores of one window of its optimizer state: its owned range of
 /// each parameter and optimizer state, cut into boxes of the global tensors.
@@ -74,10 +54,10 @@ std::vector<StoredPiece> window_pieces(const StateWindow& window, const Training
   return out;
 }
 
-/// TRIDENT_CHECKPOINT_FAULT=mid_file: the crash after a file's first tensor.
+/// The mid_file fault point: after a file's first tensor.
 std::function<void(size_t)> mid_file_fault(int64_t step) {
   return [step](size_t k) {
-    if (k == 0) maybe_crash("mid_file", step);
+    if (k == 0) fault::kill_at_checkpoint_point("mid_file", step);
   };
 }
 
@@ -241,9 +221,9 @@ void commit_save(const SaveTarget& target, CheckpointIndex index,
   const std::string final_name = target.final_name(), final_dir = target.final_dir();
   const std::string& dir = target.dir;
   add_records(index, records);
-  maybe_crash("before_index", step);
+  fault::kill_at_checkpoint_point("before_index", step);
   write_file_atomically(target.tmp + "/" + kIndexFile, index_to_json(index).dump(1));
-  maybe_crash("before_rename", step);
+  fault::kill_at_checkpoint_point("before_rename", step);
   std::string old;
   if (fs::exists(final_dir)) {  // a second save of the same step replaces the first
     old = dir + "/.old_" + final_name + "_" + random_suffix();
@@ -251,7 +231,7 @@ void commit_save(const SaveTarget& target, CheckpointIndex index,
   }
   fs::rename(target.tmp, final_dir);
   fsync_directory(dir);
-  maybe_crash("before_latest", step);
+  fault::kill_at_checkpoint_point("before_latest", step);
   write_file_atomically(dir + "/" + kLatestFile, final_name + "\n");
   if (!old.empty()) fs::remove_all(old);
   prune(dir, keep_last, final_name);

@@ -92,6 +92,12 @@ std::string describe(const Box& box) {
   return s + "]";
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 std::vector<FlatPiece> flat_range_boxes(const std::vector<int64_t>& shape, int64_t begin,
                                         int64_t length) {
   TORCH_CHECK(begin >= 0 && length >= 0 && begin + length <= product(shape, 0),

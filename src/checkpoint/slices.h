@@ -27,6 +27,8 @@ Box full_box(const std::vector<int64_t>& shape);
 Box intersect(const Box& a, const Box& b);
 /// "[0:4, 8:16]".
 std::string describe(const Box& box);
+/// "[4, 16]".
+std::string shape_text(const std::vector<int64_t>& shape);
 
 /// A run of a row-major tensor's flattened elements that is a box.
 struct FlatPiece {

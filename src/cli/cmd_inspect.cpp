@@ -6,18 +6,13 @@
 
 #include "checkpoint/index.h"        // open_checkpoint
 #include "checkpoint/safetensors.h"  // SafetensorsFile, dtype_from_name
+#include "checkpoint/slices.h"       // shape_text
 #include "cli/args.h"
 #include "cli/commands.h"
 
 namespace trident::cli {
 
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 void print_index(const checkpoint::CheckpointIndex& index) {
   using nlohmann::json;
@@ -45,8 +40,9 @@ void print_index(const checkpoint::CheckpointIndex& index) {
     for (int64_t d : t.shape) numel *= d;
     const int64_t bytes =
         numel * static_cast<int64_t>(c10::elementSize(checkpoint::dtype_from_name(t.dtype)));
-    std::printf("  %-44s %-16s %-5s %6zu %12lld\n", name.c_str(), shape_text(t.shape).c_str(),
-                t.dtype.c_str(), t.slices.size(), static_cast<long long>(bytes));
+    std::printf("  %-44s %-16s %-5s %6zu %12lld\n", name.c_str(),
+                checkpoint::shape_text(t.shape).c_str(), t.dtype.c_str(), t.slices.size(),
+                static_cast<long long>(bytes));
   }
 }
 

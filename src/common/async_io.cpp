@@ -6,6 +6,7 @@
 #endif
 #include <unistd.h>  // pread, pwrite
 
+#include <algorithm>           // std::min
 #include <cerrno>              // errno
 #include <condition_variable>  // std::condition_variable
 #include <cstring>             // std::strerror
@@ -54,9 +55,22 @@ long transfer_all(const IoRequest& r) {
 }
 
 #if TRIDENT_HAVE_URING
+/// A transfer posted to the ring: moved in entries of at most max_entry_bytes, each short
+/// completion followed by an entry for the rest, as transfer_all does.
+struct UringTransfer {
+  IoRequest request;
+  size_t moved = 0;
+  int error = 0;  // -errno of the entry that failed
+  bool finished = false;
+};
+
+// The ring's user data of an entry that carries no transfer (a failed submit's no-op).
+constexpr uint64_t kNoTicket = 0;
+
 class UringIo : public AsyncIo {
  public:
-  explicit UringIo(io_uring ring) : ring_(ring) {}
+  UringIo(io_uring ring, int queue_depth, UringSeams seams)
+      : ring_(ring), depth_(static_cast<size_t>(queue_depth)), seams_(std::move(seams)) {}
   ~UringIo() override {
     // Transfers still in flight write into buffers their owners are about to free.
     drain();
@@ -64,47 +78,83 @@ class UringIo : public AsyncIo {
   }
 
   uint64_t submit(const IoRequest& r) override {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    while (sqe == nullptr) {  // the queue is full: complete the oldest first
-      reap_one();
-      sqe = io_uring_get_sqe(&ring_);
-    }
-    if (r.write)
-      io_uring_prep_write(sqe, r.fd, r.buffer, static_cast<unsigned>(r.length), r.offset);
-    else
-      io_uring_prep_read(sqe, r.fd, r.buffer, static_cast<unsigned>(r.length), r.offset);
     const uint64_t ticket = next_++;
-    io_uring_sqe_set_data64(sqe, ticket);
-    requests_[ticket] = r;
-    const int rc = io_uring_submit(&ring_);
-    if (rc < 0)
+    UringTransfer& t = transfers_[ticket];
+    t.request = r;
+    const int rc = post(ticket, t);
+    if (rc < 0) {  // never handed to the kernel: nothing to wait for
+      transfers_.erase(ticket);
       throw std::runtime_error(std::string("nvme tier: io_uring_submit: ") + std::strerror(-rc));
+    }
+    ++open_;
     return ticket;
   }
 
   void wait(uint64_t ticket) override {
-    const auto it = requests_.find(ticket);
-    if (it == requests_.end()) throw unknown_ticket(ticket);
-    while (done_.count(ticket) == 0) reap_one();
-    const long result = done_[ticket];
-    const IoRequest r = it->second;
-    done_.erase(ticket);
-    requests_.erase(it);
-    check_result(r, result);
+    const auto it = transfers_.find(ticket);
+    if (it == transfers_.end()) throw unknown_ticket(ticket);
+    while (!it->second.finished) reap_one();
+    const UringTransfer t = it->second;
+    transfers_.erase(it);
+    check_result(t.request, t.error < 0 ? t.error : static_cast<long>(t.moved));
   }
   void drain() noexcept override {
-    // Completions are reaped until every submitted request has one; a ring that cannot
-    // be waited on any more has nothing left that could write.
+    // Completions are reaped until every transfer has finished; a ring that cannot be
+    // waited on any more has nothing left that could write.
     try {
-      while (done_.size() < requests_.size()) reap_one();
+      while (open_ > 0) reap_one();
     } catch (const std::exception&) {
     }
-    done_.clear();
-    requests_.clear();
+    transfers_.clear();
+    open_ = entries_ = 0;
   }
   std::string name() const override { return "io_uring"; }
 
  private:
+  /// Hands the kernel an entry for the bytes of `t` not moved yet: 0, or the -errno of a
+  /// failed submit, which leaves no entry behind that could complete.
+  int post(uint64_t ticket, const UringTransfer& t) {
+    // At most depth_ entries in flight: the completion queue (twice as deep) never overflows.
+    while (entries_ >= depth_) reap_one();
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (sqe == nullptr) {  // full of no-ops left by failed submits: hand them over first
+      const int rc = enter();
+      if (rc < 0) return rc;
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    const IoRequest& r = t.request;
+    char* at = static_cast<char*>(r.buffer) + t.moved;
+    const unsigned length =
+        static_cast<unsigned>(std::min(r.length - t.moved, seams_.max_entry_bytes));
+    const off_t offset = r.offset + static_cast<off_t>(t.moved);
+    if (r.write)
+      io_uring_prep_write(sqe, r.fd, at, length, offset);
+    else
+      io_uring_prep_read(sqe, r.fd, at, length, offset);
+    io_uring_sqe_set_data64(sqe, ticket);
+    const int rc = enter();
+    if (rc < 0) {
+      // The entry may still be in the submission queue, and the next submit would hand it
+      // over: it becomes a no-op that touches no buffer.
+      io_uring_prep_nop(sqe);
+      io_uring_sqe_set_data64(sqe, kNoTicket);
+      return rc;
+    }
+    ++entries_;
+    return 0;
+  }
+
+  /// io_uring_submit until the kernel has taken every entry (again when interrupted): 0,
+  /// or the -errno of the submit that failed.
+  int enter() {
+    do {
+      int rc = seams_.submit_error ? seams_.submit_error() : 0;
+      if (rc >= 0) rc = io_uring_submit(&ring_);
+      if (rc < 0 && rc != -EINTR) return rc;
+    } while (io_uring_sq_ready(&ring_) > 0);
+    return 0;
+  }
+
   void reap_one() {
     io_uring_cqe* cqe = nullptr;
     int rc;
@@ -112,14 +162,34 @@ class UringIo : public AsyncIo {
     while (rc == -EINTR);
     if (rc < 0)
       throw std::runtime_error(std::string("nvme tier: io_uring_wait_cqe: ") + std::strerror(-rc));
-    done_[io_uring_cqe_get_data64(cqe)] = cqe->res;
+    const uint64_t ticket = io_uring_cqe_get_data64(cqe);
+    const int res = cqe->res;
     io_uring_cqe_seen(&ring_, cqe);
+    if (ticket == kNoTicket) return;
+    --entries_;
+    complete(ticket, transfers_.at(ticket), res);
+  }
+
+  /// An entry of `t` moved `res` bytes (or failed with -errno): `t` finishes, or goes on.
+  void complete(uint64_t ticket, UringTransfer& t, int res) {
+    if (res > 0) t.moved += static_cast<size_t>(res);
+    // 0 bytes: the end of the file, reported as a short transfer.
+    if (res > 0 && t.moved < t.request.length) {
+      res = post(ticket, t);
+      if (res == 0) return;  // else the rest could not be posted: the transfer failed
+    }
+    t.error = res < 0 ? res : 0;
+    t.finished = true;
+    --open_;
   }
 
   io_uring ring_;
+  size_t depth_;
+  UringSeams seams_;
   uint64_t next_ = 1;
-  std::unordered_map<uint64_t, IoRequest> requests_;
-  std::unordered_map<uint64_t, long> done_;
+  std::unordered_map<uint64_t, UringTransfer> transfers_;
+  size_t open_ = 0;     // transfers not finished
+  size_t entries_ = 0;  // entries handed to the kernel, not reaped
 };
 
 #endif
@@ -201,12 +271,29 @@ class ThreadIo : public AsyncIo {
 
 bool io_uring_built() { return TRIDENT_HAVE_URING != 0; }
 
+std::unique_ptr<AsyncIo> make_uring_io(int queue_depth, UringSeams seams) {
+#if TRIDENT_HAVE_URING
+  io_uring ring;
+  const int rc = io_uring_queue_init(static_cast<unsigned>(queue_depth), &ring, 0);
+  if (rc != 0)
+    throw std::runtime_error(std::string("nvme tier: io_uring_queue_init refused: ") +
+                             std::strerror(-rc));
+  return std::make_unique<UringIo>(ring, queue_depth, std::move(seams));
+#else
+  (void)queue_depth;
+  (void)seams;
+  throw std::runtime_error(
+      "nvme tier: this trident was built without io_uring (liburing was not found); "
+      "install liburing-dev and rebuild, or use the thread-pool backend");
+#endif
+}
+
 std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend) {
 #if TRIDENT_HAVE_URING
   if (backend != IoBackend::kThreads) {
     io_uring ring;
     const int rc = io_uring_queue_init(static_cast<unsigned>(queue_depth), &ring, 0);
-    if (rc == 0) return std::make_unique<UringIo>(ring);
+    if (rc == 0) return std::make_unique<UringIo>(ring, queue_depth, UringSeams{});
     if (backend == IoBackend::kUring)
       throw std::runtime_error(std::string("nvme tier: io_uring_queue_init refused: ") +
                                std::strerror(-rc));

@@ -3,9 +3,10 @@
 #pragma once
 #include <sys/types.h>  // off_t
 
-#include <cstddef>  // size_t
-#include <cstdint>  // uint64_t
-#include <memory>   // std::unique_ptr
+#include <cstddef>     // size_t
+#include <cstdint>     // uint64_t
+#include <functional>  // std::function
+#include <memory>      // std::unique_ptr
 #include <string>
 
 namespace trident {
@@ -46,5 +47,17 @@ bool io_uring_built();
 /// An engine with room for `queue_depth` transfers in flight. kAuto probes io_uring
 /// (io_uring_queue_init) and falls back to threads when it is refused; kUring throws then.
 std::unique_ptr<AsyncIo> make_async_io(int queue_depth, IoBackend backend = IoBackend::kAuto);
+
+/// Seams of the io_uring backend, for tests: `submit_error`, when set, runs before each
+/// io_uring_submit and fails it with the -errno it returns (0: submit as usual); one ring
+/// entry moves at most `max_entry_bytes` (its length is 32 bits, and the kernel moves under
+/// 2 GiB at once), and the rest of a transfer follows as after a short completion.
+struct UringSeams {
+  std::function<int()> submit_error;
+  size_t max_entry_bytes = size_t{1} << 30;
+};
+
+/// The io_uring backend with `seams`; throws where make_async_io(kUring) does.
+std::unique_ptr<AsyncIo> make_uring_io(int queue_depth, UringSeams seams);
 
 }  // namespace trident

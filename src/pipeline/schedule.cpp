@@ -184,23 +184,6 @@ Schedule lower(const Schedule& compute_order, int stages, int stage, int chunks)
   return lowered;
 }
 
-Schedule gpipe(int stages, int stage, int micro_batches) {
-  return lower(gpipe_compute_order(stages, stage, micro_batches), stages, stage);
-}
-
-Schedule one_f_one_b(int stages, int stage, int micro_batches) {
-  return lower(one_f_one_b_compute_order(stages, stage, micro_batches), stages, stage);
-}
-
-Schedule interleaved_1f1b(int stages, int stage, int micro_batches, int chunks) {
-  return lower(interleaved_1f1b_compute_order(stages, stage, micro_batches, chunks), stages, stage,
-               chunks);
-}
-
-Schedule zb_h1(int stages, int stage, int micro_batches) {
-  return lower(zb_h1_compute_order(stages, stage, micro_batches), stages, stage);
-}
-
 Schedule compute_order(PipelineSchedule kind, int stages, int stage, int micro_batches,
                        int chunks) {
   if (kind != PipelineSchedule::kInterleaved1F1B && chunks != 1) {

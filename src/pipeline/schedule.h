@@ -42,23 +42,6 @@ struct Instruction {
 /// One stage's instructions for one optimizer step, in execution order.
 using Schedule = std::vector<Instruction>;
 
-/// GPipe: all forwards (0..m-1), then all backwards (0..m-1), lowered.
-Schedule gpipe(int stages, int stage, int micro_batches);
-
-/// 1F1B: min(stages - stage - 1, m) warm-up forwards, then steady pairs F(i) B(j),
-/// then cool-down backwards; lowered.
-Schedule one_f_one_b(int stages, int stage, int micro_batches);
-
-/// Interleaved 1F1B (Megatron's virtual pipeline): each stage holds `chunks` model chunks;
-/// chunk c of stage s is virtual stage c * stages + s. Needs micro_batches divisible by
-/// stages. Lowered.
-Schedule interleaved_1f1b(int stages, int stage, int micro_batches, int chunks);
-
-/// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism"): 1F1B's order with each backward
-/// split into B (input gradient, kBackwardInput) and W (weight gradient, kBackwardWeight);
-/// the W's a stage cannot run at once are deferred into its cool-down bubble. Lowered.
-Schedule zb_h1(int stages, int stage, int micro_batches);
-
 /// Builds the schedule of one stage; `chunks` (parallel.virtual_stages) must be 1 except
 /// for interleaved 1F1B. Throws std::invalid_argument for counts out of range.
 Schedule make_schedule(PipelineSchedule kind, int stages, int stage, int micro_batches,
@@ -81,20 +64,27 @@ std::vector<Schedule> make_schedules(const std::string& name, int stages, int mi
 Schedule compute_order(PipelineSchedule kind, int stages, int stage, int micro_batches,
                        int chunks = 1);
 
-/// The compute order (forwards and backwards only) of GPipe for one stage.
+/// The compute order of GPipe for one stage: all forwards (0..m-1), then all backwards
+/// (0..m-1).
 Schedule gpipe_compute_order(int stages, int stage, int micro_batches);
 
-/// The compute order (forwards and backwards only) of 1F1B for one stage.
+/// The compute order of 1F1B for one stage: min(stages - stage - 1, m) warm-up forwards,
+/// then steady pairs F(i) B(j), then cool-down backwards.
 Schedule one_f_one_b_compute_order(int stages, int stage, int micro_batches);
 
-/// The compute order of interleaved 1F1B for one stage: Megatron's order. Forward k
+/// The compute order of interleaved 1F1B (Megatron's virtual pipeline) for one stage: each
+/// stage holds `chunks` model chunks; chunk c of stage s is virtual stage c * stages + s,
+/// and micro_batches must be divisible by stages. Megatron's order: forward k
 /// (0-based) of the stage is micro-batch (k / (stages * chunks)) * stages + k % stages of
 /// chunk (k / stages) % chunks; backwards visit the chunks in reverse. Warm-up is
 /// 2 * (stages - stage - 1) + (chunks - 1) * stages forwards (all of them when
 /// micro_batches == stages), then F/B pairs, then the remaining backwards.
 Schedule interleaved_1f1b_compute_order(int stages, int stage, int micro_batches, int chunks);
 
-/// The compute order (F, B-input, W) of ZB-H1 for one stage.
+/// The compute order of ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism") for one
+/// stage: 1F1B's order with each backward split into B (input gradient, kBackwardInput) and
+/// W (weight gradient, kBackwardWeight); the W's a stage cannot run at once are deferred
+/// into its cool-down bubble.
 Schedule zb_h1_compute_order(int stages, int stage, int micro_batches);
 
 /// Inserts communication around a compute order and appends ReduceGrads and

@@ -15,8 +15,6 @@ struct TierTraffic {
   int64_t gathers = 0;    ///< passes over the layers a step: 2 per micro-batch (forward,
                           ///< backward), each starting with one layer read unprefetched
   double total() const { return stream_read + stream_write + gather_read + grad_read + grad_write; }
-  /// What moves while forward and backward compute.
-  double during_compute() const { return gather_read + grad_read + grad_write; }
 };
 
 /// The planes (docs/offload.md): both moments and a 16-bit run's fp32 master for the

@@ -10,12 +10,12 @@
 #include <chrono>
 #include <map>
 
-#include "common/memory_tracker.h"  // peak_tensor_bytes
-#include "config/data_windows.h"    // parse_data_windows, data_batch_of_step
-#include "config/input_error.h"     // InputError
-#include "data/data_config.h"       // source_options, open_eval_set
-#include "data/data_fault.h"        // apply_data_fault
-#include "data/eval_set.h"          // data::EvalSet
+#include "common/fault_injection.h"  // corrupt_batch
+#include "common/memory_tracker.h"   // peak_tensor_bytes
+#include "config/data_windows.h"     // parse_data_windows, data_batch_of_step
+#include "config/input_error.h"      // InputError
+#include "data/data_config.h"        // source_options, open_eval_set
+#include "data/eval_set.h"           // data::EvalSet
 #include "data/token_source.h"
 #include "models/context_split.h"  // take_context_slice
 #include "models/model_config.h"
@@ -146,7 +146,7 @@ MicroBatch Trainer::micro_batch(int64_t batch, int k) const {
   if (!model_->is_first() && !model_->is_last()) return {};
   std::vector<int32_t> tokens(static_cast<size_t>(B * (T + 1)));
   data::fill_batch(*source_, batch - 1, first, B, T, tokens.data());
-  data::apply_data_fault(batch, first, B, T + 1, config_.model.vocab, tokens.data());
+  fault::corrupt_batch(batch, first, B, T + 1, config_.model.vocab, tokens.data());
   return to_micro_batch(tokens, std::vector<bool>(static_cast<size_t>(B), false));
 }
 
@@ -196,7 +196,7 @@ double Trainer::loss_scale(int64_t batch) const {
   // so that no collective is needed and the split (dp, cp, micro-batches) cannot matter.
   std::vector<int32_t> tokens(static_cast<size_t>(global * (T + 1)));
   data::fill_batch(*source_, batch - 1, 0, global, T, tokens.data());
-  data::apply_data_fault(batch, 0, global, T + 1, config_.model.vocab, tokens.data());
+  fault::corrupt_batch(batch, 0, global, T + 1, config_.model.vocab, tokens.data());
   int64_t counted = 0;
   for (int64_t s = 0; s < global; ++s) counted += counted_targets(tokens.data() + s * (T + 1), T);
   return 1.0 / static_cast<double>(std::max<int64_t>(counted, 1));

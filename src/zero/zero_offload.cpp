@@ -139,7 +139,7 @@ bool readable_into(const at::Tensor& t, int64_t n) {
 std::function<at::Tensor()> ZeroOptimizer::post_param_load(size_t gi, size_t b, at::Tensor dst) {
   Group& g = groups_[gi];
   const int64_t n = domain(g, b).size();
-  if (!states_in_tier_) {  // in memory for a checkpoint
+  if (!states_in_tier_) {  // not in the tier yet (before init_tier)
     at::Tensor shard = g.param_shard.narrow(0, g.layout.shard_space_offset(b), n);
     if (!dst.defined()) return [shard] { return shard; };
     dst.copy_(shard);
@@ -190,56 +190,6 @@ void ZeroOptimizer::finish_grad_writes() {
     writes.front().first->drain();
     throw;
   }
-}
-
-void ZeroOptimizer::bring_states_in() {
-  if (!states_in_tier_) return;
-  finish_grad_writes();
-  for (Group& g : groups_) {
-    if (!g.tier) continue;
-    allocate_states(g);
-    if (g.param_plane >= 0)
-      g.param_shard = at::empty({g.layout.shard_space_numel()},
-                                at::TensorOptions().dtype(param_dtype_).device(device_));
-    g.tier->stream(
-        [&](size_t k, std::vector<at::Tensor>& pl) {
-          const Group::Piece& p = g.pieces[k];
-          const int64_t so = state_offset(g, p.bucket) + p.begin;
-          if (g.master_plane >= 0) g.master.narrow(0, so, p.length).copy_(pl[g.master_plane]);
-          if (g.param_plane >= 0) g.param_shard.narrow(0, so, p.length).copy_(pl[g.param_plane]);
-          g.exp_avg.narrow(0, so, p.length).copy_(pl[g.exp_avg_plane]);
-          g.exp_avg_sq.narrow(0, so, p.length).copy_(pl[g.exp_avg_sq_plane]);
-        },
-        /*read=*/true, /*write=*/false);
-  }
-  states_in_tier_ = false;
-}
-
-void ZeroOptimizer::send_states_out(bool write) {
-  if (states_in_tier_ || !ring_) return;
-  finish_grad_writes();
-  for (Group& g : groups_) {
-    if (!g.tier) continue;
-    // The states move between steps only: a write leaves the gradient plane zero.
-    for (bool stored : g.grad_stored)
-      TORCH_CHECK(!stored,
-                  "ZeRO offload: optimizer states written back while a gradient is in the tier");
-    if (write)
-      g.tier->stream(
-          [&](size_t k, std::vector<at::Tensor>& pl) {
-            const Group::Piece& p = g.pieces[k];
-            const int64_t so = state_offset(g, p.bucket) + p.begin;
-            if (g.master_plane >= 0) pl[g.master_plane].copy_(g.master.narrow(0, so, p.length));
-            if (g.param_plane >= 0) pl[g.param_plane].copy_(g.param_shard.narrow(0, so, p.length));
-            pl[g.exp_avg_plane].copy_(g.exp_avg.narrow(0, so, p.length));
-            pl[g.exp_avg_sq_plane].copy_(g.exp_avg_sq.narrow(0, so, p.length));
-            if (g.grad_plane >= 0) pl[g.grad_plane].zero_();
-          },
-          /*read=*/false, /*write=*/true);
-    g.master = g.exp_avg = g.exp_avg_sq = at::Tensor();
-    if (g.param_plane >= 0) g.param_shard = at::Tensor();
-  }
-  states_in_tier_ = true;
 }
 
 std::string ZeroOptimizer::offload_description() const {

@@ -137,14 +137,9 @@ class ZeroOptimizer {
   /// through it. Only between steps.
   void visit_states(const std::function<void(const StateWindow&)>& visit, StateAccess access);
 
-  /// Offload: whether the states live in the nvme tier now (outside a ResidentStates).
+  /// Offload: whether the states live in the nvme tier (param_state() cannot view them;
+  /// visit_states() reads them window by window).
   bool states_in_tier() const { return states_in_tier_; }
-  /// Offload: reads the tier's states into memory, where param_state() views them; a
-  /// no-op without the tier or when they are in memory already.
-  void bring_states_in();
-  /// Offload: writes the states back to the tier (`write`; else they did not change)
-  /// and frees their memory; a no-op without the tier.
-  void send_states_out(bool write);
   /// "nvme (io_uring, O_DIRECT, ...)": how the states are kept, for the run's header.
   std::string offload_description() const;
   /// The nvme tier's traffic and waits since construction, summed over its files.
@@ -313,28 +308,6 @@ class ZeroOptimizer {
   /// and the next use of the buffer (or of the plane) waits for them.
   std::vector<std::pair<NvmeTier*, uint64_t>> grad_writes_;
   bool states_in_tier_ = false;
-};
-
-/// Holds an offloaded optimizer's states in memory, whole, while param_state() reads or
-/// writes them (tests comparing two optimizers; checkpoints stream through visit_states
-/// instead); write_back() stores what was changed, and without it the copies are dropped.
-/// A no-op for an optimizer without a tier.
-class ResidentStates {
- public:
-  explicit ResidentStates(ZeroOptimizer& opt) : opt_(opt) { opt_.bring_states_in(); }
-  ~ResidentStates() {
-    if (!done_) opt_.send_states_out(false);
-  }
-  void write_back() {
-    opt_.send_states_out(true);
-    done_ = true;
-  }
-  ResidentStates(const ResidentStates&) = delete;
-  ResidentStates& operator=(const ResidentStates&) = delete;
-
- private:
-  ZeroOptimizer& opt_;
-  bool done_ = false;
 };
 
 }  // namespace trident

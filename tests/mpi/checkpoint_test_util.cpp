@@ -6,26 +6,49 @@
 
 #include <algorithm>  // std::max
 #include <cstdio>     // std::printf
+#include <map>        // std::map
+#include <utility>    // std::pair
+#include <vector>
 
 #include "checkpoint/reader.h"          // read_global_tensor
 #include "parity_harness.h"             // layout_config, train_steps
 #include "tensor_parallel/parameter.h"  // cut_shard
 #include "train/checkpointing.h"        // load_checkpoint of a Trainer
-#include "zero/zero_optimizer.h"        // ZeroOptimizer, ParamStateView
+#include "zero/zero_optimizer.h"        // ZeroOptimizer, StateWindow, visit_states
 
 namespace trident::testing {
+
+namespace {
+
+/// This rank's optimizer state, read window by window as a save reads it (visit_states:
+/// the nvme tier's states stream through its ring), copied out: (parameter, first element)
+/// of each window's range -> its master, moments and parameter values.
+std::map<std::pair<size_t, int64_t>, std::vector<at::Tensor>> copy_states(ZeroOptimizer& opt) {
+  std::map<std::pair<size_t, int64_t>, std::vector<at::Tensor>> states;
+  opt.visit_states(
+      [&](const StateWindow& window) {
+        for (const auto& [i, v] : window)
+          states[{i, v.start}] = {v.master.clone(), v.exp_avg.clone(), v.exp_avg_sq.clone(),
+                                  v.param.clone()};
+      },
+      StateAccess::kRead);
+  return states;
+}
+
+}  // namespace
 
 bool same_state(Trainer& a, Trainer& b) {
   const auto& pa = a.model().params().params();
   const auto& pb = b.model().params().params();
-  // The nvme tier's states, in memory while they are compared.
-  const ResidentStates resident_a(a.optimizer()), resident_b(b.optimizer());
   bool same = pa.size() == pb.size() && a.optimizer().num_params() == b.optimizer().num_params();
-  for (size_t i = 0; same && i < pa.size(); ++i) {
+  for (size_t i = 0; same && i < pa.size(); ++i)
     same = at::equal(pa[i].tensor, pb[i].tensor);  // empty on both while ZeRO-3 released it
-    const ParamStateView sa = a.optimizer().param_state(i), sb = b.optimizer().param_state(i);
-    same = same && at::equal(sa.param, sb.param) && at::equal(sa.exp_avg, sb.exp_avg) &&
-           at::equal(sa.exp_avg_sq, sb.exp_avg_sq) && at::equal(sa.master, sb.master);
+  const auto sa = copy_states(a.optimizer()), sb = copy_states(b.optimizer());
+  same = same && sa.size() == sb.size();
+  for (auto ia = sa.begin(), ib = sb.begin(); same && ia != sa.end(); ++ia, ++ib) {
+    same = ia->first == ib->first;
+    for (size_t t = 0; same && t < ia->second.size(); ++t)
+      same = at::equal(ia->second[t], ib->second[t]);
   }
   return same && a.optimizer().step_count() == b.optimizer().step_count();
 }

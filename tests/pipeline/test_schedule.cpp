@@ -6,7 +6,7 @@
 #include <string>     // std::string
 #include <vector>     // std::vector
 
-#include "pipeline/schedule.h"  // gpipe, one_f_one_b, lower, to_string, parse_schedule
+#include "pipeline/schedule.h"  // make_schedule, lower, to_string, parse_schedule
 
 namespace trident::pipeline {
 namespace {
@@ -73,18 +73,20 @@ TEST(OneFOneBGolden, pp4_m2_fewer_micro_batches_than_stages) {
 }
 
 TEST(LoweredGolden, pp2_m2_1f1b) {
-  EXPECT_EQ(to_string(one_f_one_b(2, 0, 2), false), "F0 SA0 F1 SA1 RG0 B0 RG1 B1 RED OPT");
-  EXPECT_EQ(to_string(one_f_one_b(2, 1, 2), false), "RA0 F0 B0 SG0 RA1 F1 B1 SG1 RED OPT");
+  EXPECT_EQ(to_string(make_schedule("1f1b", 2, 0, 2), false),
+            "F0 SA0 F1 SA1 RG0 B0 RG1 B1 RED OPT");
+  EXPECT_EQ(to_string(make_schedule("1f1b", 2, 1, 2), false),
+            "RA0 F0 B0 SG0 RA1 F1 B1 SG1 RED OPT");
 }
 
 TEST(LoweredGolden, pp3_m2_gpipe_middle_stage) {
-  EXPECT_EQ(to_string(gpipe(3, 1, 2), false),
+  EXPECT_EQ(to_string(make_schedule("gpipe", 3, 1, 2), false),
             "RA0 F0 SA0 RA1 F1 SA1 RG0 B0 SG0 RG1 B1 SG1 RED OPT");
 }
 
 TEST(LoweredGolden, pp1_m2_single_stage_has_no_communication) {
-  EXPECT_EQ(to_string(one_f_one_b(1, 0, 2), false), "F0 B0 F1 B1 RED OPT");
-  EXPECT_EQ(to_string(gpipe(1, 0, 2), false), "F0 F1 B0 B1 RED OPT");
+  EXPECT_EQ(to_string(make_schedule("1f1b", 1, 0, 2), false), "F0 B0 F1 B1 RED OPT");
+  EXPECT_EQ(to_string(make_schedule("gpipe", 1, 0, 2), false), "F0 F1 B0 B1 RED OPT");
 }
 
 TEST(Lowering, chunks_pp2_v2_only_virtual_ends_skip_communication) {
@@ -166,7 +168,7 @@ TEST(OneFOneBStructure, warm_up_steady_cool_down_counts_pp8_m16) {
   // Before the first backward a stage forwards min(p - s, m) micro-batches: its
   // warm-up plus the first steady forward.
   for (int stage = 0; stage < 8; ++stage) {
-    const Schedule order = compute_only(one_f_one_b(8, stage, 16));
+    const Schedule order = compute_only(make_schedule("1f1b", 8, stage, 16));
     ASSERT_EQ(order.size(), 32u);
     size_t first_backward = 0;
     while (order[first_backward].op != Op::kBackward) ++first_backward;

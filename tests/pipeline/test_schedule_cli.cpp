@@ -69,7 +69,7 @@ TEST(ScheduleCommand, unknown_schedule_throws_before_printing) {
 }
 
 TEST(RenderTimeline, pp2_m2_1f1b_rows) {
-  std::vector<Schedule> per_stage = {one_f_one_b(2, 0, 2), one_f_one_b(2, 1, 2)};
+  std::vector<Schedule> per_stage = make_schedules("1f1b", 2, 2);
   const CheckReport report = check_schedules(per_stage, 2);
   EXPECT_EQ(render_timeline(per_stage, report, 1.0),
             "  stage 0 |F0F1....B0  ..B1  |\n"

@@ -1,39 +1,24 @@
-// The nvme tier's pieces: AsyncIo on both backends moves exactly the bytes asked for (and
-// says when it cannot), and NvmeTier's streamed pipeline hands every piece's planes back
-// as they were written, across ring wrap-arounds, with reads of one plane alone.
+// The nvme tier's pieces: NvmeTier's streamed pipeline hands every piece's planes back as
+// they were written, across ring wrap-arounds, with reads of one plane alone, and a full
+// disk ends it with the path; TierFile and StagingPool. AsyncIo: test_async_io.cpp.
 #include <ATen/ATen.h>  // at::arange, at::equal
-#include <fcntl.h>      // open
 #include <gtest/gtest.h>
-#include <stdlib.h>  // mkdtemp
-#include <unistd.h>  // close
 
-#include <cstdlib>     // std::getenv
-#include <cstring>     // std::memset, std::memcmp
-#include <filesystem>  // std::filesystem::remove_all
+#include <filesystem>  // std::filesystem::is_empty
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "../ci_env.h"  // testing::under_ci
 #include "common/aligned_buffer.h"
 #include "common/async_io.h"
 #include "common/tier_file.h"
+#include "tier_test_util.h"  // TempDir, built_backends
 #include "zero/nvme_tier.h"
 #include "zero/staging_pool.h"
 
 namespace trident {
 namespace {
-
-/// A fresh directory under /tmp (the same disk as /work here), removed at the end.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char name[] = "/tmp/trident_tier_test_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 /// Plane `plane` of piece `piece` (`n` elements of `dtype`), read alone from the file.
 at::Tensor read_back(NvmeTier& tier, size_t piece, size_t plane, int64_t n, at::ScalarType dtype) {
@@ -41,107 +26,6 @@ at::Tensor read_back(NvmeTier& tier, size_t piece, size_t plane, int64_t n, at::
   at::Tensor got = pool->take(n, dtype);
   tier.finish(tier.post_read(piece, plane, got.data_ptr()));
   return got.clone();
-}
-
-void round_trip(IoBackend backend) {
-  TempDir dir;
-  const size_t block = 3 * kIoAlignment;
-  TierFile file(dir.path + "/f.tier", static_cast<off_t>(4 * block));
-  EXPECT_TRUE(std::filesystem::is_empty(dir.path));  // unlinked at once
-  const std::unique_ptr<AsyncIo> io = make_async_io(8, backend);
-  std::vector<AlignedBuffer> out, in;
-  std::vector<uint64_t> tickets;
-  for (int k = 0; k < 4; ++k) {
-    out.emplace_back(block);
-    std::memset(out.back().data(), 'a' + k, block);
-    tickets.push_back(
-        io->submit({file.fd(), true, out.back().data(), block, static_cast<off_t>(k * block)}));
-  }
-  for (uint64_t t : tickets) io->wait(t);
-  tickets.clear();
-  for (int k = 3; k >= 0; --k) {  // completion order does not matter
-    in.emplace_back(block);
-    tickets.push_back(
-        io->submit({file.fd(), false, in.back().data(), block, static_cast<off_t>(k * block)}));
-  }
-  for (uint64_t t : tickets) io->wait(t);
-  for (int k = 0; k < 4; ++k) EXPECT_EQ(std::memcmp(in[3 - k].data(), out[k].data(), block), 0);
-  // Past the end of the file: a short read, named as one.
-  AlignedBuffer past(block);
-  const uint64_t t =
-      io->submit({file.fd(), false, past.data(), block, static_cast<off_t>(4 * block)});
-  try {
-    io->wait(t);
-    ADD_FAILURE() << "a read past the end completed";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("short read"), std::string::npos) << e.what();
-  }
-}
-
-TEST(AsyncIo, threads_move_every_byte) { round_trip(IoBackend::kThreads); }
-
-TEST(AsyncIo, auto_backend_moves_every_byte) {
-  // io_uring where the kernel allows it, threads where it is refused: the same bytes.
-  round_trip(IoBackend::kAuto);
-}
-
-// Each backend asked for is the one used: kAuto falls back silently, so without these a
-// build or kernel that lost io_uring would pass every other test on threads.
-TEST(AsyncIo, io_uring_asked_for_is_io_uring) {
-  if (!io_uring_built()) {
-    // The build says so rather than running on threads.
-    EXPECT_THROW(make_async_io(8, IoBackend::kUring), std::runtime_error);
-    if (testing::under_ci())
-      ADD_FAILURE() << "CI builds with liburing (scripts/setup.sh installs liburing-dev)";
-    return;
-  }
-  const std::unique_ptr<AsyncIo> io = make_async_io(8, IoBackend::kUring);
-  EXPECT_EQ(io->name(), "io_uring");
-  round_trip(IoBackend::kUring);
-  EXPECT_EQ(make_async_io(8, IoBackend::kAuto)->name(), "io_uring");
-}
-
-TEST(AsyncIo, threads_asked_for_are_threads) {
-  EXPECT_EQ(make_async_io(8, IoBackend::kThreads)->name(), "threads");
-}
-
-/// The backends worth testing here: threads, and io_uring where it was built.
-std::vector<IoBackend> built_backends() {
-  std::vector<IoBackend> all = {IoBackend::kThreads};
-  if (io_uring_built()) all.push_back(IoBackend::kUring);
-  return all;
-}
-
-TEST(AsyncIo, a_failed_transfer_throws_once_and_then_is_forgotten) {
-  for (IoBackend backend : built_backends()) {
-    TempDir dir;
-    const int fd = ::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY);  // writes fail: EBADF
-    ASSERT_GE(fd, 0);
-    const std::unique_ptr<AsyncIo> io = make_async_io(8, backend);
-    SCOPED_TRACE(io->name());
-    AlignedBuffer buffer(kIoAlignment);
-    const uint64_t t = io->submit({fd, true, buffer.data(), kIoAlignment, 0});
-    EXPECT_THROW(io->wait(t), std::runtime_error);
-    // Waiting again used to block for ever: the ticket is gone.
-    EXPECT_THROW(io->wait(t), std::logic_error);
-    ::close(fd);
-  }
-}
-
-TEST(AsyncIo, destroyed_with_transfers_in_flight_waits_for_them) {
-  for (IoBackend backend : built_backends()) {
-    TempDir dir;
-    TierFile file(dir.path + "/f.tier", static_cast<off_t>(16 * kIoAlignment));
-    std::vector<AlignedBuffer> buffers;
-    for (int k = 0; k < 16; ++k) buffers.emplace_back(kIoAlignment);
-    {
-      const std::unique_ptr<AsyncIo> io = make_async_io(4, backend);
-      for (int k = 0; k < 16; ++k)
-        io->submit({file.fd(), true, buffers[k].data(), kIoAlignment,
-                    static_cast<off_t>(k * kIoAlignment)});
-    }  // the destructor reaps all 16 before the buffers go
-    SUCCEED();
-  }
 }
 
 /// A real backend whose `fail_at`-th write reports a full disk once the transfer is done,
