@@ -34,6 +34,14 @@ def read_run_info(run_dir):
 def plot_loss(rows, info, out):
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot([r["step"] for r in rows], [r["loss"] for r in rows], label="training loss")
+    # Validation ([eval]): the loss over the eval set, and per source for a mixture.
+    evals = [r for r in rows if "val_loss" in r]
+    if evals:
+        ax.plot([r["step"] for r in evals], [r["val_loss"] for r in evals], "o-",
+                label="validation loss")
+        for name in sorted(evals[-1].get("val_loss_by_source", {})):
+            ax.plot([r["step"] for r in evals], [r["val_loss_by_source"][name] for r in evals],
+                    ".--", label=f"validation: {name}")
     floor = info.get("loss_floor")
     if floor is not None:
         ax.axhline(floor, color="gray", linestyle="--", label=f"entropy floor {floor:.3f}")

@@ -109,15 +109,9 @@ int cmd_generate(const Args& args) {
 
   const std::unique_ptr<Communicator> job = world_communicator();
   const int world = job->size(), rank = job->rank();
-  // The saving run's layout does not apply: one rank per tp group unless --set says so.
-  std::vector<std::string> sets = {"parallel.dp=0",
-                                   "parallel.cp=1",
-                                   "parallel.pp=1",
-                                   "parallel.tp=1",
-                                   "parallel.ep=1",
-                                   "parallel.zero_stage=0",
-                                   "parallel.sequence_parallel=false",
-                                   "train.micro_batch_size=1",
+  // The saving run's layout does not apply (SavedParallel::kNone): one rank per tp group
+  // unless --set says so.
+  std::vector<std::string> sets = {"train.micro_batch_size=1",
                                    "train.global_batch_size=" + std::to_string(world)};
   sets.insert(sets.end(), args.sets.begin(), args.sets.end());
   const std::string path = args.get("checkpoint");
@@ -125,7 +119,7 @@ int cmd_generate(const Args& args) {
   std::unique_ptr<data::Tokenizer> tokenizer;
   std::vector<int64_t> prompt;
   run_agreed(*job, [&] {
-    config = checkpoint_config(path, "", sets, world);
+    config = checkpoint_config(path, "", sets, world, SavedParallel::kNone);
     check_device(config.train.device);
     check_generate_layout(config);
     tokenizer = data::make_tokenizer(

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>  // the sample's text, quoted
 
 #include "cli/args.h"
 #include "cli/auto_train.h"  // auto_overrides
@@ -76,6 +77,16 @@ bool validation_due(const TrainConfig& config, const Trainer& trainer, int64_t s
   if (!trainer.validates()) return false;
   const int64_t every = config.eval.every;
   return (every > 0 && step % every == 0) || (config.eval.at_end && step == last);
+}
+
+/// Prints a sample the model wrote after `step` and appends it to the run directory's
+/// samples.txt.
+void write_sample(const TrainConfig& config, int64_t step, const std::string& text) {
+  const std::string shown = config.eval.sample_prompt + text;
+  std::cout << "sample after step " << step << ": " << nlohmann::json(shown).dump() << "\n";
+  if (config.logging.run_dir.empty()) return;
+  std::ofstream(config.logging.run_dir + "/samples.txt", std::ios::app)
+      << "step " << step << ": " << nlohmann::json(shown).dump() << "\n";
 }
 
 /// Resumes as checkpoint.load asks; returns the checkpoint's path ("" when starting fresh).
@@ -193,6 +204,10 @@ int cmd_train(const Args& args) {
       totals.evaluations += 1;
       totals.eval_seconds += m.validation->seconds;
       totals.val_loss = m.validation->loss;
+      if (config.eval.sample_tokens > 0) {
+        const std::string text = trainer->sample(m.step);
+        if (rank == 0) write_sample(config, m.step, text);
+      }
     }
     trace.add(m.step, trainer->last_step());
     peak_activations = std::max(peak_activations, trainer->last_step().peak_activation_bytes);

@@ -95,6 +95,30 @@ void check_eval(TrainConfig& c, const Origins& origins, int, Errors& errors) {
                      " evaluates on the training files' held-out windows, but "
                      "data.valid_fraction = 0 holds none out; set data.valid_fraction (e.g. "
                      "0.01), or eval.source to a file the run does not train on");
+  if (e.sample_tokens > 0) {
+    // A sample is generated as `trident generate` does: each tp group holds the whole model,
+    // and the prompt and the text are one token per byte.
+    const auto& p = c.parallel;
+    const std::string where = origins.where("eval.sample_tokens") +
+                              ": eval.sample_tokens = " + std::to_string(e.sample_tokens) +
+                              " writes a sample at each evaluation";
+    if (e.sample_prompt.empty())
+      errors.push_back(where + ", but eval.sample_prompt is empty; give the text to continue");
+    if (p.pp != 1 || p.cp != 1 || p.ep != 1 || p.sequence_parallel || p.zero_stage == 3)
+      errors.push_back(where +
+                       ", which needs the whole model on each tp group: parallel.pp, cp "
+                       "and ep = 1, no sequence_parallel and zero_stage below 3; set "
+                       "eval.sample_tokens = 0 and run trident generate on a checkpoint");
+    if (c.model.vocab > 256)
+      errors.push_back(
+          where + " with one token per byte, but model.vocab = " + std::to_string(c.model.vocab) +
+          " is a larger vocabulary; set eval.sample_tokens = 0 and run trident "
+          "generate with the model's tokenizer on a checkpoint");
+    if (static_cast<int64_t>(e.sample_prompt.size()) + e.sample_tokens > c.model.seq_len)
+      errors.push_back(where + ", but the prompt's " + std::to_string(e.sample_prompt.size()) +
+                       " bytes and the sample's tokens exceed model.seq_len = " +
+                       std::to_string(c.model.seq_len) + "; ask for fewer tokens");
+  }
 }
 
 }  // namespace trident::config_detail

@@ -139,6 +139,10 @@ class Trainer {
   std::string eval_description() const;
   /// The eval set's source names, in the order of ValidationResult::loss_by_source.
   std::vector<std::string> eval_sources() const;
+  /// eval.sample_tokens bytes that continue eval.sample_prompt, from the current weights:
+  /// drawn at temperature 0.8 from the 40 likeliest, the draws keyed by (train.seed, step),
+  /// so every layout writes the same text. Collective over the tp group.
+  std::string sample(int64_t step);
 
  private:
   /// Micro-batch k of data batch `batch` (1-based).

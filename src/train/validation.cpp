@@ -9,8 +9,10 @@
 #include <map>
 
 #include "data/eval_set.h"              // data::EvalSet
+#include "data/tokenizer.h"             // data::ByteTokenizer
 #include "models/model_stage.h"         // ModelStage, MoeLayerStats
 #include "parallel/parallel_context.h"  // ParallelContext
+#include "train/generate.h"             // generate
 #include "train/trainer.h"
 #include "zero/param_gatherer.h"  // ParamGatherer::release_all
 #include "zero/zero_optimizer.h"
@@ -113,6 +115,20 @@ ValidationResult Trainer::validate() {
   result.loss = loss_sum / static_cast<double>(std::max<int64_t>(result.tokens, 1));
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
+}
+
+std::string Trainer::sample(int64_t step) {
+  const data::ByteTokenizer bytes;
+  std::vector<int64_t> prompt;
+  for (int32_t id : bytes.encode(config_.eval.sample_prompt)) prompt.push_back(id);
+  GenerateOptions options;
+  options.tokens = config_.eval.sample_tokens;
+  options.sampling.temperature = 0.8;
+  options.sampling.top_k = 40;
+  options.sampling.seed =
+      static_cast<uint64_t>(config_.train.seed) * 1000003u + static_cast<uint64_t>(step);
+  const Generation g = generate(*model_, ctx_.tp(), prompt, options);
+  return bytes.decode(std::vector<int32_t>(g.tokens.begin(), g.tokens.end()));
 }
 
 std::string Trainer::eval_description() const {
