@@ -35,6 +35,26 @@ PY
 "$trident" prepare-data --in "$root/data/sample/stories.txt" --out stories.bin --tokenizer byte \
   >/dev/null 2>&1 || fail "prepare-data on the sample stories"
 train text text.toml --set data.source="$tmp/stories.bin" --set train.stop_at=60
+# The real-text recipe: two Debian corpora mixed by weight, validated and sampled every 20
+# steps here (its own schedule: WSD over 600 steps).
+OUT="$tmp/text-mix" "$root/scripts/prepare-text-mix.sh" >prepare.log 2>&1 ||
+  fail "scripts/prepare-text-mix.sh: $(tail -5 prepare.log)"
+train text-mix text-mix.toml --set train.stop_at=40 --set eval.every=20 --set eval.sequences=16 \
+  --set 'data.mix=[{name = "fortunes", path = "'"$tmp"'/text-mix/fortunes.bin", weight = 0.6}, {name = "reference", path = "'"$tmp"'/text-mix/reference.bin", weight = 0.4}]'
+python3 - "$tmp/text-mix" <<'PY' || fail "text-mix: $(tail -5 text-mix.log)"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/metrics.jsonl")]
+evals = [r for r in rows if "val_loss" in r]
+assert [r["step"] for r in evals] == [20, 40], [r["step"] for r in evals]
+for r in evals:
+    assert set(r["val_loss_by_source"]) == {"fortunes", "reference"}, r
+assert evals[1]["val_loss"] < evals[0]["val_loss"], evals
+share = sum(r["tokens_by_source"]["fortunes"] for r in rows) / sum(sum(r["tokens_by_source"].values()) for r in rows)
+assert abs(share - 0.6) < 0.01, share
+samples = open(sys.argv[1] + "/samples.txt").read().splitlines()
+assert len(samples) == 2 and samples[0].startswith("step 20: \"The "), samples
+print(f"text-mix: val_loss {evals[0]['val_loss']:.3f} -> {evals[1]['val_loss']:.3f}, fortunes share {share:.3f}")
+PY
 train tiny tiny.toml --set train.stop_at=40
 train moe-tiny moe-tiny.toml --set train.stop_at=40
 echo "shipped_configs: ok"
