@@ -43,7 +43,9 @@ class FileSource : public TokenSource {
     o.epoch = pick.index / W;
     o.epoch_fraction = static_cast<double>(pick.index) / static_cast<double>(W);
     if (order_ == DataOrder::kEpochs) {
-      const uint64_t key = epoch_key(seed_, f.name, o.epoch);
+      // Keyed by the source's place in the mixture, not its name or path: the order must
+      // not change with where a node keeps the file (each rank may read its own copy).
+      const uint64_t key = epoch_key(seed_, "source " + std::to_string(pick.source), o.epoch);
       o.window = static_cast<int64_t>(
           permute_window(key, static_cast<uint64_t>(pick.index % W), static_cast<uint64_t>(W)));
       o.offset = o.window * seq_len_;

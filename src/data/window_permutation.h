@@ -12,8 +12,8 @@ namespace trident::data {
 /// permutation of [0, count) for every key. count = 1 gives 0.
 uint64_t permute_window(uint64_t key, uint64_t position, uint64_t count);
 
-/// The key of epoch `epoch` of the source named `name`: each (seed, source, epoch) gets
-/// its own order.
+/// The key of epoch `epoch` of the source labelled `name` (FileSource passes its index in
+/// the mixture, never a path): each (seed, source, epoch) gets its own order.
 uint64_t epoch_key(uint64_t seed, const std::string& name, int64_t epoch);
 
 }  // namespace trident::data

@@ -123,10 +123,11 @@ std::string patterns_file() {
 
 Layout documents(Layout l) {
   l.name += "_documents";
-  // A token file's validation windows are its held-out last quarter. The windows are drawn
-  // as these rows always drew them; the mixture rows read their files in epochs.
+  // A token file's validation windows are its held-out last quarter. Each rank reads its own
+  // copy of the file (the path names the process), as nodes may: the order of the epochs
+  // must not depend on the path.
   l.sets.insert(l.sets.end(), {kDocumentsSource, "data.eod_token=" + std::to_string(kDocumentsEnd),
-                               "data.valid_fraction=0.25", "data.order=windows"});
+                               "data.valid_fraction=0.25", "data.order=epochs"});
   return l;
 }
 
