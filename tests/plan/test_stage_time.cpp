@@ -4,6 +4,7 @@
 
 #include <cmath>  // std::sqrt
 
+#include "hand_worked.h"      // hand_gpt, flat
 #include "plan/stage_time.h"  // stage_shape and the parts
 
 namespace trident::plan {
@@ -14,11 +15,7 @@ namespace {
 constexpr double kLayerFlops = 2.0 * 12 * 64 * 64 + 4.0 * 32 * 64;  // 106496
 constexpr double kHeadFlops = 2.0 * 256 * 64;                       // 32768
 
-PlanModel gpt() {
-  PlanModel m;
-  m.layers = 2, m.hidden = 64, m.heads = 4, m.vocab = 256, m.seq_len = 32, m.global_batch = 8;
-  return m;
-}
+PlanModel gpt() { return testing::hand_gpt(); }
 
 /// An MoE Llama: every layer's MLP is 4 experts of width 128, 2 chosen a token.
 PlanModel moe() {
@@ -28,15 +25,7 @@ PlanModel moe() {
   return m;
 }
 
-/// 1 TFLOP/s at every size, links of 1 GB/s without latency, nothing else charged.
-Cluster flat() {
-  Cluster c;
-  c.peak_tflops = {{"fp32", 1.0}};
-  c.efficiency = 1.0;
-  c.intra_node_gbps = c.inter_node_gbps = 1.0;
-  c.latency_us = 0;
-  return c;
-}
+using testing::flat;
 
 TEST(StageShape, counts_the_ranks_tokens_and_the_stages_layers) {
   PlanModel m = gpt();

@@ -2,27 +2,15 @@
 // stages' pace, the pipeline's sends and bubble, the dp reductions, the optimizer, the tier.
 #include <gtest/gtest.h>  // TEST, EXPECT_*
 
+#include "hand_worked.h"      // hand_gpt, flat
 #include "plan/step_parts.h"  // the step's parts
 
 namespace trident::plan {
 namespace {
 
-/// A GPT-2 of 2 layers, h 64, vocabulary 256, 32 tokens a sequence, 8 sequences a step.
-PlanModel gpt() {
-  PlanModel m;
-  m.layers = 2, m.hidden = 64, m.heads = 4, m.vocab = 256, m.seq_len = 32, m.global_batch = 8;
-  return m;
-}
+PlanModel gpt() { return testing::hand_gpt(); }
 
-/// 1 TFLOP/s at every size, links of 1 GB/s without latency, nothing else charged.
-Cluster flat() {
-  Cluster c;
-  c.peak_tflops = {{"fp32", 1.0}};
-  c.efficiency = 1.0;
-  c.intra_node_gbps = c.inter_node_gbps = 1.0;
-  c.latency_us = 0;
-  return c;
-}
+using testing::flat;
 
 /// Over 2 ranks at 1 GB/s an all-reduce of X bytes takes X ns, a reduce-scatter or an
 /// all-gather X / 2.
