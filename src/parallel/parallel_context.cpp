@@ -105,6 +105,7 @@ ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, dou
   pp_ = split(base, grid_, GroupKind::kPp, rank_, timeout_s, device, transport_);
   mp_ = split(base, grid_, GroupKind::kModelParallel, rank_, timeout_s, device, transport_);
   embedding_ = split(base, grid_, GroupKind::kEmbedding, rank_, timeout_s, device, transport_);
+  stage_ = split(base, grid_, GroupKind::kStage, rank_, timeout_s, device, transport_);
   if (grid_.ep() > 1) {
     ep_ = split(base, grid_, GroupKind::kEp, rank_, timeout_s, device, transport_);
     edp_ = split(base, grid_, GroupKind::kExpertDp, rank_, timeout_s, device, transport_);
@@ -118,7 +119,8 @@ ParallelContext::ParallelContext(Communicator& base, int dp, int pp, int tp, dou
 }
 
 std::vector<Communicator*> ParallelContext::all_groups() const {
-  std::vector<Communicator*> groups{world_.get(), tp_.get(), dp_.get(), pp_.get(), mp_.get()};
+  std::vector<Communicator*> groups{world_.get(), tp_.get(), dp_.get(),
+                                    pp_.get(),    mp_.get(), stage_.get()};
   if (embedding_) groups.push_back(embedding_.get());
   groups.push_back(ep_.get());
   if (edp_) groups.push_back(edp_.get());

@@ -57,6 +57,9 @@ class ParallelContext {
   Communicator& cp() const { return *cp_; }
   Communicator& pp() const { return *pp_; }
   Communicator& model_parallel() const { return *mp_; }
+  /// Every rank of this pipeline stage (dp x cp x tp, experts' ranks included): Muon's
+  /// owners of whole matrices exchange over it.
+  Communicator& stage() const { return *stage_; }
   /// Expert parallelism: the ranks sharing out the experts (a group of this rank alone
   /// when ep = 1), and the ranks holding the same experts (dp itself when ep = 1: a run
   /// without expert parallelism makes no communicator for it).
@@ -75,7 +78,7 @@ class ParallelContext {
   GridCoord coord_;
   at::Device device_;
   DeviceTransport transport_ = DeviceTransport::kHost;
-  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_, ep_, cp_;
+  std::unique_ptr<Communicator> world_, tp_, dp_, pp_, mp_, embedding_, ep_, cp_, stage_;
   std::unique_ptr<Communicator> edp_;  // only when ep > 1
 };
 

@@ -26,6 +26,8 @@ const char* group_name(GroupKind kind) {
       return "expert-dp";
     case GroupKind::kCp:
       return "cp";
+    case GroupKind::kStage:
+      return "stage";
   }
   return "?";
 }
@@ -72,6 +74,10 @@ std::vector<int> ProcessGrid::group_ranks(GroupKind kind, int rank) const {
       break;
     case GroupKind::kPp:
       for (int p = 0; p < pp_; ++p) ranks.push_back(rank_of({me.dp, p, me.tp}));
+      break;
+    case GroupKind::kStage:
+      for (int d = 0; d < dp(); ++d)
+        for (int t = 0; t < tp_; ++t) ranks.push_back(rank_of({d, me.pp, t}));
       break;
     case GroupKind::kModelParallel:
       for (int p = 0; p < pp_; ++p)

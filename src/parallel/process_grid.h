@@ -24,7 +24,18 @@ struct GridCoord {
 /// kEp: the ep consecutive dp x cp ranks among which a layer's experts are shared out
 /// (their tokens meet in all-to-alls); kExpertDp: the ranks holding the same experts,
 /// over which those experts' gradients are reduced and their ZeRO shards cut.
-enum class GroupKind { kWorld, kTp, kDp, kPp, kModelParallel, kEmbedding, kEp, kExpertDp, kCp };
+enum class GroupKind {
+  kWorld,
+  kTp,
+  kDp,
+  kPp,
+  kModelParallel,
+  kEmbedding,
+  kEp,
+  kExpertDp,
+  kCp,
+  kStage,  ///< every rank of one pipeline stage: its dp x cp x tp ranks
+};
 const char* group_name(GroupKind kind);
 
 /// rank = tp_rank + tp * (cp_rank + cp * (data_rank + data * pp_rank)), where GridCoord::dp
