@@ -120,6 +120,20 @@ const std::vector<ChoiceName<DecayShape>>& choice_names() {
   return names;
 }
 
+template <>
+const std::vector<ChoiceName<OptimizerName>>& choice_names() {
+  static const std::vector<ChoiceName<OptimizerName>> names = {{OptimizerName::kAdamW, "adamw"},
+                                                               {OptimizerName::kMuon, "muon"}};
+  return names;
+}
+
+template <>
+const std::vector<ChoiceName<MuonScale>>& choice_names() {
+  static const std::vector<ChoiceName<MuonScale>> names = {{MuonScale::kMoonlight, "moonlight"},
+                                                           {MuonScale::kSpectral, "spectral"}};
+  return names;
+}
+
 std::ostream& operator<<(std::ostream& out, ModelArch value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, Precision value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, PipelineSchedule value) {
@@ -135,5 +149,7 @@ std::ostream& operator<<(std::ostream& out, Allocator value) { return out << nam
 std::ostream& operator<<(std::ostream& out, MoeRouter value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, LrScheduleKind value) { return out << name_of(value); }
 std::ostream& operator<<(std::ostream& out, DecayShape value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, OptimizerName value) { return out << name_of(value); }
+std::ostream& operator<<(std::ostream& out, MuonScale value) { return out << name_of(value); }
 
 }  // namespace trident

@@ -50,6 +50,11 @@ enum class PreemptSignals { kTermIntUsr1, kUsr1, kNone };
 enum class LrScheduleKind { kCosine, kLinear, kWsd, kConstant, kInverseSqrt };
 /// optimizer.decay_shape: how WSD's final decay falls from lr to min_lr.
 enum class DecayShape { kLinear, kCosine, kOneMinusSqrt };
+/// optimizer.name: AdamW for every parameter, or Muon for the blocks' matrices and AdamW for
+/// the rest (zero/muon.h).
+enum class OptimizerName { kAdamW, kMuon };
+/// optimizer.muon_scale: how an orthogonalised update is scaled to a matrix's shape.
+enum class MuonScale { kMoonlight, kSpectral };
 
 /// One value of a choice and its name in config files ("1f1b").
 template <typename E>
@@ -93,5 +98,7 @@ std::ostream& operator<<(std::ostream& out, Allocator value);
 std::ostream& operator<<(std::ostream& out, MoeRouter value);
 std::ostream& operator<<(std::ostream& out, LrScheduleKind value);
 std::ostream& operator<<(std::ostream& out, DecayShape value);
+std::ostream& operator<<(std::ostream& out, OptimizerName value);
+std::ostream& operator<<(std::ostream& out, MuonScale value);
 
 }  // namespace trident

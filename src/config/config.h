@@ -95,9 +95,10 @@ struct TrainSection {
   int64_t max_skipped_steps = 10;  ///< consecutive skipped (non-finite) steps before stopping
 };
 
-/// [optimizer]: AdamW with linear warm-up, then a schedule towards min_lr
-/// (train/lr_schedule.h).
+/// [optimizer]: AdamW, or Muon for the blocks' matrices (zero/muon.h), with linear warm-up,
+/// then a schedule towards min_lr (train/lr_schedule.h).
 struct OptimizerConfig {
+  OptimizerName name = OptimizerName::kAdamW;
   double lr = 1e-3;
   double min_lr = 1e-4;
   int64_t warmup_steps = 10;
@@ -109,6 +110,14 @@ struct OptimizerConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double grad_clip = 1.0;  ///< 0 disables
+  double muon_momentum = 0.95;
+  bool muon_nesterov = true;
+  int64_t muon_ns_steps = 5;  ///< Newton-Schulz iterations
+  MuonScale muon_scale = MuonScale::kMoonlight;
+  double muon_lr = 0.02;  ///< spectral scale only: the matrices' peak learning rate
+  /// Resuming a checkpoint written by the other optimizer starts fresh states instead of
+  /// refusing it.
+  bool reset_states = false;
 };
 
 /// One token file of a mixture: a [[data.mix]] or [[eval.mix]] table.

@@ -121,6 +121,7 @@ std::vector<KeySpec> build_schema() {
   const AppliesWhen guarded{"guard.enabled", true};
   const AppliesWhen token_files{"data.source", std::string("synthetic"), true};
   const AppliesWhen wsd{"optimizer.schedule", std::string("wsd")};
+  const AppliesWhen muon{"optimizer.name", std::string("muon")};
   // DeepSpeed's "cpu" tier moves states from the GPU to pinned host memory. trident has no
   // such tier: a CPU-device run keeps its states in host memory already (nothing to save),
   // and a CUDA run refuses offload (config_validate.cpp). Accepting "cpu" would promise
@@ -301,6 +302,11 @@ std::vector<KeySpec> build_schema() {
        "a step with a non-finite loss or gradient norm is skipped; this many in a row stop "
        "the job"},
 
+      {"optimizer", "name", choice_field(kOpt, &O::name), choices_of<OptimizerName>(),
+       "\"adamw\" updates every parameter with AdamW; \"muon\" updates the 2-D matrices of "
+       "every block (attention's q, k, v and output, the MLP's and each expert's matrices) "
+       "with Muon, orthogonalised momentum, and the rest (embeddings, head, norms, biases, "
+       "router) with AdamW (docs/optimizers.md)"},
       {"optimizer", "lr", field(kOpt, &O::lr), above(0), "peak learning rate"},
       {"optimizer", "min_lr", field(kOpt, &O::min_lr), at_least(0),
        "learning rate at the end of the decay (cosine, linear, wsd) and the floor of "
@@ -327,6 +333,24 @@ std::vector<KeySpec> build_schema() {
       {"optimizer", "eps", field(kOpt, &O::eps), above(0), "AdamW epsilon"},
       {"optimizer", "grad_clip", field(kOpt, &O::grad_clip), at_least(0),
        "clip the global gradient norm to this; 0 disables"},
+      {"optimizer", "muon_momentum", field(kOpt, &O::muon_momentum), half_open(0, 1),
+       "Muon: the momentum mu of M <- mu M + G", muon},
+      {"optimizer", "muon_nesterov", field(kOpt, &O::muon_nesterov), any(),
+       "Muon: orthogonalise G + mu M (Nesterov) instead of M", muon},
+      {"optimizer", "muon_ns_steps", field(kOpt, &O::muon_ns_steps), closed(1, 50),
+       "Muon: quintic Newton-Schulz iterations", muon},
+      {"optimizer", "muon_scale", choice_field(kOpt, &O::muon_scale), choices_of<MuonScale>(),
+       "Muon: \"moonlight\" scales the orthogonalised update of an A x B matrix by 0.2 "
+       "sqrt(max(A, B)) so that one lr and weight_decay serve both optimizers; \"spectral\" "
+       "by sqrt(max(1, A / B)), with its own learning rate muon_lr",
+       muon},
+      {"optimizer", "muon_lr", field(kOpt, &O::muon_lr), above(0),
+       "Muon with muon_scale = \"spectral\": the matrices' peak learning rate, following "
+       "lr's schedule (lr and min_lr keep applying to the AdamW parameters)",
+       muon},
+      {"optimizer", "reset_states", field(kOpt, &O::reset_states), any(),
+       "resume a checkpoint written with the other optimizer.name, starting fresh optimizer "
+       "states (moments, momentum); without it such a checkpoint is refused"},
 
       {"data", "source", field(kData, &D::source), any(),
        "\"synthetic\" or the path of a token file; leave it out when [[data.mix]] tables list "

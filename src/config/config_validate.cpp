@@ -322,6 +322,12 @@ void check_offload(TrainConfig& c, const Origins& origins, int, Errors& errors) 
     errors.push_back(origins.where("parallel.nvme_path") +
                      ": the nvme tier is on but parallel.nvme_path is empty; set it to a "
                      "directory on a local disk (each rank writes its own files under it)");
+  if (p.offload_optimizer == OffloadTier::kNvme && c.optimizer.name == OptimizerName::kMuon)
+    errors.push_back(origins.where("optimizer.name") +
+                     ": optimizer.name = \"muon\" keeps its momentum in memory, but "
+                     "parallel.offload_optimizer = \"nvme\" puts the optimizer states in the "
+                     "nvme tier; use optimizer.name = \"adamw\" with the tier, or "
+                     "offload_optimizer = \"none\"");
   if (nvme && c.train.device == Device::kCuda)
     errors.push_back(origins.where("parallel.offload_optimizer") +
                      ": the nvme tier with train.device = \"cuda\" is not implemented yet (it "

@@ -64,6 +64,13 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
   zero.offload.dir = p.nvme_path;
   zero.offload.buffer_count = static_cast<int>(p.offload_buffer_count);
   zero.offload.block_size = p.offload_block_size;
+  const OptimizerConfig& opt = config.optimizer;
+  zero.muon.enabled = opt.name == OptimizerName::kMuon;
+  zero.muon.momentum = opt.muon_momentum;
+  zero.muon.nesterov = opt.muon_nesterov;
+  zero.muon.ns_steps = static_cast<int>(opt.muon_ns_steps);
+  zero.muon.spectral = opt.muon_scale == MuonScale::kSpectral;
+  zero.muon.lr_ratio = zero.muon.spectral ? opt.muon_lr / opt.lr : 1.0;
   AdamWOptions adamw;
   adamw.beta1 = config.optimizer.beta1;
   adamw.beta2 = config.optimizer.beta2;

@@ -12,6 +12,7 @@
 
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/buffer_assignment.h"     // assign_buffers, kPersistentBuffer
+#include "zero/muon_exchange.h"         // MuonExchange, for the destructor
 
 namespace trident {
 
@@ -118,6 +119,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   if ((zero.stage == 1 || zero.stage == 2) && !groups_[0].params.empty())
     embedding_rows_ = std::make_unique<EmbeddingRows>();
   if (zero.offload.optimizer) init_tier();
+  if (zero.muon.enabled) init_muon();
 }
 
 void ZeroOptimizer::shard_params(const std::vector<std::vector<size_t>>& units) {

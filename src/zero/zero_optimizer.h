@@ -19,6 +19,7 @@
 #include "zero/adamw.h"                 // AdamWOptions
 #include "zero/bucket_layout.h"         // BucketLayout, Range
 #include "zero/embedding_rows.h"        // EmbeddingRows
+#include "zero/muon.h"                  // MuonOptions
 #include "zero/nvme_tier.h"             // NvmeTier, TierRing, TierStats
 #include "zero/param_gatherer.h"        // ParamGatherer
 #include "zero/staging_pool.h"          // StagingPool
@@ -29,6 +30,7 @@ struct Node;
 
 namespace trident {
 class ParallelContext;
+class MuonExchange;
 
 /// ZeRO-Infinity's nvme tier (parallel.offload_* in the config), the only tier there is: a
 /// CPU-device run keeps its states in host memory already.
@@ -53,6 +55,9 @@ struct ZeroOptions {
   /// Stage 3: the parameters came without values (ParamRegistry::defer_init) and each rank
   /// draws its shard of them from this seed (init_range), so none is ever whole in memory.
   std::optional<uint64_t> draw_seed;
+  /// optimizer.name = "muon": the blocks' matrices are updated by Muon (zero/muon.h), their
+  /// momentum kept where AdamW keeps its first moment.
+  MuonOptions muon;
 };
 
 /// Bytes of model state a rank holds between steps.
@@ -119,6 +124,12 @@ class ZeroOptimizer {
   /// Drops this step's gradients without an update (a step skipped for a non-finite loss or
   /// gradient): parameters, moments and the step count stay as they were.
   void skip_step();
+
+  /// "muon" when Muon updates the blocks' matrices, else "adamw": what checkpoints record.
+  const char* optimizer_name() const { return muon_ ? "muon" : "adamw"; }
+  /// Whether Muon updates parameter i (then exp_avg of its state is Muon's momentum and its
+  /// exp_avg_sq stays zero).
+  bool updated_by_muon(size_t i) const { return !is_muon_.empty() && is_muon_[i]; }
 
   /// Bytes this rank holds for parameters, gradients (with stage 2's shard and bucket
   /// buffers) and optimizer states (master weights and both moments), padding included.
@@ -277,6 +288,17 @@ class ZeroOptimizer {
   /// The parameters' values in bucket b's domain (stage 3: the rank's shard of them).
   at::Tensor params_in_domain(Group& g, size_t b) const;
   bool shards_grads() const { return zero_.stage >= 2; }
+  /// Muon (zero_muon.cpp): which parameters it updates and their exchange; the step of
+  /// every Muon parameter's part on this rank.
+  void init_muon();
+  void muon_step(double lr, double grad_scale);
+  /// Parameter i's gradient over its part of this rank's domain (param_state(i)'s range).
+  at::Tensor grad_in_domain(size_t i);
+  /// AdamW over elements [0, n) of a range of bucket b (update_range's tensors), leaving
+  /// out the parts of parameters Muon updates.
+  void adam_outside_muon(Group& g, size_t b, const Range& range, at::Tensor master,
+                         const at::Tensor& grad, at::Tensor exp_avg, at::Tensor exp_avg_sq,
+                         double lr, double grad_scale);
 
   std::vector<Parameter>& params_;
   ParallelContext& ctx_;
@@ -308,6 +330,9 @@ class ZeroOptimizer {
   /// and the next use of the buffer (or of the plane) waits for them.
   std::vector<std::pair<NvmeTier*, uint64_t>> grad_writes_;
   bool states_in_tier_ = false;
+  std::vector<bool> is_muon_;      // per param, when Muon is on
+  std::vector<size_t> muon_held_;  // the params Muon updates, in construction order
+  std::unique_ptr<MuonExchange> muon_;
 };
 
 }  // namespace trident

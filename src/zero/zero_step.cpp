@@ -74,6 +74,7 @@ void ZeroOptimizer::step(double lr, double grad_scale) {
   wait_pending();
   if (gatherer_) gatherer_->release_all();  // gathered copies would go stale
   ++step_count_;
+  if (muon_) muon_step(lr, grad_scale);
   for (Group& g : groups_) {
     if (g.tier && states_in_tier_) {
       stream_update(g, lr, grad_scale);
@@ -123,7 +124,7 @@ void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, a
   // Decoupled weight decay, on the parts of decayed parameters inside the range.
   if (adamw_.weight_decay != 0.0) {
     for (size_t k : g.layout.buckets()[b].params) {
-      if (!params_[g.params[k]].spec.weight_decay) continue;
+      if (!params_[g.params[k]].spec.weight_decay || updated_by_muon(g.params[k])) continue;
       const Range part = g.layout.param_part(k, range);
       if (part.size() > 0)
         master.narrow(0, part.begin - range.begin, part.size())
@@ -132,8 +133,11 @@ void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, a
   }
   // The chunks start at the range's start: callers pass ranges that begin at whole
   // chunks of the domain, so every element sees the same kernels as in one pass.
-  adam_update_chunks(master.narrow(0, 0, n), grad, exp_avg, exp_avg_sq, lr, step_count_, grad_scale,
-                     adamw_, kChunk);
+  if (muon_)
+    adam_outside_muon(g, b, range, master, grad, exp_avg, exp_avg_sq, lr, grad_scale);
+  else
+    adam_update_chunks(master.narrow(0, 0, n), grad, exp_avg, exp_avg_sq, lr, step_count_,
+                       grad_scale, adamw_, kChunk);
   if (has_master()) param.copy_(master);  // round the fp32 master to the param dtype
 }
 
