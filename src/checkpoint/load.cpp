@@ -202,6 +202,30 @@ void reset_window(const StateWindow& window) {
   }
 }
 
+/// optimizer.reset_states: the weights and the trainer's progress go on, the optimizer's
+/// moments (Muon's momentum) start afresh, as its step count does.
+void zero_moments(const StateWindow& window) {
+  for (const auto& [i, v] : window) {
+    v.exp_avg.zero_();
+    v.exp_avg_sq.zero_();
+  }
+}
+
+/// Whether the checkpoint's optimizer states are of another optimizer than `ours` and the
+/// config asks to start fresh ones; throws when it does not ask.
+bool check_optimizer(const CheckpointIndex& index, const std::string& ours,
+                     const TrainConfig& config) {
+  if (weights_only(index)) return false;
+  const std::string theirs = index.optimizer.value("kind", "adamw");
+  if (theirs == ours) return false;
+  if (config.optimizer.reset_states) return true;
+  throw CheckpointError("checkpoint " + index.dir + " holds the states of optimizer.name = \"" +
+                        theirs + "\" but the config has optimizer.name = \"" + ours +
+                        "\"; set optimizer.name = \"" + theirs +
+                        "\" to resume it, or optimizer.reset_states = true to go on from its "
+                        "weights with fresh optimizer states");
+}
+
 }  // namespace
 
 int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const std::string& path,
@@ -210,9 +234,11 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
   ZeroOptimizer& opt = state.optimizer;
   CheckpointIndex index;
   std::unique_ptr<SliceReader> reader;
+  bool fresh_states = false;  // written by the other optimizer, resumed with reset_states
   run_agreed(comm, [&] {
     index = open_checkpoint(path, checkpoint_dir);
     check_model(index, state.config);
+    fresh_states = check_optimizer(index, opt.optimizer_name(), state.config);
     check_files_exist(index);
     reader = std::make_unique<SliceReader>(index);
     opt.release_params();  // stage 3: the shards are what gets loaded
@@ -233,9 +259,11 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
           plan_window(*reader, w, state, ctx, index);
           reader->execute();
           if (weights_only(index)) reset_window(w);
+          if (fresh_states) zero_moments(w);
         },
         StateAccess::kReadWrite);
-    opt.set_step_count(weights_only(index) ? 0 : index.optimizer.at("step_count").get<int64_t>());
+    opt.set_step_count(
+        weights_only(index) || fresh_states ? 0 : index.optimizer.at("step_count").get<int64_t>());
     if (state.progress)
       *state.progress = weights_only(index) ? TrainerProgress{} : read_progress(index.trainer);
   });

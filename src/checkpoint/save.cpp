@@ -126,7 +126,7 @@ CheckpointIndex describe_state(const TrainingState& state) {
                    {"loss_scale", nullptr}};
   if (state.progress) write_progress(*state.progress, index.trainer);
   const bool separate_master = opt.state_dtype() != state.model.params().dtype();
-  index.optimizer = {{"kind", "adamw"},
+  index.optimizer = {{"kind", state.optimizer.optimizer_name()},
                      {"step_count", opt.step_count()},
                      {"beta1", c.optimizer.beta1},
                      {"beta2", c.optimizer.beta2},

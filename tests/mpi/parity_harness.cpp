@@ -165,6 +165,14 @@ Layout cp(Layout l, int cp) {
   return l;
 }
 
+Layout muon(Layout l, bool spectral) {
+  l.name = "muon_" + l.name;
+  l.sets.push_back("optimizer.name=muon");
+  if (spectral)
+    l.sets.insert(l.sets.end(), {"optimizer.muon_scale=spectral", "optimizer.muon_lr=0.01"});
+  return l;
+}
+
 RunTrace train_steps(Trainer& trainer, int steps) {
   RunTrace trace;
   for (int s = 0; s < steps; ++s) {

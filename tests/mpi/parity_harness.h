@@ -59,6 +59,10 @@ Layout ep(Layout l, int ep);
 /// `l` with each sequence split over `cp` ranks (context parallelism).
 Layout cp(Layout l, int cp);
 
+/// `l` trained with Muon (optimizer.name = "muon"), its name prefixed "muon_"; `spectral`
+/// scales the updates by sqrt(max(1, A/B)) with their own learning rate.
+Layout muon(Layout l, bool spectral = false);
+
 /// Trains `steps` steps of `config` on `ctx`, returning what every rank agrees on.
 RunTrace train_steps(Trainer& trainer, int steps);
 

@@ -36,7 +36,7 @@ const bool kRegistered = register_mpi_cases({
     {"checkpoint_dp2_pp2_tp2_resume_into_layouts_convert_and_ownership", 8,
      "CheckpointResume.dp2_pp2_tp2_zero2_1f1b_ckpt_fp64_is_bitwise:"
      "CheckpointResume.dp2_pp2_tp2_zero2_into_other_layouts:CheckpointConvert.*:"
-     "CheckpointOwnership.*"},
+     "CheckpointOwnership.*:CheckpointMuon.*"},
 });
 
 /// The uninterrupted 8-rank run: its losses, and its final state saved in `dir`/full.

@@ -287,6 +287,25 @@ const Layout kContextLayouts[] = {
         {"sigmoid", "z"}),
 };
 
+/// Muon: each matrix orthogonalised whole on one owner of its stage, gathered from tp
+/// shards (GPT-2's fused QKV as three matrices, the Llama's kv heads replicated over tp 4)
+/// and ZeRO's ranges, under every stage, pipeline schedule, cp and ep with experts.
+const Layout kMuonLayouts[] = {
+    muon({"tp4_m4", 1, 1, 4, 0, "1f1b", false, 2}),
+    muon({"dp2_zero0", 2, 1, 1, 0, "1f1b", false, 2}),
+    muon({"dp2_zero1", 2, 1, 1, 1, "1f1b", false, 2}, /*spectral=*/true),
+    muon({"dp2_zero2_fp32", 2, 1, 1, 2, "1f1b", false, 2, "fp32"}),
+    muon({"dp4_zero3", 4, 1, 1, 3, "1f1b", false, 2}),
+    muon({"pp2_1f1b", 1, 2, 1, 0, "1f1b", false, 2}),
+    muon({"pp2_interleaved_v2", 1, 2, 1, 0, "interleaved-1f1b", false, 2, "fp64", 2000, {kV2}}),
+    muon({"pp2_zbh1", 1, 2, 1, 0, "zb-h1", false, 2}),
+    muon(cp({"dp2_cp2_zero2", 2, 1, 1, 2, "1f1b", false, 2}, 2)),
+    muon({"dp2_pp2_tp2_1f1b_ckpt_zero3", 2, 2, 2, 3, "1f1b", true, 1}),
+    muon(llama({"tp4_m4", 1, 1, 4, 0, "1f1b", false, 2})),
+    muon(moe(ep({"dp2_ep2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, 2), {"z"})),
+    muon(moe(ep({"dp4_ep2_zero3", 4, 1, 1, 3, "1f1b", false, 1}, 2), {"top1"})),
+};
+
 /// Every row of the tables.
 std::vector<Layout> all_layouts() {
   std::vector<Layout> all(std::begin(kLayouts), std::end(kLayouts));
@@ -294,6 +313,7 @@ std::vector<Layout> all_layouts() {
   all.insert(all.end(), std::begin(kLlamaLayouts), std::end(kLlamaLayouts));
   all.insert(all.end(), std::begin(kMoeLayouts), std::end(kMoeLayouts));
   all.insert(all.end(), std::begin(kContextLayouts), std::end(kContextLayouts));
+  all.insert(all.end(), std::begin(kMuonLayouts), std::end(kMuonLayouts));
   return all;
 }
 
@@ -310,10 +330,12 @@ TEST_P(Parity, matches_the_single_process_run) {
 
   Layout single{"single", 1, 1, 1, 0, "1f1b", false, 2, layout.precision};
   single.model = layout.model;
-  // The same model and data: the layout's model.* and data.* overrides (a deeper model for
-  // pp 4 x 2 chunks, a token file of documents).
+  // The same model, data and optimizer: the layout's model.*, data.* and optimizer.*
+  // overrides (a deeper model for pp 4 x 2 chunks, a token file of documents, Muon).
   for (const std::string& set : layout.sets)
-    if (set.rfind("model.", 0) == 0 || set.rfind("data.", 0) == 0) single.sets.push_back(set);
+    if (set.rfind("model.", 0) == 0 || set.rfind("data.", 0) == 0 ||
+        set.rfind("optimizer.", 0) == 0)
+      single.sets.push_back(set);
   ParallelContext solo(MPI_COMM_SELF, 1, 1, 1, 120.0);
   Trainer reference(layout_config(single, kSteps), solo);
   const RunTrace want = train_steps(reference, kSteps);

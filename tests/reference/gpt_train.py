@@ -9,6 +9,7 @@ weights before the step's update.
   gpt_train.py HF_DIR BATCHES --steps N --total-steps S --lr LR --min-lr M --warmup W
                [--weight-decay 0.1] [--beta1 0.9] [--beta2 0.95] [--eps 1e-8]
                [--grad-clip 1.0] [--eod TOKEN]
+               [--optimizer adamw|muon] [--muon-momentum 0.95] [--muon-ns-steps 5]
 
 BATCHES holds one JSON object a line, line k for step k + 1, with "step" and "sequences",
 each sequence's "tokens" being its T + 1 tokens (inputs are the first T, targets the last
@@ -21,6 +22,12 @@ the tokens counted; the gradient's global norm is clipped to --grad-clip (0: nev
 AdamW's decoupled weight decay applies to the matrices (the embeddings included) and not
 to biases or norms; the learning rate warms up linearly to --lr over --warmup steps, then
 follows a cosine to --min-lr at --total-steps.
+
+With --optimizer muon, the blocks' matrices (attention's and the MLP's; c_attn as its three
+q, k and v matrices) follow Muon as Moonlight describes it: M <- mu M + G, the Nesterov
+U = G + mu M orthogonalised by 5 quintic Newton-Schulz iterations on U / ||U||_F, and
+W <- W (1 - lr wd) - lr 0.2 sqrt(max(A, B)) O for an A x B matrix; the embeddings, biases
+and norms stay with AdamW.
 """
 import argparse
 import json
@@ -99,6 +106,36 @@ def lr_at(step, a):
     return a.min_lr + (a.lr - a.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def newton_schulz(g, steps):
+    """Keller Jordan's quintic iteration, on the matrix's wide orientation."""
+    a, b, c = 3.4445, -4.7750, 2.0315
+    x = g.T if g.shape[0] > g.shape[1] else g
+    x = x / (torch.linalg.matrix_norm(x) + 1e-7)
+    for _ in range(steps):
+        s = x @ x.T
+        x = a * x + (b * s + c * s @ s) @ x
+    return x.T if g.shape[0] > g.shape[1] else x
+
+
+class Muon:
+    """Muon over Hugging Face Conv1D weights ([in, out]: the matrix is their transpose)."""
+
+    def __init__(self, weights, momentum, ns_steps, weight_decay):
+        self.weights, self.momentum, self.ns_steps = weights, momentum, ns_steps
+        self.weight_decay = weight_decay
+        self.buffers = {name: torch.zeros_like(w) for name, w in weights.items()}
+
+    @torch.no_grad()
+    def step(self, lr):
+        for name, w in self.weights.items():
+            m = self.buffers[name].mul_(self.momentum).add_(w.grad)
+            u = (w.grad + self.momentum * m).T  # [out, in]
+            pieces = u.chunk(3, dim=0) if name.endswith("c_attn.weight") else [u]
+            update = torch.cat([newton_schulz(p, self.ns_steps) * 0.2 * math.sqrt(max(p.shape))
+                                for p in pieces], dim=0)
+            w.mul_(1 - lr * self.weight_decay).sub_(lr * update.T)
+
+
 def step_loss(model, tokens, eod):
     """The mean next-token cross-entropy of the batch, predictions from `eod` left out."""
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
@@ -124,6 +161,9 @@ def main():
     ap.add_argument("--eps", type=float, default=1e-8)
     ap.add_argument("--grad-clip", type=float, default=1.0)
     ap.add_argument("--eod", type=int, default=-1)
+    ap.add_argument("--optimizer", choices=("adamw", "muon"), default="adamw")
+    ap.add_argument("--muon-momentum", type=float, default=0.95)
+    ap.add_argument("--muon-ns-steps", type=int, default=5)
     a = ap.parse_args()
 
     torch.manual_seed(0)  # nothing is random; set so that nothing could differ run to run
@@ -131,8 +171,13 @@ def main():
     assert config.get("activation_function", "gelu_new") in ("gelu_new", "gelu_pytorch_tanh")
     weights = load_weights(a.hf_dir)
     model = Gpt2(config, weights)
-    decayed = [t for t in weights.values() if t.dim() == 2]
-    plain = [t for t in weights.values() if t.dim() != 2]
+    muon = None
+    if a.optimizer == "muon":
+        matrices = {n: t for n, t in weights.items() if t.dim() == 2 and n.startswith("h.")}
+        muon = Muon(matrices, a.muon_momentum, a.muon_ns_steps, a.weight_decay)
+    rest = [t for n, t in weights.items() if muon is None or n not in muon.weights]
+    decayed = [t for t in rest if t.dim() == 2]
+    plain = [t for t in rest if t.dim() != 2]
     optimizer = torch.optim.AdamW(
         [{"params": decayed, "weight_decay": a.weight_decay},
          {"params": plain, "weight_decay": 0.0}],
@@ -146,7 +191,8 @@ def main():
         assert batch["step"] == step, (batch["step"], step)
         tokens = torch.tensor([s["tokens"] for s in batch["sequences"]], dtype=torch.long)
         lr = lr_at(step, a)
-        optimizer.zero_grad(set_to_none=True)
+        for t in weights.values():  # Muon's matrices are not in the AdamW optimizer
+            t.grad = None
         loss = step_loss(model, tokens, a.eod)
         loss.backward()
         grads = [t.grad for t in weights.values()]
@@ -157,6 +203,8 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.step()
+        if muon is not None:
+            muon.step(lr)
         print(json.dumps({"step": step, "loss": loss.item(), "grad_norm": norm, "lr": lr}),
               flush=True)
 
