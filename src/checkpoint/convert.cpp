@@ -71,7 +71,8 @@ std::vector<StoredPiece> plan_rank(SliceReader& reader, const CheckpointIndex& s
                                    const TrainConfig& target) {
   const auto& p = target.parallel;
   const int tp = static_cast<int>(p.tp), zero = static_cast<int>(p.zero_stage);
-  const std::vector<OwnedRange> ranges = zero_owned_ranges(params, p, c.dp);
+  const std::vector<OwnedRange> ranges =
+      zero_owned_ranges(params, p, c.dp, target.optimizer.name == OptimizerName::kMuon);
   std::vector<StoredPiece> pieces;
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamSpec& spec = params[i].spec;

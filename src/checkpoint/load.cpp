@@ -163,7 +163,7 @@ void plan_weights(SliceReader& reader, ModelStage& model, const ParallelContext&
 /// holds weights only) and, for stage 3's sharded parameters, the rank's range of the
 /// weights.
 void plan_window(SliceReader& reader, const StateWindow& window, const TrainingState& state,
-                 const ParallelContext& ctx, const CheckpointIndex& index) {
+                 const ParallelContext& ctx, const CheckpointIndex& index, bool read_states) {
   ZeroOptimizer& opt = state.optimizer;
   const auto& params = state.model.params().params();
   const int tp_rank = ctx.coord().tp, tp = ctx.grid().tp();
@@ -184,8 +184,10 @@ void plan_window(SliceReader& reader, const StateWindow& window, const TrainingS
       add(weight_source(index, spec, full_precision, master), v.param);
     }
     if (weights_only(index)) continue;
-    add(exp_avg_name(spec.name), v.exp_avg);
-    add(exp_avg_sq_name(spec.name), v.exp_avg_sq);
+    if (read_states) {
+      add(exp_avg_name(spec.name), v.exp_avg);
+      if (v.exp_avg_sq.defined()) add(exp_avg_sq_name(spec.name), v.exp_avg_sq);  // not Muon's
+    }
     if (separate_master)
       add(index.tensors.count(master_name(spec.name)) ? master_name(spec.name) : spec.name,
           v.master);
@@ -197,7 +199,7 @@ void plan_window(SliceReader& reader, const StateWindow& window, const TrainingS
 void reset_window(const StateWindow& window) {
   for (const auto& [i, v] : window) {
     v.exp_avg.zero_();
-    v.exp_avg_sq.zero_();
+    if (v.exp_avg_sq.defined()) v.exp_avg_sq.zero_();
     if (!v.master.is_same(v.param)) v.master.copy_(v.param);
   }
 }
@@ -207,7 +209,7 @@ void reset_window(const StateWindow& window) {
 void zero_moments(const StateWindow& window) {
   for (const auto& [i, v] : window) {
     v.exp_avg.zero_();
-    v.exp_avg_sq.zero_();
+    if (v.exp_avg_sq.defined()) v.exp_avg_sq.zero_();
   }
 }
 
@@ -244,8 +246,9 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
     opt.release_params();  // stage 3: the shards are what gets loaded
     // Every box the windows will read, checked now with placeholders for their memory
     // (the nvme tier's states are read window by window once every rank agrees).
-    opt.visit_states([&](const StateWindow& w) { plan_window(*reader, w, state, ctx, index); },
-                     StateAccess::kLayout);
+    opt.visit_states(
+        [&](const StateWindow& w) { plan_window(*reader, w, state, ctx, index, !fresh_states); },
+        StateAccess::kLayout);
     reader->verify();
     reader->clear();
     plan_weights(*reader, state.model, ctx, index, state.config.model.vocab,
@@ -256,7 +259,7 @@ int64_t load_checkpoint(const TrainingState& state, ParallelContext& ctx, const 
     reader->execute();
     opt.visit_states(
         [&](const StateWindow& w) {
-          plan_window(*reader, w, state, ctx, index);
+          plan_window(*reader, w, state, ctx, index, !fresh_states);
           reader->execute();
           if (weights_only(index)) reset_window(w);
           if (fresh_states) zero_moments(w);

@@ -15,7 +15,7 @@ bool stores_param(const ParamSpec& spec, int tp_rank, int dp_rank, int zero_stag
 }
 
 std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
-                                          const ParallelConfig& p, int dp_rank) {
+                                          const ParallelConfig& p, int dp_rank, bool muon) {
   // ZeRO shards over the dp x cp ranks holding the same slice of the model.
   const int zero_stage = static_cast<int>(p.zero_stage), dp = static_cast<int>(p.dp * p.cp),
             ep = static_cast<int>(p.ep);
@@ -26,7 +26,7 @@ std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
     all_numels.push_back(n);
   }
   std::vector<OwnedRange> out(params.size());
-  const auto buffers = assign_buffers(params, all_numels, zero_stage, p.zero3_persist_below);
+  const auto buffers = assign_buffers(params, all_numels, zero_stage, p.zero3_persist_below, muon);
   for (size_t buffer = 0; buffer < buffers.size(); ++buffer) {
     const auto& group = buffers[buffer];
     if (group.empty()) continue;

@@ -26,10 +26,11 @@ bool stores_param(const ParamSpec& spec, int tp_rank, int dp_rank, int zero_stag
 /// layout `p` (dp, tp, ep, zero_stage, bucket_size, zero3_persist_below): the parameters
 /// assigned to flat buffers as zero/buffer_assignment.h says, each buffer cut into buckets
 /// of at least bucket_size elements (see zero/bucket_layout.h), the experts' buffers cut
-/// over the expert-dp group (dp / ep ranks). Sizes come from the specs,
-/// so a stage 3 model whose parameters are released works too.
+/// over the expert-dp group (dp / ep ranks), and with `muon` the matrices Muon updates in
+/// buffers of their own. Sizes come from the specs, so a stage 3 model whose parameters are
+/// released works too.
 std::vector<OwnedRange> zero_owned_ranges(const std::vector<Parameter>& params,
-                                          const ParallelConfig& p, int dp_rank);
+                                          const ParallelConfig& p, int dp_rank, bool muon);
 
 /// The keys of `p` that decide which rank stores which slice (dp, cp, pp, tp, ep,
 /// zero_stage, bucket_size, zero3_persist_below), every other key at its default: the

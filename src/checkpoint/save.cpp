@@ -48,7 +48,7 @@ std::vector<StoredPiece> window_pieces(const StateWindow& window, const Training
     };
     add(p.spec.name, v.param);
     add(exp_avg_name(p.spec.name), v.exp_avg);
-    add(exp_avg_sq_name(p.spec.name), v.exp_avg_sq);
+    if (v.exp_avg_sq.defined()) add(exp_avg_sq_name(p.spec.name), v.exp_avg_sq);  // not Muon's
     if (separate_master) add(master_name(p.spec.name), v.master);
   }
   return out;

@@ -58,6 +58,8 @@ void print_header(const TrainConfig& config, Trainer& trainer, int64_t params, i
             << config.micro_batches() << " micro-batches, checkpointing "
             << p.activation_checkpointing << (p.sequence_parallel ? ", sequence parallel" : "")
             << ", " << config.train.precision << "\n";
+  if (config.optimizer.name == OptimizerName::kMuon)
+    std::cout << "optimizer: " << trainer.optimizer().muon_description() << "\n";
   if (p.offload_optimizer != OffloadTier::kNone || p.offload_params != OffloadTier::kNone)
     std::cout << "offload: " << trainer.optimizer().offload_description() << "\n";
   if (config.releases_host_memory())

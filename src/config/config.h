@@ -114,7 +114,8 @@ struct OptimizerConfig {
   bool muon_nesterov = true;
   int64_t muon_ns_steps = 5;  ///< Newton-Schulz iterations
   MuonScale muon_scale = MuonScale::kMoonlight;
-  double muon_lr = 0.02;  ///< spectral scale only: the matrices' peak learning rate
+  double muon_lr = 0.02;            ///< spectral scale only: the matrices' peak learning rate
+  int64_t muon_exchange_mib = 256;  ///< each rank's buffer for gathering whole matrices
   /// Resuming a checkpoint written by the other optimizer starts fresh states instead of
   /// refusing it.
   bool reset_states = false;

@@ -348,6 +348,11 @@ std::vector<KeySpec> build_schema() {
        "Muon with muon_scale = \"spectral\": the matrices' peak learning rate, following "
        "lr's schedule (lr and min_lr keep applying to the AdamW parameters)",
        muon},
+      {"optimizer", "muon_exchange_mib", field(kOpt, &O::muon_exchange_mib), at_least(1),
+       "Muon: MiB of each rank's buffer in which its stage's matrices meet whole on their "
+       "owners; the matrices are orthogonalised in rounds that fit it (a matrix larger than "
+       "it gets a round of its own)",
+       muon},
       {"optimizer", "reset_states", field(kOpt, &O::reset_states), any(),
        "resume a checkpoint written with the other optimizer.name, starting fresh optimizer "
        "states (moments, momentum); without it such a checkpoint is refused"},

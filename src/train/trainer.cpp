@@ -71,6 +71,7 @@ Trainer::Trainer(const TrainConfig& config, ParallelContext& ctx)
   zero.muon.ns_steps = static_cast<int>(opt.muon_ns_steps);
   zero.muon.spectral = opt.muon_scale == MuonScale::kSpectral;
   zero.muon.lr_ratio = zero.muon.spectral ? opt.muon_lr / opt.lr : 1.0;
+  zero.muon.exchange_bytes = opt.muon_exchange_mib << 20;
   AdamWOptions adamw;
   adamw.beta1 = config.optimizer.beta1;
   adamw.beta2 = config.optimizer.beta2;

@@ -19,6 +19,8 @@ struct MuonOptions {
   int ns_steps = 5;
   bool spectral = false;  ///< sqrt(max(1, A/B)) instead of Moonlight's 0.2 sqrt(max(A, B))
   double lr_ratio = 1.0;  ///< the matrices' learning rate over optimizer.lr (muon_lr / lr)
+  /// Bytes of each rank's exchange buffer: matrices are orthogonalised in rounds that fit.
+  int64_t exchange_bytes = int64_t{256} << 20;
 };
 
 /// Whether Muon updates `spec`: a 2-D matrix of a transformer block ("h.<i>.…": attention's

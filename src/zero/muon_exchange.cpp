@@ -55,7 +55,7 @@ std::vector<int> assign_owners(const std::vector<double>& cost, int ranks) {
 
 MuonExchange::MuonExchange(const std::vector<Parameter>& params, std::vector<size_t> held,
                            Communicator& stage, const MuonOptions& options,
-                           at::TensorOptions state_options)
+                           at::TensorOptions state_options, int64_t round_elements)
     : stage_(stage), options_(options) {
   // The stage's matrices: every rank's list, in rank order, each name once (a matrix held
   // by several ranks, as tp shards or dp replicas, is one matrix).
@@ -69,54 +69,100 @@ MuonExchange::MuonExchange(const std::vector<Parameter>& params, std::vector<siz
       m.shape = {rows, cols};
       m.spec.name = m.name;
       m.spec.global_shape = m.shape;
+      m.cost = cost_of(m.spec);
       index[m.name] = matrices_.size();
       matrices_.push_back(m);
     }
   }
   for (size_t i : held) held_to_matrix_.push_back(index.at(params[i].spec.name));
 
+  // Rounds: consecutive matrices while their exchange fits round_elements.
   const int ranks = stage.size();
-  std::vector<double> cost(matrices_.size());
-  for (size_t m = 0; m < matrices_.size(); ++m) cost[m] = cost_of(matrices_[m].spec);
-  const std::vector<int> owners = assign_owners(cost, ranks);
   std::vector<double> load(static_cast<size_t>(ranks), 0.0);
+  int64_t largest = 0;
+  size_t first = 0;
   for (size_t m = 0; m < matrices_.size(); ++m) {
-    matrices_[m].owner = owners[m];
-    load[static_cast<size_t>(owners[m])] += cost[m];
+    if (m > first) {
+      std::vector<double> trial(static_cast<size_t>(ranks), 0.0);
+      const int64_t block = place_round(first, m + 1, rounds(), trial);
+      if (block * (ranks + 1) > round_elements) {  // the stage's blocks and this rank's
+        const int64_t closed = place_round(first, m, rounds(), load);
+        round_blocks_.push_back(closed);
+        first = m;
+      }
+    }
   }
-  std::vector<int64_t> filled(static_cast<size_t>(ranks), 0);
-  for (Matrix& m : matrices_) {
-    m.offset = filled[static_cast<size_t>(m.owner)];
-    filled[static_cast<size_t>(m.owner)] += m.shape[0] * m.shape[1];
+  if (first < matrices_.size() || matrices_.empty()) {
+    const int64_t block = place_round(first, matrices_.size(), rounds(), load);
+    round_blocks_.push_back(block);
   }
-  block_ = *std::max_element(filled.begin(), filled.end());
+  for (int64_t b : round_blocks_) largest = std::max(largest, b);
   double total = 0, most = 0;
   for (double l : load) {
     total += l;
     most = std::max(most, l);
   }
   imbalance_ = total > 0 ? most / (total / ranks) : 1.0;
-  buffer_ = at::zeros({block_ * ranks}, state_options);
-  owned_ = at::zeros({block_}, state_options);
+  buffer_ = at::zeros({largest * ranks}, state_options);
+  owned_ = at::zeros({largest}, state_options);
 }
 
-void MuonExchange::begin() { buffer_.zero_(); }
+int64_t MuonExchange::place_round(size_t first, size_t last, int round, std::vector<double>& load) {
+  const int ranks = static_cast<int>(load.size());
+  std::vector<double> cost;
+  for (size_t m = first; m < last; ++m) cost.push_back(matrices_[m].cost);
+  const std::vector<int> owners = assign_owners(cost, ranks);
+  std::vector<int64_t> filled(static_cast<size_t>(ranks), 0);
+  for (size_t m = first; m < last; ++m) {
+    Matrix& x = matrices_[m];
+    x.round = round;
+    x.owner = owners[m - first];
+    x.offset = filled[static_cast<size_t>(x.owner)];
+    filled[static_cast<size_t>(x.owner)] += x.shape[0] * x.shape[1];
+    load[static_cast<size_t>(x.owner)] += cost[m - first];
+  }
+  return *std::max_element(filled.begin(), filled.end());
+}
+
+int MuonExchange::round_of(size_t k) const { return matrices_[held_to_matrix_.at(k)].round; }
+
+void MuonExchange::begin(int round) {
+  buffer_.narrow(0, 0, round_blocks_.at(static_cast<size_t>(round)) * stage_.size()).zero_();
+}
 
 at::Tensor MuonExchange::slot(size_t k) {
   const Matrix& m = matrices_[held_to_matrix_.at(k)];
-  return buffer_.narrow(0, m.owner * block_ + m.offset, m.shape[0] * m.shape[1]).view(m.shape);
+  const int64_t block = round_blocks_[static_cast<size_t>(m.round)];
+  return buffer_.narrow(0, m.owner * block + m.offset, m.shape[0] * m.shape[1]).view(m.shape);
 }
 
-void MuonExchange::run() {
-  stage_.reduce_scatter(owned_, buffer_)->wait();
+void MuonExchange::run(int round) {
+  const int64_t block = round_blocks_.at(static_cast<size_t>(round));
+  at::Tensor owned = owned_.narrow(0, 0, block), all = buffer_.narrow(0, 0, block * stage_.size());
+  stage_.reduce_scatter(owned, all)->wait();
   for (const Matrix& m : matrices_) {
-    if (m.owner != stage_.rank()) continue;
-    const at::Tensor whole = owned_.narrow(0, m.offset, m.shape[0] * m.shape[1]).view(m.shape);
+    if (m.round != round || m.owner != stage_.rank()) continue;
+    const at::Tensor whole = owned.narrow(0, m.offset, m.shape[0] * m.shape[1]).view(m.shape);
     for (at::Tensor u : logical_matrices(m.spec, whole))
       u.copy_(newton_schulz(u, options_.ns_steps) *
               muon_scale(u.size(0), u.size(1), options_.spectral));
   }
-  stage_.all_gather(buffer_, owned_)->wait();
+  stage_.all_gather(all, owned)->wait();
+}
+
+std::string MuonExchange::description() const {
+  size_t logical = 0;
+  for (const Matrix& m : matrices_)
+    logical += static_cast<size_t>(std::max(1, m.spec.shard.fused_chunks));
+  std::ostringstream out;
+  out.precision(3);
+  out << matrices_.size() << " parameters (" << logical
+      << " matrices) orthogonalised whole, each on "
+      << "one of the stage's " << stage_.size() << " ranks, in " << rounds()
+      << (rounds() == 1 ? " round" : " rounds") << " through a "
+      << static_cast<double>(bytes()) / (1 << 20) << " MiB buffer; the busiest owner does "
+      << imbalance_ << "x the mean work";
+  return out.str();
 }
 
 int64_t MuonExchange::bytes() const {

@@ -3,9 +3,6 @@
 #include <ATen/ATen.h>           // Tensor ops
 #include <c10/util/Exception.h>  // TORCH_CHECK
 
-#include <algorithm>  // std::sort
-#include <utility>    // std::pair
-
 #include "parallel/parallel_context.h"  // ParallelContext
 #include "zero/muon_exchange.h"         // MuonExchange
 #include "zero/zero_optimizer.h"
@@ -15,14 +12,18 @@ namespace trident {
 void ZeroOptimizer::init_muon() {
   TORCH_CHECK(!states_in_tier_ && !zero_.offload.optimizer,
               "Muon keeps its momentum in memory; the nvme tier holds AdamW's states only");
-  is_muon_.assign(params_.size(), false);
   for (size_t i = 0; i < params_.size(); ++i)
-    if (is_muon_matrix(params_[i].spec)) {
-      is_muon_[i] = true;
-      muon_held_.push_back(i);
-    }
-  muon_ = std::make_unique<MuonExchange>(params_, muon_held_, ctx_.stage(), zero_.muon,
-                                         at::TensorOptions().dtype(state_dtype_).device(device_));
+    if (updated_by_muon(i)) muon_held_.push_back(i);
+  const auto state = at::TensorOptions().dtype(state_dtype_).device(device_);
+  muon_ = std::make_unique<MuonExchange>(
+      params_, muon_held_, ctx_.stage(), zero_.muon, state,
+      zero_.muon.exchange_bytes / static_cast<int64_t>(c10::elementSize(state_dtype_)));
+}
+
+std::string ZeroOptimizer::muon_description() const {
+  return muon_ ? "Muon (one momentum) for the blocks' matrices, AdamW for the rest: " +
+                     muon_->description()
+               : std::string();
 }
 
 at::Tensor ZeroOptimizer::grad_in_domain(size_t i) {
@@ -38,14 +39,19 @@ at::Tensor ZeroOptimizer::grad_in_domain(size_t i) {
 }
 
 void ZeroOptimizer::muon_step(double lr, double grad_scale) {
+  for (int round = 0; round < muon_->rounds(); ++round) muon_round(round, lr, grad_scale);
+}
+
+void ZeroOptimizer::muon_round(int round, double lr, double grad_scale) {
   const MuonOptions& o = zero_.muon;
   const int tp_rank = ctx_.tp().rank(), tp = ctx_.tp().size();
-  muon_->begin();
+  muon_->begin(round);
   // The momentum of this rank's part, M <- mu M + G, and the part of the matrix to
   // orthogonalise, G + mu M (Nesterov) or M. One rank contributes each element: a dp group
   // whose stage (0) keeps whole copies contributes from its first rank, and of tp ranks
   // holding copies of a shard only the primary one.
   for (size_t k = 0; k < muon_held_.size(); ++k) {
+    if (muon_->round_of(k) != round) continue;
     const size_t i = muon_held_[k];
     const ParamStateView state = param_state(i);
     if (state.length == 0) continue;
@@ -63,10 +69,11 @@ void ZeroOptimizer::muon_step(double lr, double grad_scale) {
     at::Tensor slot = muon_->slot(k);
     place_shard(spec, tp_rank, tp, local, slot);
   }
-  muon_->run();
+  muon_->run(round);
   // W <- W (1 - lr wd) - lr O, O being the scaled orthogonalised update.
   const double muon_lr = lr * o.lr_ratio;
   for (size_t k = 0; k < muon_held_.size(); ++k) {
+    if (muon_->round_of(k) != round) continue;
     const size_t i = muon_held_[k];
     const ParamStateView state = param_state(i);
     if (state.length == 0) continue;
@@ -78,30 +85,6 @@ void ZeroOptimizer::muon_step(double lr, double grad_scale) {
       state.master.mul_(1.0 - muon_lr * adamw_.weight_decay);
     state.master.add_(update, -muon_lr);
     if (has_master()) state.param.copy_(state.master);
-  }
-}
-
-void ZeroOptimizer::adam_outside_muon(Group& g, size_t b, const Range& range, at::Tensor master,
-                                      const at::Tensor& grad, at::Tensor exp_avg,
-                                      at::Tensor exp_avg_sq, double lr, double grad_scale) {
-  // The Muon parameters' parts in the range, in order; AdamW runs over the gaps.
-  std::vector<std::pair<int64_t, int64_t>> skipped;
-  for (size_t k : g.layout.buckets()[b].params) {
-    if (!updated_by_muon(g.params[k])) continue;
-    const Range part = g.layout.param_part(k, range);
-    if (part.size() > 0) skipped.emplace_back(part.begin - range.begin, part.end - range.begin);
-  }
-  std::sort(skipped.begin(), skipped.end());
-  skipped.emplace_back(range.size(), range.size());
-  int64_t from = 0;
-  for (const auto& [begin, end] : skipped) {
-    if (begin > from) {
-      const int64_t n = begin - from;
-      adam_update_chunks(master.narrow(0, from, n), grad.narrow(0, from, n),
-                         exp_avg.narrow(0, from, n), exp_avg_sq.narrow(0, from, n), lr, step_count_,
-                         grad_scale, adamw_, kUpdateChunk);
-    }
-    from = std::max(from, end);
   }
 }
 

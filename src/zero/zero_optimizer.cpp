@@ -71,11 +71,13 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   // the expert-dp group (see zero/buffer_assignment.h).
   std::vector<int64_t> numels;
   for (const Parameter& p : params) numels.push_back(p.tensor.numel());
-  const auto assigned = assign_buffers(params, numels, zero.stage, zero.persist_below);
+  const auto assigned =
+      assign_buffers(params, numels, zero.stage, zero.persist_below, zero.muon.enabled);
   groups_.resize(assigned.size());
   where_.resize(params.size());
   for (size_t gi = 0; gi < assigned.size(); ++gi) {
     groups_[gi].params = assigned[gi];
+    groups_[gi].muon = is_muon_buffer(gi);
     groups_[gi].dp = is_expert_buffer(gi) ? &ctx.expert_dp() : &ctx.dp();
     for (size_t k = 0; k < assigned[gi].size(); ++k) where_[assigned[gi][k]] = {gi, k};
   }
@@ -266,7 +268,7 @@ void ZeroOptimizer::allocate_states(Group& g) {
   const int64_t domain_numel = zero_.stage == 0 ? g.layout.numel() : g.layout.shard_space_numel();
   const auto state = at::TensorOptions().dtype(state_dtype_).device(device_);
   g.exp_avg = at::zeros({domain_numel}, state);
-  g.exp_avg_sq = at::zeros({domain_numel}, state);
+  if (!g.muon) g.exp_avg_sq = at::zeros({domain_numel}, state);
   if (has_master()) g.master = at::zeros({domain_numel}, state);
 }
 

@@ -75,8 +75,8 @@ struct ParamStateView {
   int64_t start = 0;
   int64_t length = 0;
   at::Tensor master;      // fp32 for bf16 params; for fp32/fp64 params, the parameter itself
-  at::Tensor exp_avg;     // in max(param dtype, fp32)
-  at::Tensor exp_avg_sq;  // in max(param dtype, fp32)
+  at::Tensor exp_avg;     // in max(param dtype, fp32); Muon's momentum for its matrices
+  at::Tensor exp_avg_sq;  // in max(param dtype, fp32); undefined for Muon's matrices
   at::Tensor param;       // the parameter's values in this range, in its own dtype
 };
 
@@ -127,9 +127,12 @@ class ZeroOptimizer {
 
   /// "muon" when Muon updates the blocks' matrices, else "adamw": what checkpoints record.
   const char* optimizer_name() const { return muon_ ? "muon" : "adamw"; }
-  /// Whether Muon updates parameter i (then exp_avg of its state is Muon's momentum and its
-  /// exp_avg_sq stays zero).
-  bool updated_by_muon(size_t i) const { return !is_muon_.empty() && is_muon_[i]; }
+  /// With Muon, what it updates and how its matrices meet their owners (the run's header);
+  /// empty without.
+  std::string muon_description() const;
+  /// Whether Muon updates parameter i (then exp_avg of its state is Muon's momentum, and
+  /// it has no exp_avg_sq).
+  bool updated_by_muon(size_t i) const { return groups_[where_[i].first].muon; }
 
   /// Bytes this rank holds for parameters, gradients (with stage 2's shard and bucket
   /// buffers) and optimizer states (master weights and both moments), padding included.
@@ -184,6 +187,7 @@ class ZeroOptimizer {
   /// One flat buffer and the tensors laid out like it.
   struct Group {
     std::vector<size_t> params;  // indices into params_, in buffer order
+    bool muon = false;           // Muon's matrices: one state (exp_avg, the momentum)
     Communicator* dp = nullptr;  // the ranks it is reduced and sharded over: dp, or the
                                  // expert-dp group for the experts' buffers
     BucketLayout layout;
@@ -292,13 +296,11 @@ class ZeroOptimizer {
   /// every Muon parameter's part on this rank.
   void init_muon();
   void muon_step(double lr, double grad_scale);
+  /// One round of the exchange (MuonExchange::rounds): the momentum and contribution of
+  /// the round's matrices, their exchange, and their update.
+  void muon_round(int round, double lr, double grad_scale);
   /// Parameter i's gradient over its part of this rank's domain (param_state(i)'s range).
   at::Tensor grad_in_domain(size_t i);
-  /// AdamW over elements [0, n) of a range of bucket b (update_range's tensors), leaving
-  /// out the parts of parameters Muon updates.
-  void adam_outside_muon(Group& g, size_t b, const Range& range, at::Tensor master,
-                         const at::Tensor& grad, at::Tensor exp_avg, at::Tensor exp_avg_sq,
-                         double lr, double grad_scale);
 
   std::vector<Parameter>& params_;
   ParallelContext& ctx_;

@@ -76,6 +76,7 @@ void ZeroOptimizer::step(double lr, double grad_scale) {
   ++step_count_;
   if (muon_) muon_step(lr, grad_scale);
   for (Group& g : groups_) {
+    if (g.muon) continue;  // updated by muon_step
     if (g.tier && states_in_tier_) {
       stream_update(g, lr, grad_scale);
       continue;
@@ -124,7 +125,7 @@ void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, a
   // Decoupled weight decay, on the parts of decayed parameters inside the range.
   if (adamw_.weight_decay != 0.0) {
     for (size_t k : g.layout.buckets()[b].params) {
-      if (!params_[g.params[k]].spec.weight_decay || updated_by_muon(g.params[k])) continue;
+      if (!params_[g.params[k]].spec.weight_decay) continue;
       const Range part = g.layout.param_part(k, range);
       if (part.size() > 0)
         master.narrow(0, part.begin - range.begin, part.size())
@@ -133,11 +134,8 @@ void ZeroOptimizer::update_range(Group& g, size_t b, int64_t begin, int64_t n, a
   }
   // The chunks start at the range's start: callers pass ranges that begin at whole
   // chunks of the domain, so every element sees the same kernels as in one pass.
-  if (muon_)
-    adam_outside_muon(g, b, range, master, grad, exp_avg, exp_avg_sq, lr, grad_scale);
-  else
-    adam_update_chunks(master.narrow(0, 0, n), grad, exp_avg, exp_avg_sq, lr, step_count_,
-                       grad_scale, adamw_, kChunk);
+  adam_update_chunks(master.narrow(0, 0, n), grad, exp_avg, exp_avg_sq, lr, step_count_, grad_scale,
+                     adamw_, kChunk);
   if (has_master()) param.copy_(master);  // round the fp32 master to the param dtype
 }
 
@@ -189,7 +187,7 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
     const auto opts = at::TensorOptions().dtype(state_dtype_).device(device_);
     view.master = at::empty({0}, g.master.defined() ? opts : opts.dtype(param_dtype_));
     view.exp_avg = at::empty({0}, opts);
-    view.exp_avg_sq = at::empty({0}, opts);
+    if (!g.muon) view.exp_avg_sq = at::empty({0}, opts);
     view.param = at::empty({0}, opts.dtype(param_dtype_));
     return view;
   }
@@ -200,7 +198,7 @@ ParamStateView ZeroOptimizer::param_state(size_t i) const {
                                 : g.param_shard.narrow(0, so, view.length);
   view.master = g.master.defined() ? g.master.narrow(0, so, view.length) : view.param;
   view.exp_avg = g.exp_avg.narrow(0, so, view.length);
-  view.exp_avg_sq = g.exp_avg_sq.narrow(0, so, view.length);
+  if (g.exp_avg_sq.defined()) view.exp_avg_sq = g.exp_avg_sq.narrow(0, so, view.length);
   return view;
 }
 

@@ -28,7 +28,8 @@ std::map<std::pair<size_t, int64_t>, std::vector<at::Tensor>> copy_states(ZeroOp
   opt.visit_states(
       [&](const StateWindow& window) {
         for (const auto& [i, v] : window)
-          states[{i, v.start}] = {v.master.clone(), v.exp_avg.clone(), v.exp_avg_sq.clone(),
+          states[{i, v.start}] = {v.master.clone(), v.exp_avg.clone(),
+                                  v.exp_avg_sq.defined() ? v.exp_avg_sq.clone() : at::Tensor(),
                                   v.param.clone()};
       },
       StateAccess::kRead);
@@ -47,8 +48,10 @@ bool same_state(Trainer& a, Trainer& b) {
   same = same && sa.size() == sb.size();
   for (auto ia = sa.begin(), ib = sb.begin(); same && ia != sa.end(); ++ia, ++ib) {
     same = ia->first == ib->first;
-    for (size_t t = 0; same && t < ia->second.size(); ++t)
-      same = at::equal(ia->second[t], ib->second[t]);
+    for (size_t t = 0; same && t < ia->second.size(); ++t) {
+      const at::Tensor &x = ia->second[t], &y = ib->second[t];  // Muon's: no exp_avg_sq
+      same = x.defined() == y.defined() && (!x.defined() || at::equal(x, y));
+    }
   }
   return same && a.optimizer().step_count() == b.optimizer().step_count();
 }

@@ -21,6 +21,7 @@
 #include "parallel/world.h"        // world_communicator
 #include "parity_harness.h"        // Layout, layout_config, train_steps
 #include "train/checkpointing.h"   // save_checkpoint, load_checkpoint of a Trainer
+#include "zero/muon.h"             // is_muon_matrix
 #include "zero/zero_optimizer.h"   // ZeroOptimizer
 
 namespace trident::testing {
@@ -198,17 +199,25 @@ TEST(CheckpointOwnership, zero_ranges_match_the_optimizer) {
       {"dp8_zero3", 8, 1, 1, 3, "1f1b", false, 1},
       cp({"dp2_cp2_tp2_zero2", 2, 1, 2, 2, "1f1b", false, 1}, 2),
       cp({"dp1_cp4_pp2_zero3", 1, 2, 1, 3, "1f1b", false, 2}, 4),
+      // Muon's matrices in buffers of their own, which cut them differently.
+      muon({"dp8_zero2", 8, 1, 1, 2, "1f1b", false, 1}),
+      muon({"dp2_pp2_tp2_zero3", 2, 2, 2, 3, "1f1b", false, 1}),
   };
   for (const Layout& l : layouts) {
     ParallelContext ctx(MPI_COMM_WORLD, l.dp, l.pp, l.tp, 120.0, l.ep, l.cp);
     const TrainConfig config = layout_config(l, kSteps);
     Trainer trainer(config, ctx);
     const auto& params = trainer.model().params().params();
-    const auto ranges = checkpoint::zero_owned_ranges(params, config.parallel, ctx.coord().dp);
+    const bool muon = config.optimizer.name == OptimizerName::kMuon;
+    const auto ranges =
+        checkpoint::zero_owned_ranges(params, config.parallel, ctx.coord().dp, muon);
     for (size_t i = 0; i < params.size(); ++i) {
       const ParamStateView v = trainer.optimizer().param_state(i);
       EXPECT_EQ(ranges[i].length, v.length) << l.name << " " << params[i].spec.name;
       if (v.length > 0) EXPECT_EQ(ranges[i].start, v.start) << l.name << " " << params[i].spec.name;
+      // Muon keeps one state of its matrices, AdamW two of everything else.
+      EXPECT_EQ(v.exp_avg_sq.defined(), !(muon && is_muon_matrix(params[i].spec)))
+          << l.name << " " << params[i].spec.name;
     }
   }
 }

@@ -100,7 +100,8 @@ TEST(CheckpointMoe, zero_ranges_of_the_experts_match_the_optimizer) {
     const TrainConfig config = layout_config(l, kSteps);
     Trainer trainer(config, ctx);
     const auto& params = trainer.model().params().params();
-    const auto ranges = checkpoint::zero_owned_ranges(params, config.parallel, ctx.coord().dp);
+    const auto ranges = checkpoint::zero_owned_ranges(params, config.parallel, ctx.coord().dp,
+                                                      /*muon=*/false);
     int experts = 0;
     for (size_t i = 0; i < params.size(); ++i) {
       experts += params[i].spec.expert ? 1 : 0;

@@ -108,19 +108,29 @@ TEST(MuonExchange, one_rank_orthogonalises_each_logical_matrix) {
   params[1].spec.global_shape = {8, 32};
   LocalCommunicator stage("stage", 0);
   MuonOptions o;
-  MuonExchange exchange(params, {0, 1}, stage, o, at::TensorOptions().dtype(at::kDouble));
   const at::Tensor qkv = random_matrix(24, 8, 11), proj = random_matrix(8, 32, 12);
-  exchange.begin();
-  exchange.slot(0).copy_(qkv);
-  exchange.slot(1).copy_(proj);
-  exchange.run();
-  for (int k = 0; k < 3; ++k) {
-    const at::Tensor want = newton_schulz(qkv.narrow(0, 8 * k, 8), 5) * muon_scale(8, 8, false);
-    EXPECT_TRUE(at::allclose(exchange.slot(0).narrow(0, 8 * k, 8), want, 0, 1e-15)) << k;
+  // Both in one round, and in a round each when the buffer holds one matrix.
+  for (int64_t round_elements : {int64_t{1000}, int64_t{500}}) {
+    MuonExchange exchange(params, {0, 1}, stage, o, at::TensorOptions().dtype(at::kDouble),
+                          round_elements);
+    EXPECT_EQ(exchange.rounds(), round_elements == 1000 ? 1 : 2);  // (1 + 1) x 448, or x 256
+    at::Tensor got_qkv, got_proj;
+    for (int r = 0; r < exchange.rounds(); ++r) {
+      exchange.begin(r);
+      if (exchange.round_of(0) == r) exchange.slot(0).copy_(qkv);
+      if (exchange.round_of(1) == r) exchange.slot(1).copy_(proj);
+      exchange.run(r);
+      if (exchange.round_of(0) == r) got_qkv = exchange.slot(0).clone();
+      if (exchange.round_of(1) == r) got_proj = exchange.slot(1).clone();
+    }
+    for (int k = 0; k < 3; ++k) {
+      const at::Tensor want = newton_schulz(qkv.narrow(0, 8 * k, 8), 5) * muon_scale(8, 8, false);
+      EXPECT_TRUE(at::allclose(got_qkv.narrow(0, 8 * k, 8), want, 0, 1e-15)) << k;
+    }
+    EXPECT_TRUE(
+        at::allclose(got_proj, newton_schulz(proj, 5) * muon_scale(8, 32, false), 0, 1e-15));
+    EXPECT_EQ(exchange.imbalance(), 1.0);
   }
-  EXPECT_TRUE(
-      at::allclose(exchange.slot(1), newton_schulz(proj, 5) * muon_scale(8, 32, false), 0, 1e-15));
-  EXPECT_EQ(exchange.imbalance(), 1.0);
 }
 
 }  // namespace
