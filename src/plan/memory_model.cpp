@@ -5,6 +5,7 @@
 #include <stdexcept>  // std::invalid_argument
 #include <string>     // std::to_string
 
+#include "plan/muon_cost.h"      // muon_state_saving, muon_exchange_bytes
 #include "zero/bucket_layout.h"  // BucketLayout: ZeRO's own bucketing, torch-free
 
 namespace trident::plan {
@@ -282,7 +283,8 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
   out.params_held = psi;
   out.parameters = states.parameters;
   out.gradients = states.gradients;
-  out.optimizer_states = states.optimizer_states;
+  // Muon keeps one moment of its matrices, and gathers them whole through a buffer.
+  out.optimizer_states = states.optimizer_states - muon_state_saving(m, l, stage);
   out.activations = stage_activations(m, l, stage);
   out.scores = attention_scores_in_flight(m, l);
   out.bucket_buffers = bucket_buffers(m, l, stage);
@@ -299,7 +301,8 @@ MemoryBreakdown stage_memory(const PlanModel& m, const Layout& l, int stage) {
                                               static_cast<double>(split.largest_layer)
                                         : sharded);
   }
-  out.communication = out.bucket_buffers + out.gather_buffers + pipeline_buffers(m, l);
+  out.communication = out.bucket_buffers + out.gather_buffers + pipeline_buffers(m, l) +
+                      muon_exchange_bytes(m, l, stage);
   const bool params_offloaded =
       offloaded_to_files(m.offload_params, "offload_params") && l.zero == 3;
   if (offloaded_to_files(m.offload_optimizer, "offload_optimizer")) {

@@ -135,7 +135,7 @@ int64_t in_flight_micro_batches(const std::string& schedule, int pp, int stage, 
 struct MemoryBreakdown {
   double parameters = 0, gradients = 0, optimizer_states = 0;
   double activations = 0;
-  double communication = 0;   ///< ZeRO-2 bucket buffers, pipeline receive buffers
+  double communication = 0;   ///< ZeRO-2 bucket buffers, pipeline receive buffers, Muon's exchange
   double bucket_buffers = 0;  ///< the ZeRO-2 part of `communication`
   double gather_buffers = 0;  ///< ZeRO-3's gathered layers, also part of `communication`
   double offloaded = 0;       ///< model state in the nvme tier's files, not counted

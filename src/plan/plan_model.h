@@ -54,6 +54,11 @@ struct PlanModel {
   /// 0.5 is what a router near its initialisation gives (docs/planner.md); the balancing
   /// loss lowers it as training goes, and the progress line's `expert load` shows it.
   double moe_load_cv = 0.5;
+  // optimizer.name = "muon": the blocks' matrices keep one state and are orthogonalised
+  // whole each step (plan/muon_cost.h).
+  bool muon = false;
+  int64_t muon_ns_steps = 5;
+  int64_t muon_exchange_mib = 256;
 
   /// Weights of the matrices of one dense layer, whole: GPT-2 12 h^2; Llama 2 h^2 (q, o) +
   /// 2 h * kv_heads * head_dim (k, v) + 3 h * ffn_hidden (gate, up, down).

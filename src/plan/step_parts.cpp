@@ -2,8 +2,10 @@
 #include "plan/step_parts.h"
 
 #include <algorithm>  // std::max, std::min
+#include <cmath>      // std::cbrt
 
 #include "config/choices.h"   // PipelineSchedule
+#include "plan/muon_cost.h"   // muon_stage, newton_schulz_flops
 #include "plan/tier_model.h"  // tier_traffic, tier_wait_s
 
 namespace trident::plan {
@@ -199,6 +201,35 @@ double optimizer_s(const PlanModel& m, const Layout& l, const Cluster& c, const 
          (update_s + bytes / (c.memory_gbps * 1e9));
 }
 
+double muon_s(const PlanModel& m, const Layout& l, const Cluster& c) {
+  if (!m.muon) return 0;
+  // The slowest stage's: its matrices' Newton-Schulz shared over its ranks as owners, and
+  // their exchange, a reduce-scatter and an all-gather over the stage's ranks (dp x cp x tp;
+  // the dp link, which is the slower one where the stage spans nodes).
+  const int ranks = l.replicas() * l.tp;
+  const std::string precision = m.precision == "fp64" ? "fp64" : "fp32";
+  const double state = m.precision == "fp64" ? 8.0 : 4.0;
+  Link link = link_for(c, l, Dim::kDp);
+  if (l.replicas() <= 1) link = link_for(c, l, Dim::kTp);
+  double slowest = 0;
+  for (int s = 0; s < l.pp; ++s) {
+    const MuonStage stage = muon_stage(m, l.pp, l.tp, l.ep, s);
+    double flops = 0, size = 0;
+    for (const MuonMatrix& x : stage.matrices) {
+      flops += newton_schulz_flops(x, m.muon_ns_steps);
+      size = std::max(size, std::cbrt(static_cast<double>(x.rows * x.cols) *
+                                      static_cast<double>(std::min(x.rows, x.cols))));
+    }
+    const double rate = c.matmul_flops(precision, size);
+    double t = rate > 0 ? flops / ranks / rate : 0.0;
+    if (ranks > 1)
+      t += reduce_scatter_s(stage.whole * state, ranks, link) +
+           all_gather_s(stage.whole * state, ranks, link);
+    slowest = std::max(slowest, t);
+  }
+  return slowest * std::max(1.0, core_share(l, c));
+}
+
 double tier_s(const PlanModel& m, const Layout& l, const Cluster& c, const TimeBreakdown& t) {
   if (c.disk_read() <= 0 || m.offload_optimizer != "nvme") return 0;
   // The tier streams its files through the AdamW step, and stage 3's gathers and the
@@ -236,7 +267,7 @@ TimeBreakdown step_time(const PlanModel& m, const Layout& l, const Cluster& c) {
   out.dp += scalars.dp;
   out.pp += scalars.pp;
   out.dp += zero2_copies_s(m, l, c, pace, mbs);
-  out.optimizer = optimizer_s(m, l, c, pace);
+  out.optimizer = optimizer_s(m, l, c, pace) + muon_s(m, l, c);
   out.tier = tier_s(m, l, c, out);
   return out;
 }

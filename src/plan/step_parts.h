@@ -85,6 +85,10 @@ double zero2_copies_s(const PlanModel& m, const Layout& l, const Cluster& c, con
 /// element), with contention and shared cores; 0 without memory_gbps.
 double optimizer_s(const PlanModel& m, const Layout& l, const Cluster& c, const StagePace& pace);
 
+/// Muon's Newton-Schulz on the slowest stage, its FLOPs shared by the stage's ranks at the
+/// matmul rate, and the exchange of its matrices (plan/muon_cost.h); 0 without Muon.
+double muon_s(const PlanModel& m, const Layout& l, const Cluster& c);
+
 /// What the nvme tier's traffic adds to step `t` beyond the AdamW step and the compute it
 /// overlaps, on the stage that moves the most; 0 without a disk rate or the nvme tier.
 double tier_s(const PlanModel& m, const Layout& l, const Cluster& c, const TimeBreakdown& t);

@@ -159,7 +159,7 @@ struct TimeBreakdown {
   double pp = 0;       ///< activation and gradient sends between stages, not overlapped
   double dp = 0;       ///< the part of the dp gradient reduction and parameter gather exposed
   double bubble = 0;   ///< pipeline fill and drain: (p-1) micro-batch times
-  double optimizer = 0;  ///< AdamW over the device's shard (memory-bound)
+  double optimizer = 0;  ///< AdamW over the device's shard (memory-bound), Muon's part
   double tier = 0;       ///< nvme offload: the tier's traffic at the disk's bandwidth beyond
                          ///< the AdamW step and the compute it overlaps (tier_wait_s)
 

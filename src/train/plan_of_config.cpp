@@ -39,6 +39,9 @@ plan::PlanModel plan_model(const TrainConfig& c) {
   m.allocator = name_of(c.train.allocator);
   m.offload_buffer_count = c.parallel.offload_buffer_count;
   m.offload_block_size = c.parallel.offload_block_size;
+  m.muon = c.optimizer.name == OptimizerName::kMuon;
+  m.muon_ns_steps = c.optimizer.muon_ns_steps;
+  m.muon_exchange_mib = c.optimizer.muon_exchange_mib;
   return m;
 }
 
