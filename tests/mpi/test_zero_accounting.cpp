@@ -14,6 +14,7 @@
 #include "mpi_cases.h"                  // register_mpi_cases
 #include "mpi_test_util.h"              // tiny_gpt
 #include "parallel/parallel_context.h"  // ParallelContext
+#include "zero/muon.h"                  // is_muon_matrix
 #include "zero/zero_optimizer.h"        // ZeroOptimizer
 
 namespace trident {
@@ -136,6 +137,33 @@ TEST(ZeroMemory, dp4_bytes_match_the_formulas_for_every_stage_and_dtype) {
             static_cast<long long>(got.gradients), static_cast<long long>(got.optimizer_states),
             static_cast<long long>(got.total()));
     }
+  }
+}
+
+TEST(ZeroMemory, muon_keeps_one_state_of_its_matrices) {
+  // Muon's matrices (the block's four, 432 elements) in a buffer of their own, padded to
+  // dp like the others, with the momentum alone; AdamW's two moments for the embedding and
+  // the rest (138 elements).
+  auto ctx = dp4();
+  for (int stage = 0; stage <= 3; ++stage) {
+    GptStage model(tiny_model(at::kFloat), ctx->tp(), 0, 1);
+    int64_t embedding = 0, matrices = 0, rest = 0;
+    for (const Parameter& p : model.params().params())
+      (p.spec.name == "wte.weight" ? embedding
+       : is_muon_matrix(p.spec)    ? matrices
+                                   : rest) += p.tensor.numel();
+    ASSERT_EQ(matrices, 432);
+    ZeroOptions zero{stage, kOneBucket};
+    zero.persist_below = 0;  // stage 3 shards everything
+    zero.muon.enabled = true;
+    ZeroOptimizer opt(model.params().params(), *ctx, zero, AdamWOptions{});
+    const int64_t adamw = round_up(embedding, kDp) + round_up(rest, kDp);
+    const int64_t muon = round_up(matrices, kDp);
+    const int64_t per_rank = stage == 0 ? 1 : kDp;
+    EXPECT_EQ(opt.bytes().optimizer_states, 4 * (2 * adamw + muon) / per_rank) << "stage " << stage;
+    if (stage == 3) continue;  // stepping needs the model to gather through the optimizer
+    one_step(*ctx, model, opt);
+    EXPECT_EQ(opt.step_count(), 1);
   }
 }
 
