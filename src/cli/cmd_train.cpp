@@ -11,8 +11,9 @@
 #include "cli/args.h"
 #include "cli/auto_train.h"  // auto_overrides
 #include "cli/commands.h"
-#include "cli/threads.h"         // apply_threads
-#include "common/host_memory.h"  // set_release_large_blocks
+#include "cli/threads.h"             // apply_threads
+#include "common/fault_injection.h"  // preempt_after_step
+#include "common/host_memory.h"      // set_release_large_blocks
 #include "common/memory_tracker.h"
 #include "config/config.h"
 #include "config/input_error.h"   // InputError
@@ -98,6 +99,17 @@ std::string resume(Trainer& trainer, ParallelContext& ctx, const TrainConfig& co
   if (load == kAutoLoad) return resume_auto(trainer, ctx, config.checkpoint.dir);
   load_checkpoint(trainer, ctx, load, config.checkpoint.dir);  // agreed inside
   return load;
+}
+
+/// What the preemption saved, for its line: "saved DIR/step_N", or why nothing was.
+std::string preemption_save_text(const RunSaver& saver, const StepMetrics& m) {
+  if (!saver.enabled()) return "nothing saved (checkpoint.dir is empty)";
+  if (!m.skipped) return "saved " + saver.last_path();
+  const std::string why = m.spike ? "its loss spiked" : "its weights gave a non-finite loss";
+  const std::string newest = saver.last_path().empty()
+                                 ? std::string("no save is left to resume from")
+                                 : "the newest save is " + saver.last_path();
+  return "nothing saved (step " + std::to_string(m.step) + " was skipped: " + why + "); " + newest;
 }
 
 }  // namespace
@@ -195,6 +207,7 @@ int cmd_train(const Args& args) {
   StepMetrics m;
   while (trainer->completed_steps() < last) {
     m = trainer->step();
+    fault::preempt_after_step(m.step);
     // The weights that just gave a non-finite loss must not be resumed from. (A spike may
     // come from its data as well: the guard marks the checkpoints around it instead.)
     if (m.skipped && !m.spike && m.skipped_in_a_row == 1) saver.reject(m.step - 1);
@@ -236,14 +249,15 @@ int cmd_train(const Args& args) {
         agree_at_boundary(ctx.world(), preemption.caught(), saver.local_state());
     saver.advance(agreed.save_state);
     if (const int signo = agreed.signal) {
-      if (saver.last_step() != m.step) saver.save(*trainer);
+      // A skipped step trained nothing: as with the periodic saves, its weights are not
+      // saved (after a non-finite loss, "auto" would resume from the weights that gave it).
+      if (!m.skipped && saver.last_step() != m.step) saver.save(*trainer);
       saver.finish();
       if (!config.logging.trace.empty()) trace.write(config.logging.trace, ctx);
       if (rank == 0) {
         std::cout << "preempted at step " << m.step << " by " << signal_name(signo) << ", "
-                  << (saver.enabled() ? "saved " + saver.last_path()
-                                      : std::string("nothing saved (checkpoint.dir is empty)"))
-                  << "; exit code " << config.checkpoint.preempt_exit_code << std::endl;
+                  << preemption_save_text(saver, m) << "; exit code "
+                  << config.checkpoint.preempt_exit_code << std::endl;
       }
       return static_cast<int>(config.checkpoint.preempt_exit_code);
     }

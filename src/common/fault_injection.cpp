@@ -62,7 +62,28 @@ std::vector<BatchWindow> data_fault_windows() {
   return windows;
 }
 
+/// TRIDENT_PREEMPT_AFTER parsed: the step (-1 when unset).
+long long preempt_step() {
+  const char* env = std::getenv("TRIDENT_PREEMPT_AFTER");
+  if (env == nullptr) return -1;
+  char* end = nullptr;
+  const long long step = std::strtoll(env, &end, 10);
+  if (*env == '\0' || *end != '\0' || step < 0)
+    throw std::invalid_argument(std::string("TRIDENT_PREEMPT_AFTER=") + env +
+                                " is not a step number; unset it or fix it");
+  return step;
+}
+
 }  // namespace
+
+void preempt_after_step(int64_t step) {
+  static const long long at = preempt_step();
+  if (at < 0 || at != step) return;
+  std::fprintf(stderr, "TRIDENT_PREEMPT_AFTER: raising SIGTERM after step %lld\n",
+               static_cast<long long>(step));
+  std::fflush(stderr);
+  std::raise(SIGTERM);
+}
 
 void kill_at_checkpoint_point(const char* point, int64_t step) {
   static const CheckpointFault fault = checkpoint_fault();

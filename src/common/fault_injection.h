@@ -7,6 +7,7 @@
 //   tests/scripts/checkpoint_crash.sh,
 //                                                                        tests/scripts/fault_injection.sh
 //   corrupt_batch              TRIDENT_DATA_FAULT=FIRST-LAST[,...] tests/scripts/spike_guard.sh
+//   preempt_after_step         TRIDENT_PREEMPT_AFTER=<step>         tests/scripts/spike_guard.sh
 //
 // The other fault tests need no hook here: fault_injection.sh and offload_kill_resume.sh
 // signal ranks from outside, tier_full_disk.sh puts the nvme tier on a small tmpfs, and
@@ -30,5 +31,10 @@ void kill_at_checkpoint_point(const char* point, int64_t step);
 /// variable, for a malformed value.
 void corrupt_batch(int64_t batch, int64_t first, int64_t count, int64_t row, int64_t vocab,
                    int32_t* tokens);
+
+/// TRIDENT_PREEMPT_AFTER=<step>: raises SIGTERM in this process once `step` is trained, as
+/// a scheduler's preemption at that step would (every rank that sees the variable raises
+/// it). Throws std::invalid_argument, naming the variable, for a malformed value.
+void preempt_after_step(int64_t step);
 
 }  // namespace trident::fault

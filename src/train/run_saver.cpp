@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>  // std::ifstream of `latest`
+#include <string>   // std::getline
 
 #include "checkpoint/async_save.h"      // AsyncCheckpointer
 #include "config/config.h"              // TrainConfig
@@ -51,6 +53,10 @@ void RunSaver::reject(int64_t step) {
   finish();
   const std::string moved = reject_checkpoint(ctx_, dir_, step);
   last_step_ = -1;
+  // The newest save is now the one `latest` names (none when it is gone).
+  std::string latest;
+  std::getline(std::ifstream(dir_ + "/latest"), latest);
+  last_path_ = latest.empty() ? "" : dir_ + "/" + latest;
   if (ctx_.rank() == 0 && !moved.empty())
     std::printf("the weights of step %lld gave a non-finite loss: moved its checkpoint to %s\n",
                 static_cast<long long>(step), moved.c_str());

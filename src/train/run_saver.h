@@ -36,7 +36,8 @@ class RunSaver {
 
   /// The step of the newest save started (committed once finish() returns); -1: none.
   int64_t last_step() const { return last_step_; }
-  /// The newest committed checkpoint's path ("" before the first).
+  /// The newest committed checkpoint's path ("" before the first, or when reject() took the
+  /// only one out of use).
   const std::string& last_path() const { return last_path_; }
   /// Committed saves and the seconds training spent on them (synchronous: the whole save;
   /// background: the stall at step boundaries).

@@ -8,7 +8,9 @@
 #    good; from the rollback on the run matches, bit for bit, one that left batches 45-46
 #    out from the start (data.skip), final checkpoint included;
 # 3. optimizer.lr = 1e4 with the guard off runs into non-finite steps and its last step is
-#    skipped: exit 1 with the reason, not 0; with the guard on the job stops with a message.
+#    skipped: exit 1 with the reason, not 0; preempted right after its first non-finite
+#    step, it saves nothing (those weights gave the non-finite loss); with the guard on the
+#    job stops with a message.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -87,6 +89,24 @@ code=$?
 [ $code -eq 1 ] || fail "a run that ended on skipped steps exited $code: $(tail -3 diverge-off.log)"
 grep -q "the run ended on a skipped step: steps [0-9]* to 40 were skipped" diverge-off.log ||
   fail "no reason given: $(grep -v '^step' diverge-off.log | tail -3)"
+# Preempted right after its first non-finite step S (TRIDENT_PREEMPT_AFTER): step S trained
+# nothing and its weights are those of step S-1, which just gave a non-finite loss. Nothing
+# is saved, so "auto" resumes from step S-2, the newest save before them.
+first=$(python3 -c "import json,sys; print(next(r['step'] for r in map(json.loads, open(sys.argv[1])) if r['skipped']))" diverge-off/metrics.jsonl)
+[ "$first" -ge 3 ] || fail "the diverging run skipped step $first, too early to test a preemption"
+TRIDENT_PREEMPT_AFTER=$first train preempt-skipped --set train.steps=40 --set optimizer.lr=1e4 \
+  --set optimizer.grad_clip=0 --set train.max_skipped_steps=100 --set guard.enabled=false \
+  --set checkpoint.save_every=1 --set checkpoint.preempt_exit_code=75 >preempt-skipped.log 2>&1
+code=$?
+[ $code -eq 75 ] || fail "the run preempted at skipped step $first exited $code: $(grep -v "^step\|^saved\|^-\|^ " preempt-skipped.log | tail -4)"
+grep -q "^preempted at step $first by SIGTERM, nothing saved (step $first was skipped: its weights gave a non-finite loss); the newest save is preempt-skipped/checkpoints/step_$((first - 2)); exit code 75$" preempt-skipped.log ||
+  fail "no preemption line naming the skipped step: $(grep '^preempted' preempt-skipped.log)"
+ck=preempt-skipped/checkpoints
+[ -e "$ck/step_$first" ] && fail "the preemption saved step $first, whose weights gave a non-finite loss"
+[ "$(cat "$ck/latest")" = "step_$((first - 2))" ] || fail "latest is '$(cat "$ck/latest")', not step_$((first - 2))"
+newest=$(ls "$ck" | sed -n 's/^step_\([0-9]*\)$/\1/p' | sort -n | tail -1)
+[ "$newest" = $((first - 2)) ] || fail "\"auto\" would resume from step $newest, not $((first - 2))"
+
 # With the guard on, the same run stops: spikes, rollbacks, then the message.
 train diverge-on --set train.steps=40 --set optimizer.lr=1e4 --set optimizer.grad_clip=0 \
   --set checkpoint.save_every=1 >diverge-on.log 2>&1
