@@ -68,6 +68,9 @@ trident_script_test(spike_guard_rollback_and_divergence_dp2 spike_guard.sh)
 trident_script_test(preempt_during_startup_exits_with_the_preemption_code preempt_early.sh)
 trident_script_test(offload_tier_on_a_full_disk_ends_every_rank tier_full_disk.sh)
 set_tests_properties(offload_tier_on_a_full_disk_ends_every_rank PROPERTIES SKIP_RETURN_CODE 77)
+trident_script_test(checkpoint_unprunable_full_disk_and_failed_export checkpoint_write_faults.sh)
+set_tests_properties(checkpoint_unprunable_full_disk_and_failed_export PROPERTIES
+  SKIP_RETURN_CODE 77)
 trident_script_test(slowest_tests_script_lists_the_ten_slowest slowest_tests.sh)
 # Mostly one process at a time (a start, an eval, a conversion, a Python reference), timing
 # nothing: alone, each kept the machine's two cores 45-67% busy (sampled each second), so a
@@ -82,7 +85,8 @@ set_tests_properties(cli_train_bad_input_stops_every_rank
 # Two ranks that wait on each other, on disks and on timeouts, timing nothing: alone, the
 # spike-guard script kept the two cores 69% busy and the full-disk script 61%.
 set_tests_properties(spike_guard_rollback_and_divergence_dp2
-  offload_tier_on_a_full_disk_ends_every_rank PROPERTIES PROCESSORS 1)
+  offload_tier_on_a_full_disk_ends_every_rank checkpoint_unprunable_full_disk_and_failed_export
+  PROPERTIES PROCESSORS 1)
 # The listing's checks of shared launches: test_mpi --list-ctest alone, no MPI, nothing timed.
 if(TARGET test_mpi)
   trident_script_test(share_launch_mistakes_refused share_launch_checks.sh $<TARGET_FILE:test_mpi>)

@@ -161,9 +161,14 @@ void AsyncCheckpointer::hand_to_commit(bool known_ok) {
   Save* s = save_.get();
   if (s->writer.joinable()) s->writer.join();
   if (!known_ok) {
-    run_agreed(world, [s] {
-      if (s->write_error) std::rethrow_exception(s->write_error);
-    });
+    try {
+      run_agreed(world, [s] {
+        if (s->write_error) std::rethrow_exception(s->write_error);
+      });
+    } catch (...) {
+      if (world.rank() == 0) discard_save(s->target);  // every writer has joined
+      throw;
+    }
   }
   if (world.rank() == 0) {
     const int64_t keep_last = keep_last_;
@@ -186,9 +191,14 @@ std::unique_ptr<AsyncSaveReport> AsyncCheckpointer::wait_for_commit(bool known_o
   phase_ = Phase::kIdle;
   std::unique_ptr<Save> done = std::move(save_);
   if (!known_ok) {
-    run_agreed(ctx_.world(), [&done] {
-      if (done->commit_error) std::rethrow_exception(done->commit_error);
-    });
+    try {
+      run_agreed(ctx_.world(), [&done] {
+        if (done->commit_error) std::rethrow_exception(done->commit_error);
+      });
+    } catch (...) {
+      if (ctx_.world().rank() == 0) discard_save(done->target);
+      throw;
+    }
   }
   auto report = std::make_unique<AsyncSaveReport>();
   report->path = done->target.final_dir();

@@ -7,11 +7,13 @@
 #include <cctype>      // std::isdigit
 #include <cmath>       // std::abs
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream, std::ofstream
+#include <fstream>     // std::ifstream
+#include <functional>  // std::function
 #include <random>      // std::random_device
 
 #include "checkpoint/checkpoint.h"   // CheckpointError
 #include "checkpoint/hf_llama.h"     // the Llama family's files
+#include "checkpoint/index.h"        // write_file_atomically
 #include "checkpoint/reader.h"       // read_global_tensor
 #include "checkpoint/safetensors.h"  // SafetensorsFile, write_safetensors
 #include "config/config.h"           // TrainConfig
@@ -190,23 +192,38 @@ void check_hf_config(const CheckpointIndex& index, const TrainConfig& config) {
                           std::to_string(eps) + " but trident's layer norms use 1e-5");
 }
 
+namespace {
+
+/// Runs `write` into a directory beside `out_dir` and renames it into place, with the files,
+/// the directory and its parent on disk (fsync) first: a failed or interrupted export
+/// leaves nothing (a failure removes what it wrote).
+void write_in_place(const std::string& out_dir,
+                    const std::function<void(const std::string&)>& write) {
+  const std::string tmp = out_dir + ".tmp_" + std::to_string(std::random_device{}());
+  fs::create_directories(tmp);
+  try {
+    write(tmp);
+    fsync_directory(tmp);
+    if (fs::exists(out_dir)) fs::remove(out_dir);
+    fs::rename(tmp, out_dir);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  const fs::path parent = fs::absolute(out_dir).parent_path();
+  fsync_directory(parent.string());
+}
+
+}  // namespace
+
 void export_hf(const CheckpointIndex& index, const std::string& out_dir) {
   if (fs::exists(out_dir) && !(fs::is_directory(out_dir) && fs::is_empty(out_dir)))
     throw CheckpointError("export: " + out_dir +
                           " exists and is not empty; choose a new "
                           "directory (nothing is overwritten)");
   if (index.model.value("arch", "gpt2") == "llama") {
-    // Written beside the target and renamed into place: a failed export leaves nothing.
-    const std::string tmp = out_dir + ".tmp_" + std::to_string(std::random_device{}());
-    fs::create_directories(tmp);
-    try {
-      write_llama_hf(index, tmp);
-    } catch (...) {
-      fs::remove_all(tmp);
-      throw;
-    }
-    if (fs::exists(out_dir)) fs::remove(out_dir);
-    fs::rename(tmp, out_dir);
+    write_in_place(out_dir, [&](const std::string& tmp) { write_llama_hf(index, tmp); });
     return;
   }
   const int64_t vocab = index.model.at("vocab").get<int64_t>();
@@ -255,17 +272,10 @@ void export_hf(const CheckpointIndex& index, const std::string& out_dir) {
       {"eos_token_id", vocab - 1},
       {"torch_dtype", hf_torch_dtype(dtype)},
   };
-  // Written beside the target and renamed into place: a failed export leaves nothing.
-  const std::string tmp = out_dir + ".tmp_" + std::to_string(std::random_device{}());
-  fs::create_directories(tmp);
-  write_safetensors(tmp + "/" + kHfWeights, tensors, {{"format", "pt"}});
-  {
-    std::ofstream out(tmp + "/" + kHfConfig);
-    out << config.dump(2) << "\n";
-    if (!out) throw CheckpointError("cannot write " + tmp + "/" + kHfConfig);
-  }
-  if (fs::exists(out_dir)) fs::remove(out_dir);
-  fs::rename(tmp, out_dir);
+  write_in_place(out_dir, [&](const std::string& tmp) {
+    write_safetensors(tmp + "/" + kHfWeights, tensors, {{"format", "pt"}});
+    write_file_atomically(tmp + "/" + kHfConfig, config.dump(2) + "\n");
+  });
 }
 
 }  // namespace trident::checkpoint

@@ -5,12 +5,13 @@
 
 #include <cctype>      // std::isdigit
 #include <filesystem>  // std::filesystem::exists
-#include <fstream>     // std::ofstream
+#include <fstream>     // std::ifstream
 #include <map>         // std::map
 #include <memory>      // std::unique_ptr
 #include <set>         // std::set
 
 #include "checkpoint/checkpoint.h"   // CheckpointError
+#include "checkpoint/index.h"        // write_file_atomically
 #include "checkpoint/reader.h"       // read_global_tensor
 #include "checkpoint/safetensors.h"  // SafetensorsFile, write_safetensors, dtype_name
 #include "config/config.h"           // TrainConfig
@@ -392,9 +393,7 @@ void write_llama_hf(const CheckpointIndex& index, const std::string& tmp_dir) {
       config.erase(key);
   }
   write_safetensors(tmp_dir + "/" + kWeights, tensors, {{"format", "pt"}});
-  std::ofstream out(tmp_dir + "/" + kConfig);
-  out << config.dump(2) << "\n";
-  if (!out) throw CheckpointError("cannot write " + tmp_dir + "/" + kConfig);
+  write_file_atomically(tmp_dir + "/" + kConfig, config.dump(2) + "\n");
 }
 
 }  // namespace trident::checkpoint

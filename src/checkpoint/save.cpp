@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>  // Tensor::reshape, narrow
 
 #include <algorithm>   // std::sort, std::remove_if
+#include <cstdio>      // std::printf of a pruning warning
 #include <filesystem>  // std::filesystem
 #include <random>      // std::random_device
 #include <regex>       // std::regex
@@ -66,27 +67,47 @@ std::string random_suffix() {
   return to_hex((static_cast<uint64_t>(rd()) << 32) | rd()).substr(0, 10);
 }
 
+/// Removes `path`, an old checkpoint or what an interrupted save left (`why`). A failure (a mount
+/// point, NFS's .nfs* file of a file still open) is a warning naming it: the save that prunes has
+/// been committed, so the run goes on.
+void remove_old(const fs::path& path, const std::string& why) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (!ec) return;
+  std::printf("warning: cannot remove %s (%s): %s; remove it by hand\n", path.c_str(), why.c_str(),
+              ec.message().c_str());
+  std::fflush(stdout);
+}
+
 /// Keeps the newest `keep_last` step directories (never `current`), and removes what
-/// interrupted saves left behind.
+/// interrupted saves left behind. Never throws: what it cannot remove is a warning.
 void prune(const std::string& dir, int64_t keep_last, const std::string& current) {
   static const std::regex step_dir("step_([0-9]+)");
   std::vector<std::pair<long long, fs::path>> steps;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
     std::smatch m;
-    if (e.is_directory() && std::regex_match(name, m, step_dir))
-      steps.emplace_back(std::stoll(m[1]), e.path());
-    else if (e.is_directory() &&
-             (name.rfind(".tmp_step_", 0) == 0 || name.rfind(".old_step_", 0) == 0))
-      fs::remove_all(e.path());
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec)) continue;
+    if (std::regex_match(name, m, step_dir))
+      steps.emplace_back(std::stoll(m[1]), it->path());
+    else if (name.rfind(".tmp_step_", 0) == 0 || name.rfind(".old_step_", 0) == 0)
+      remove_old(it->path(), "left by an interrupted save");
+  }
+  if (ec) {
+    std::printf("warning: cannot list %s to prune it: %s\n", dir.c_str(), ec.message().c_str());
+    std::fflush(stdout);
+    return;
   }
   if (keep_last <= 0) return;
   std::sort(steps.begin(), steps.end());
   int64_t excess = static_cast<int64_t>(steps.size()) - keep_last;
+  const std::string why = "pruning to checkpoint.keep_last = " + std::to_string(keep_last);
   for (const auto& [n, path] : steps) {
     if (excess <= 0) break;
     if (path.filename() == current) continue;
-    fs::remove_all(path);
+    remove_old(path, why);  // the newest keep_last stay even when an older one cannot go
     --excess;
   }
 }
@@ -108,6 +129,14 @@ nlohmann::json lr_schedule_json(const TrainConfig& c) {
 }
 
 }  // namespace
+
+void discard_save(const SaveTarget& target) {
+  std::error_code ec;
+  fs::remove_all(target.tmp, ec);
+  if (ec)
+    std::fprintf(stderr, "warning: cannot remove %s, left by the failed save of step %lld: %s\n",
+                 target.tmp.c_str(), static_cast<long long>(target.step), ec.message().c_str());
+}
 
 /// Everything of the index but the tensors and files.
 CheckpointIndex describe_state(const TrainingState& state) {
@@ -270,12 +299,18 @@ std::string save_checkpoint(const TrainingState& state, ParallelContext& ctx,
                             const std::string& dir, int64_t keep_last) {
   Communicator& comm = ctx.world();
   const SaveTarget target = begin_save(comm, dir, state.step);
-  std::string record;
-  run_agreed(comm, [&] { record = stream_rank_file(target, state, ctx); });
-  const std::vector<std::string> records = comm.gather_bytes(record, 0);
-  run_agreed(comm, [&] {
-    if (comm.rank() == 0) commit_save(target, describe_state(state), records, keep_last);
-  });
+  try {
+    std::string record;
+    run_agreed(comm, [&] { record = stream_rank_file(target, state, ctx); });
+    const std::vector<std::string> records = comm.gather_bytes(record, 0);
+    run_agreed(comm, [&] {
+      if (comm.rank() == 0) commit_save(target, describe_state(state), records, keep_last);
+    });
+  } catch (...) {
+    // Every rank is here, its writing over: rank 0 frees the room the next try needs.
+    if (comm.rank() == 0) discard_save(target);
+    throw;
+  }
   return target.final_dir();
 }
 

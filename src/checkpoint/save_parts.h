@@ -54,6 +54,11 @@ std::string stream_rank_file(const SaveTarget& target, const TrainingState& stat
 /// Everything of the index but the tensors and files.
 CheckpointIndex describe_state(const TrainingState& state);
 
+/// Removes the temporary directory of a save that failed (every rank's part: ranks write into
+/// the one directory of checkpoint.dir), so that its space is free again; the committed
+/// checkpoints stay. Rank 0, once every rank has stopped writing; never throws.
+void discard_save(const SaveTarget& target);
+
 /// Rank 0, once every rank's file is written: the index from their records, the rename to
 /// step_<N>, the `latest` file, and pruning to `keep_last`. Honours the before_index,
 /// before_rename and before_latest fault points.
