@@ -22,8 +22,9 @@
 #include "parallel/parallel_context.h"
 #include "parallel/placement.h"  // placement_of, node_names
 #include "parallel/world.h"
-#include "train/checkpointing.h"  // save_checkpoint, load_checkpoint of a Trainer
-#include "train/divergence.h"     // roll_back_run, divergence_message
+#include "train/checkpoint_lock.h"  // CheckpointDirLock
+#include "train/checkpointing.h"    // save_checkpoint, load_checkpoint of a Trainer
+#include "train/divergence.h"       // roll_back_run, divergence_message
 #include "train/metrics_log.h"
 #include "train/preemption.h"  // PreemptionGuard
 #include "train/run_dir.h"     // resolve_run_paths, check_run_dir_is_free
@@ -121,13 +122,21 @@ int cmd_train(const Args& args) {
   const std::vector<std::string> sets = automatic ? auto_overrides(args, *job) : args.sets;
   TrainConfig config;
   std::string chosen_toml;  // --auto: the config as chosen, before its paths are resolved
+  std::unique_ptr<CheckpointDirLock> lock;  // rank 0's, for the whole run
   run_agreed(*job, [&] {
     config = load_single_or_mpi_config(args.positional[0], sets, world);
     if (automatic) chosen_toml = to_toml(config);
     resolve_run_paths(config);
     check_device(config.train.device);
-    if (rank == 0) check_run_dir_is_free(config);
+    if (rank != 0) return;
+    // Before the run directory's check: a run that still saves there is named as such.
+    if (!config.checkpoint.dir.empty())
+      lock = std::make_unique<CheckpointDirLock>(config.checkpoint.dir);
+    check_run_dir_is_free(config);
   });
+  if (lock && !lock->taken_over().empty())
+    std::cout << "checkpoint.dir: took over the lock of " << lock->taken_over()
+              << ", which has ended" << std::endl;
   // The signals were caught from the start (catch_preemption_early); the config's set is
   // kept, and a signal during the start-up is noticed before the first step.
   const PreemptionGuard preemption(config.checkpoint.preempt_signals);

@@ -4,7 +4,8 @@
 # after renaming it but before moving `latest` leaves `latest` on step 2, which verifies,
 # loads and continues to the uninterrupted run's losses; keep_last prunes; a flipped byte,
 # a missing file, a model that differs from the config and an unknown format version each
-# stop every rank with one message naming the problem.
+# stop every rank with one message naming the problem; a second run given the checkpoint.dir
+# of a running one is refused by name before training, and stale locks are taken over.
 set -u
 trident=$1 root=$2
 fail() { echo "FAIL: $*"; exit 1; }
@@ -88,4 +89,42 @@ cp -r "$ck/step_6" "$tmp/future"
 sed -i 's/"format_version": 1,/"format_version": 99,/' "$tmp/future/index.json"
 refused "has format version 99; this trident reads format version 1" --set checkpoint.load="$tmp/future"
 refused "no checkpoint was saved in" --set checkpoint.load=latest --set checkpoint.dir="$tmp/empty"
+
+# Two runs given one checkpoint.dir: the second is refused by name before training, on
+# every rank with one message; the first keeps going. A run's lock goes when it ends, and
+# a stale one (its process gone from this host; or an earlier start of this Slurm job, on
+# any host) is taken over.
+source "$root/tests/scripts/signal_common.sh"
+two=$tmp/two
+train --set checkpoint.dir="$two" --set train.steps=100000 --set checkpoint.save_every=0 \
+  --set checkpoint.preempt_exit_code=75 >"$tmp/first.log" 2>&1 &
+first=$!
+launcher=
+for _ in $(seq 100); do launcher=$(pgrep -P $first -x mpirun) && break; sleep 0.1; done
+[ -n "$launcher" ] || fail "the first run's mpirun did not start"
+trap 'kill -TERM $launcher 2>/dev/null; rm -rf "$tmp"' EXIT  # a failed check ends it too
+rank0=$(wait_for_rank "$launcher" 0)
+for _ in $(seq 200); do grep -q "^step 1/" "$tmp/first.log" && break; sleep 0.1; done
+grep -q "^step 1/" "$tmp/first.log" || fail "the first run did not start: $(tail -3 "$tmp/first.log")"
+refused "checkpoint.dir $two is in use by another run (host $(hostname), pid $rank0; its lock $two/.lock)" \
+  --set checkpoint.dir="$two"
+kill -0 $first 2>/dev/null || fail "the first run ended beside the refused one: $(tail -3 "$tmp/first.log")"
+kill -TERM "$rank0"
+wait $first
+code=$?
+[ $code -eq 75 ] || fail "the first run exited $code after its preemption: $(tail -3 "$tmp/first.log")"
+[ -e "$two/.lock" ] && fail "the first run left its lock: $(cat "$two/.lock")"
+dead=$(sh -c 'echo $$')
+echo "{\"host\": \"$(hostname)\", \"pid\": $dead, \"start\": 1, \"job\": \"\"}" >"$two/.lock"
+train --set checkpoint.dir="$two" --set checkpoint.load=auto --set train.steps=2 >"$tmp/stale.log" 2>&1 ||
+  fail "a run refused a stale lock: $(grep error "$tmp/stale.log")"
+grep -q "^checkpoint.dir: took over the lock of host $(hostname), pid $dead, which has ended$" "$tmp/stale.log" ||
+  fail "no line naming the stale lock: $(grep -v '^step' "$tmp/stale.log" | tail -3)"
+echo '{"host": "another-node", "pid": 1, "start": 1, "job": "4242"}' >"$two/.lock"
+refused "in use by another run (host another-node, pid 1, job 4242;" --set checkpoint.dir="$two"
+SLURM_JOB_ID=4242 train --set checkpoint.dir="$two" --set train.steps=2 \
+  --set checkpoint.load=auto >"$tmp/requeued.log" 2>&1 || fail "a requeued job refused its own lock: $(grep error "$tmp/requeued.log")"
+grep -q "^checkpoint.dir: took over the lock of host another-node, pid 1, job 4242, which has ended$" "$tmp/requeued.log" ||
+  fail "no line naming the requeued job's lock: $(grep -v '^step' "$tmp/requeued.log" | tail -3)"
+[ -e "$two/.lock" ] && fail "a finished run left its lock: $(cat "$two/.lock")"
 echo "checkpoint_crash: ok"
