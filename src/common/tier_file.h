@@ -1,5 +1,6 @@
 // A scratch file of the nvme tier: opened with O_DIRECT where the filesystem accepts it
-// (tmpfs and some overlayfs refuse it), unlinked at once so that no crash leaves it behind.
+// (tmpfs and some overlayfs refuse it), unnamed or unlinked at once so that no crash leaves
+// it behind, and never a file another process opened.
 #pragma once
 #include <sys/types.h>  // off_t
 
@@ -9,8 +10,9 @@ namespace trident {
 
 class TierFile {
  public:
-  /// Creates `path` (its directory must exist), sized to `bytes`, and unlinks it: the
-  /// open descriptor keeps it alive until this object closes it.
+  /// Creates a file of this process's own in the directory of `path` (which must exist),
+  /// sized to `bytes`: unnamed (O_TMPFILE), or `path` with a unique suffix, unlinked at once;
+  /// the open descriptor keeps it alive until this object closes it. Messages name `path`.
   TierFile(const std::string& path, off_t bytes);
   ~TierFile();
   TierFile(const TierFile&) = delete;

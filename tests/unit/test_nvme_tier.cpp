@@ -1,9 +1,15 @@
 // The nvme tier's pieces: NvmeTier's streamed pipeline hands every piece's planes back as
 // they were written, across ring wrap-arounds, with reads of one plane alone, and a full
-// disk ends it with the path; TierFile and StagingPool. AsyncIo: test_async_io.cpp.
+// disk ends it with the path; TierFile (another job's file of the same name left alone) and
+// StagingPool. AsyncIo: test_async_io.cpp.
 #include <ATen/ATen.h>  // at::arange, at::equal
+#include <fcntl.h>      // open
 #include <gtest/gtest.h>
+#include <sys/stat.h>  // fstat
+#include <unistd.h>    // pwrite, pread, close
 
+#include <cerrno>
+#include <cstring>     // std::strerror
 #include <filesystem>  // std::filesystem::is_empty
 #include <memory>
 #include <stdexcept>
@@ -94,6 +100,37 @@ TEST(TierFile, missing_directory_names_the_key_to_fix) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("parallel.nvme_path"), std::string::npos) << e.what();
   }
+}
+
+TEST(TierFile, leaves_a_file_of_the_same_name_alone) {
+  // Another job's tier file of the same name (two jobs sharing parallel.nvme_path), open
+  // and not yet unlinked: a new tier file neither truncates it nor shares its blocks.
+  TempDir dir;
+  const std::string path = dir.path + "/rank0.buffer0.tier";
+  const int other = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(other, 0) << std::strerror(errno);
+  const std::string data(8192, 'x');
+  ASSERT_EQ(::pwrite(other, data.data(), data.size(), 0), static_cast<ssize_t>(data.size()));
+  {
+    TierFile file(path, 4096);
+    struct stat mine {
+    }, theirs{};
+    ASSERT_EQ(::fstat(file.fd(), &mine), 0);
+    ASSERT_EQ(::fstat(other, &theirs), 0);
+    EXPECT_NE(mine.st_ino, theirs.st_ino) << "the tier file opened the other job's file";
+    EXPECT_EQ(theirs.st_size, static_cast<off_t>(data.size())) << "the other job's file was cut";
+    std::string back(data.size(), '\0');
+    EXPECT_EQ(::pread(other, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+    EXPECT_TRUE(back == data) << "the other job's file was overwritten";
+    EXPECT_TRUE(std::filesystem::exists(path)) << "the other job's file was unlinked";
+  }
+  EXPECT_EQ(std::vector<std::string>{"rank0.buffer0.tier"}, [&] {
+    std::vector<std::string> names;  // nothing of the closed tier file is left
+    for (const auto& e : std::filesystem::directory_iterator(dir.path))
+      names.push_back(e.path().filename().string());
+    return names;
+  }());
+  ::close(other);
 }
 
 TEST(NvmeTier, streams_planes_of_every_piece_back_as_written) {
