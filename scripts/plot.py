@@ -20,7 +20,11 @@ def read_metrics(run_dir):
     if not os.path.exists(path):
         sys.exit(f"plot.py: {path} not found (is {run_dir} a run directory?)")
     with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        rows = [json.loads(line) for line in f if line.strip()]
+    # A resumed run appends the steps after its checkpoint again, and a rollback its steps
+    # after the step it went back to: the last record of each step is the run's.
+    last = {r["step"]: r for r in rows}
+    return [last[s] for s in sorted(last)]
 
 
 def read_run_info(run_dir):

@@ -5,38 +5,18 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>            // std::ifstream
 #include <nlohmann/json.hpp>  // nlohmann::json
 #include <stdexcept>
 
 namespace trident {
 
-namespace {
-
-/// The lines of the JSONL file `path` whose "step" is <= `last` (none when it is missing).
-std::string lines_through(const std::string& path, int64_t last) {
-  std::ifstream in(path);
-  std::string kept, line;
-  while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
-        j["step"].get<int64_t>() <= last)
-      kept += line + "\n";
-  }
-  return kept;
-}
-
-}  // namespace
-
 MetricsLog::MetricsLog(const std::string& path, int64_t resumed_after) {
   if (path.empty()) return;
-  const std::string kept = resumed_after >= 0 ? lines_through(path, resumed_after) : "";
-  file_ = std::fopen(path.c_str(), "w");
+  // Resumed: appended, never rewritten, so that no moment of the run can lose the history.
+  file_ = std::fopen(path.c_str(), resumed_after >= 0 ? "a" : "w");
   if (!file_)
     throw std::runtime_error("cannot write the metrics file " + path + ": " + std::strerror(errno) +
                              " (set logging.metrics to a writable path)");
-  std::fwrite(kept.data(), 1, kept.size(), file_);
-  std::fflush(file_);
 }
 
 MetricsLog::~MetricsLog() {

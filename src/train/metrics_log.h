@@ -13,8 +13,9 @@ namespace trident {
 class MetricsLog {
  public:
   /// A fresh run (`resumed_after` < 0) starts the file empty. A run resumed after step N
-  /// keeps the file's lines of steps <= N and appends: lines an interrupted run wrote after
-  /// its checkpoint are dropped, so the file holds each step once.
+  /// appends to it and never rewrites it: the steps an interrupted run logged after its
+  /// checkpoint appear again after their first records, and a reader takes the last record
+  /// of each step (as after a rollback of the loss-spike guard).
   explicit MetricsLog(const std::string& path, int64_t resumed_after = -1);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
