@@ -5,8 +5,8 @@
 
 speed: the step time of optimizer.name = "muon" over "adamw" on the performance bench's GPT
   (hidden 768, 4 layers, 12 heads, sequence 256, GPT-2's vocabulary, fp32, micro-batch 4),
-  at one rank with two threads and at dp 4 with ZeRO 1 (one thread a rank), at a global
-  batch of one micro-batch a rank and of eight: Newton-Schulz's work is fixed per step
+  at one rank with two threads (a global batch of one micro-batch and of eight) and at dp 4
+  with ZeRO 1 (one thread a rank, one micro-batch a rank): Newton-Schulz's work is fixed per step
   (about 0.5 TFLOP for this model's 16 matrices, spread over the owners), the model's grows
   with the tokens. Alternated rounds, medians of the steps after the first two.
 convergence: the real-text recipe (configs/text-mix.toml, 600 steps, wsd): AdamW's final
@@ -30,8 +30,8 @@ GPT = ["model.arch=gpt2", "model.hidden=768", "model.layers=4", "model.heads=12"
        "model.seq_len=256", "model.vocab=50257", "model.vocab_multiple=128",
        "train.micro_batch_size=4", "train.precision=fp32", "optimizer.warmup_steps=100",
        "guard.enabled=false"]
-LRS = (1e-3, 3e-3, 1e-2)      # the grid both optimizers choose from
-MUON_STEPS = (300, 450, 600)  # run lengths Muon is tried at, shortest first
+LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # the grid both optimizers choose from
+MUON_STEPS = (150, 300, 450, 600)  # run lengths Muon is tried at, shortest first
 
 
 def train(run_dir, ranks, sets, config="configs/tiny.toml", env=None):
@@ -57,13 +57,13 @@ def speed(runs, lines):
                ("dp 4, ZeRO 1", 4, ["parallel.dp=4", "parallel.zero_stage=1", "train.threads=1"],
                 {"OMP_NUM_THREADS": "1"})]
     for name, ranks, sets, env in layouts:
-        for micro_batches in (1, 8):
+        for micro_batches in ((1, 8) if ranks == 1 else (1,)):
             batch = 4 * ranks * micro_batches
             times = {"adamw": [], "muon": []}
             for k in range(2):  # alternated rounds
                 for opt in ("adamw", "muon"):
                     rows = train(os.path.join(runs, f"speed-{ranks}-{micro_batches}-{opt}-{k}"), ranks,
-                                 GPT + sets + [f"optimizer.name={opt}", "train.steps=6",
+                                 GPT + sets + [f"optimizer.name={opt}", "train.steps=4",
                                                f"train.global_batch_size={batch}"], env=env)
                     times[opt].append(step_time(rows))
             a, m = statistics.median(times["adamw"]), statistics.median(times["muon"])
