@@ -15,12 +15,17 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 at::Tensor attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  const int64_t T = q.size(2), hd = q.size(3);
-  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  at::Tensor future = at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
-  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
-  att = at::softmax(att, -1);  // (B, H, T, T)
-  return at::matmul(att, v);   // (B, H, T, hd)
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), hd = q.size(3);
+  // (T, T): 0 where a query may see the key, -inf on the keys after it (its future).
+  const at::Tensor future =
+      at::full({T, T}, -std::numeric_limits<double>::infinity(), q.options()).triu(1);
+  // The product adds the mask and applies the scale itself (C = mask + alpha q k^T): no
+  // separate passes over the (B*H, T, T) scores for them, forward or backward.
+  at::Tensor att = at::baddbmm(future, q.reshape({B * H, T, hd}),
+                               k.reshape({B * H, T, hd}).transpose(1, 2), /*beta=*/1.0,
+                               /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
+  att = at::softmax(att, -1);                                          // (B*H, T, T)
+  return at::bmm(att, v.reshape({B * H, T, hd})).view({B, H, T, hd});  // (B, H, T, hd)
 }
 
 struct RecomputedAttention : torch::autograd::Function<RecomputedAttention> {

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>   // TORCH_CHECK
 
 #include <cmath>
+#include <vector>
 
 #include "models/attention_core.h"
 #include "models/context_split.h"   // context_positions, context_size
@@ -69,10 +70,13 @@ at::Tensor GptBlock::attention(const at::Tensor& x, LayerKv* cache) {
   const int64_t B = qkv.size(0), T = qkv.size(1);
   // (B, T, 3C/tp) -> (3, B, nh/tp, T, hd): this rank's q heads, then k, then v.
   qkv = qkv.view({B, T, 3, local_heads_, hd}).permute({2, 0, 3, 1, 4});
-  at::Tensor y = cache ? cached_attention(qkv[0], qkv[1], qkv[2], *cache)
+  // unbind, not three selects: backward stacks the three gradients in one pass instead of
+  // summing three zero-filled copies of the whole (3, B, nh/tp, T, hd) tensor.
+  const std::vector<at::Tensor> h = qkv.unbind(0);
+  at::Tensor y = cache ? cached_attention(h[0], h[1], h[2], *cache)
                  : context_size(o_.cp) > 1
-                     ? ring_attention(qkv[0], qkv[1], qkv[2], *o_.cp)
-                     : causal_attention(qkv[0], qkv[1], qkv[2], o_.recompute_attention);
+                     ? ring_attention(h[0], h[1], h[2], *o_.cp)
+                     : causal_attention(h[0], h[1], h[2], o_.recompute_attention);
   y = y.transpose(1, 2).reshape({B, T, local_heads_ * hd});  // (B, T, C/tp)
   return attn_proj_->forward(y);
 }

@@ -117,9 +117,9 @@ double head_activation_bytes(const PlanModel& m, int64_t micro_batch, int tp,
 
 /// Bytes of attention's (s x s) score tensors that one layer holds in flight beyond what
 /// the layers keep (models/attention_core.cpp), b a / t s^2 elements each: in forward the
-/// scaled scores and the masked ones before the softmax; in backward the probabilities'
-/// gradient and the softmax's input gradient: two. Where the probabilities are not kept
-/// (selective recomputation, context parallelism's ring) a backward rebuilds them: three.
+/// scores (their product masks and scales them) and the softmax being written; in backward
+/// the probabilities' gradient and the softmax's input gradient: two. Where the probabilities are
+/// not kept (selective recomputation, context parallelism's ring) a backward rebuilds them: three.
 /// With context parallelism s is this rank's s / cp, a ring block's side.
 double attention_scores_in_flight(const PlanModel& m, const Layout& layout);
 

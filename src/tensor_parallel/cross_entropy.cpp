@@ -7,6 +7,8 @@
 
 #include <algorithm>  // std::max, std::min
 #include <limits>     // std::numeric_limits
+#include <tuple>      // std::tie
+#include <utility>    // std::pair
 
 #include "parallel/communicator.h"
 
@@ -16,6 +18,40 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+/// Rows of logits a softmax block holds: about kBlockBytes of them, so that a block and its
+/// output stay in the last-level cache between the softmax's passes.
+constexpr int64_t kBlockBytes = int64_t{4} << 20;
+
+/// out = exp(logits - max) (N, V), max (N): the softmax's numerators.
+void softmax_numerators(const at::Tensor& logits, const at::Tensor& max, at::Tensor& out) {
+  at::sub_out(out, logits, max.unsqueeze(-1));
+  out.exp_();
+}
+
+/// The softmax of logits (N, V) into out (N, V), a block of rows at a time, with the same
+/// operations per row as over all rows at once: returns each row's max and sum of
+/// exponentials (N).
+std::pair<at::Tensor, at::Tensor> softmax_in_blocks(const at::Tensor& logits, at::Tensor out) {
+  const int64_t n = logits.size(0), v = logits.size(1);
+  const int64_t row_bytes = std::max<int64_t>(1, v * static_cast<int64_t>(logits.element_size()));
+  // An even number of rows: a block's elementwise passes split between two threads at a
+  // row's end, as they do over all rows.
+  const int64_t rows = std::max<int64_t>(2, kBlockBytes / row_bytes / 2 * 2);
+  at::Tensor max = at::empty({n}, logits.options()), sum_exp = at::empty({n}, logits.options());
+  at::Tensor where = at::empty({std::min(rows, n)}, logits.options().dtype(at::kLong));
+  for (int64_t r = 0; r < n; r += rows) {
+    const int64_t k = std::min(rows, n - r);
+    const at::Tensor block = logits.narrow(0, r, k);
+    at::Tensor m = max.narrow(0, r, k), s = sum_exp.narrow(0, r, k), p = out.narrow(0, r, k);
+    at::Tensor at_max = where.narrow(0, 0, k);  // the max's column, unused
+    at::max_out(m, at_max, block, -1);
+    softmax_numerators(block, m, p);
+    at::sum_out(s, p, {-1});
+    p.div_(s.unsqueeze(-1));
+  }
+  return {max, sum_exp};
+}
 
 struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits_in,
@@ -30,11 +66,20 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
     // columns only, into a buffer whose padding columns are zero (their probability).
     const int64_t real = std::max<int64_t>(0, std::min(local_vocab, vocab - vocab_start));
     const at::Tensor valid = logits.narrow(1, 0, real);
-    // (A rank may hold padding only, when the padding exceeds its share of the columns.)
-    at::Tensor max = real > 0 ? std::get<0>(valid.max(-1)).contiguous()
-                              : at::full({n}, -std::numeric_limits<double>::infinity(),
-                                         logits.options());  // (N)
-    if (tp.size() > 1) tp.all_reduce(max, ReduceOp::kMax)->wait();
+    at::Tensor probs = at::empty({n, local_vocab}, logits.options());  // becomes the softmax
+    if (real < local_vocab) probs.narrow(1, real, local_vocab - real).zero_();
+    at::Tensor max, sum_exp;
+    if (tp.size() == 1 && real > 0) {
+      // Nothing to agree on with other ranks: the softmax goes a block of rows at a time,
+      // so that its passes after the first read the block from cache, not from memory.
+      std::tie(max, sum_exp) = softmax_in_blocks(valid, probs.narrow(1, 0, real));
+    } else {
+      // (A rank may hold padding only, when the padding exceeds its share of the columns.)
+      max = real > 0 ? std::get<0>(valid.max(-1)).contiguous()
+                     : at::full({n}, -std::numeric_limits<double>::infinity(),
+                                logits.options());  // (N)
+      if (tp.size() > 1) tp.all_reduce(max, ReduceOp::kMax)->wait();
+    }
 
     at::Tensor local_target = targets - vocab_start;
     at::Tensor mine = (local_target >= 0).logical_and(local_target < real);  // (N)
@@ -44,19 +89,18 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
                                        .contiguous()
                                  : at::zeros({n}, logits.options());  // (N)
 
-    at::Tensor probs = at::empty({n, local_vocab}, logits.options());  // becomes the softmax
-    if (real < local_vocab) probs.narrow(1, real, local_vocab - real).zero_();
-    at::Tensor shifted = probs.narrow(1, 0, real);
-    at::sub_out(shifted, valid, max.unsqueeze(-1));
-    shifted.exp_();
-    at::Tensor sum_exp = shifted.sum(-1).contiguous();  // (N)
-    if (tp.size() > 1) {
-      auto a = tp.all_reduce(sum_exp);
-      auto b = tp.all_reduce(picked);
-      a->wait();
-      b->wait();
+    if (!sum_exp.defined()) {
+      at::Tensor shifted = probs.narrow(1, 0, real);
+      softmax_numerators(valid, max, shifted);
+      sum_exp = shifted.sum(-1).contiguous();  // (N)
+      if (tp.size() > 1) {
+        auto a = tp.all_reduce(sum_exp);
+        auto b = tp.all_reduce(picked);
+        a->wait();
+        b->wait();
+      }
+      shifted.div_(sum_exp.unsqueeze(-1));
     }
-    shifted.div_(sum_exp.unsqueeze(-1));
     // A negative target is left out: no loss, no gradient (a mask of N bools, applied
     // whether or not any is set, so that nothing waits on the device to ask).
     const at::Tensor left_out = targets.lt(0);

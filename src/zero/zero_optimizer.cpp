@@ -118,7 +118,11 @@ ZeroOptimizer::ZeroOptimizer(std::vector<Parameter>& params, ParallelContext& ct
   // communicator's point-to-point ring and advance at every hook's poll. Stage 0's bucket
   // goes through one all-reduce, which the MPI library advances only inside its own calls:
   // posted at the start of backward it stalled for seconds in measured steps (docs/zero.md).
-  if ((zero.stage == 1 || zero.stage == 2) && !groups_[0].params.empty())
+  // Stage 0 with one dp rank reduces nothing: its rows are folded in like stage 1's, and
+  // the lookup's dense gradient (a buffer of every row, and a pass to add it) goes.
+  const bool reduced_by_ring = zero.stage == 1 || zero.stage == 2;
+  const bool unreduced = zero.stage == 0 && !groups_.empty() && groups_[0].dp->size() == 1;
+  if ((reduced_by_ring || unreduced) && !groups_[0].params.empty())
     embedding_rows_ = std::make_unique<EmbeddingRows>();
   if (zero.offload.optimizer) init_tier();
   if (zero.muon.enabled) init_muon();

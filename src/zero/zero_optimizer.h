@@ -162,7 +162,8 @@ class ZeroOptimizer {
   /// Stages 1 and 2: where a stage holding both ends of the tied embedding sends its
   /// lookup's gradient rows (ModelStage::set_row_grad_sink), so that the embedding's bucket
   /// is reduced as soon as the head's share is final; reduce_gradients() folds the rows in.
-  /// nullptr in stages 0 and 3 and without an embedding.
+  /// Stage 0 at dp 1 too (nothing to reduce: the rows only spare a dense gradient).
+  /// nullptr in stage 3, in stage 0 at dp > 1 and without an embedding.
   RowGradSink* row_grad_sink() { return embedding_rows_.get(); }
   /// Stage 3: what the model reports its layers to (gathers and releases parameters);
   /// nullptr in stages 0-2, where every parameter is always whole.
@@ -322,7 +323,7 @@ class ZeroOptimizer {
   bool last_backward_ = false;  // the current (or latest) backward is the step's last
   int64_t step_count_ = 0;
   std::unique_ptr<ParamGatherer> gatherer_;        // stage 3
-  std::unique_ptr<EmbeddingRows> embedding_rows_;  // stages 1, 2, with an embedding
+  std::unique_ptr<EmbeddingRows> embedding_rows_;  // stages 1, 2 (0 at dp 1), with an embedding
   std::unique_ptr<AsyncIo> io_;                    // the nvme tier's
   std::shared_ptr<TierRing> ring_;
   /// The tier's transfer memory: gathers' parameter shards, the gradient shard's buffer.

@@ -28,6 +28,10 @@ void add_sum_of_squares(at::Tensor& total, const at::Tensor& x) {
     total.add_(at::dot(x, x));
     return;
   }
+  if (x.scalar_type() == at::kFloat && x.is_cpu() && x.is_contiguous()) {
+    total.add_(sum_of_squares(x.view({-1})));  // one pass, no float64 copies
+    return;
+  }
   for (int64_t i = 0; i < x.numel(); i += kChunk) {
     const at::Tensor c = x.narrow(0, i, std::min(kChunk, x.numel() - i)).to(at::kDouble);
     total.add_(at::dot(c, c));

@@ -3,7 +3,8 @@
 // terms (trident's model has none): no recomputation, selective recomputation of
 // attention's core, and full recomputation, each with tp alone and with sequence
 // parallelism. The only bytes the formula leaves out are each layer norm's mean and
-// reciprocal deviation (2 s b / t elements each) and the causal mask (s^2 bools). The same
+// reciprocal deviation (2 s b / t elements each); the causal mask is added by the scores'
+// product itself and kept by nothing. The same
 // for a Llama block against the planner's Llama formula. And the pipeline's traffic, which sequence
 // parallelism divides by tp.
 #include <ATen/ATen.h>
@@ -124,15 +125,12 @@ TEST_F(ActivationMemory, gpt_block_matches_korthikanti_without_dropout) {
     const double formula = formula_bytes(shape, c);
     const double measured = static_cast<double>(block_bytes(c.ctx->tp(), c.sp, c.recompute));
     // What the formula leaves out: two layer norms' statistics (mean, 1/std: 2 s b / t
-    // elements each, over the rows this rank normalises) and the causal mask (s^2 bools).
+    // elements each, over the rows this rank normalises).
     const double norm_rows = static_cast<double>(c.sp ? kSeq / t : kSeq) * kBatch;
-    const double extra =
-        c.recompute == Recompute::kFull
-            ? 0.0
-            : 2.0 * 2.0 * norm_rows * 4.0 + (c.recompute == Recompute::kNone ? kSeq * kSeq : 0.0);
+    const double extra = c.recompute == Recompute::kFull ? 0.0 : 2.0 * 2.0 * norm_rows * 4.0;
     if (rank == 0)
-      std::printf("%-17s measured %8.0f bytes, formula %8.0f + norms/mask %5.0f: ratio %.4f\n",
-                  c.name, measured, formula, extra, measured / formula);
+      std::printf("%-17s measured %8.0f bytes, formula %8.0f + norms %5.0f: ratio %.4f\n", c.name,
+                  measured, formula, extra, measured / formula);
     EXPECT_DOUBLE_EQ(measured, formula + extra) << c.name;
   }
 }
@@ -176,7 +174,7 @@ int64_t llama_block_bytes(Communicator& tp, const LlamaShape& shape, bool sequen
 // normalised input, its output: 3 h a token, twice). Its keys and values are kept after
 // their repetition to the query heads, so grouped-query attention keeps as much as full
 // attention. Left out: the norms' statistics (one reciprocal root mean square a row,
-// 2 s b / t elements), the causal mask (s^2 bools) and the repetition's two indices (one
+// 2 s b / t elements) and the repetition's two indices (one
 // int64 a local query head each). Two shapes: the formula's terms were read off the first
 // at tp 1; the second (multi-query, 8 heads, f = 2.5 h, s = 48) was not looked at.
 TEST_F(ActivationMemory, llama_block_matches_the_swiglu_formula) {
@@ -189,15 +187,14 @@ TEST_F(ActivationMemory, llama_block_matches_the_swiglu_formula) {
       const double measured =
           static_cast<double>(llama_block_bytes(c.ctx->tp(), ls, c.sp, c.recompute));
       const double norm_rows = static_cast<double>(c.sp ? ls.seq / t : ls.seq) * kBatch;
-      const double extra = c.recompute == Recompute::kFull
-                               ? 0.0
-                               : 2.0 * norm_rows * 4.0 +
-                                     (c.recompute == Recompute::kNone ? ls.seq * ls.seq : 0.0) +
-                                     2.0 * static_cast<double>(ls.heads / t) * 8.0;
+      const double extra =
+          c.recompute == Recompute::kFull
+              ? 0.0
+              : 2.0 * norm_rows * 4.0 + 2.0 * static_cast<double>(ls.heads / t) * 8.0;
       if (rank == 0)
         std::printf(
             "llama s%lld a%lld kv%lld f%lld %-17s measured %8.0f bytes, formula %8.0f + "
-            "norms/mask %5.0f: ratio %.4f\n",
+            "norms %5.0f: ratio %.4f\n",
             static_cast<long long>(ls.seq), static_cast<long long>(ls.heads),
             static_cast<long long>(ls.kv_heads), static_cast<long long>(ls.ffn), c.name, measured,
             formula, extra, measured / formula);
@@ -231,7 +228,7 @@ int64_t moe_block_bytes(Communicator& tp, const MoeShape& shape, bool sequence_p
 // takes the dense formula's SwiGLU out and counts what the router, the dispatch, the experts
 // and the combine keep. Dropless routing sends exactly k rows a token whatever the router
 // chooses, so the bytes do not depend on the weights. Left out, as for the dense Llama
-// block: the norms' statistics, the causal mask and the key repetition's indices; and the
+// block: the norms' statistics and the key repetition's indices; and the
 // layer's load statistics for the metrics (E floats). The
 // formula's terms were read off the first shape at tp 1; the second (8 experts, top 1,
 // f_e = 80, a shared expert) and the tp 2 rows were not looked at; the sequence-parallel
@@ -258,13 +255,12 @@ TEST_F(ActivationMemory, moe_block_matches_the_moe_formula) {
       const double extra = c.recompute == Recompute::kFull
                                ? 0.0
                                : 2.0 * norm_rows * 4.0 +
-                                     (c.recompute == Recompute::kNone ? kSeq * kSeq : 0.0) +
                                      2.0 * static_cast<double>(kHeads / t) * 8.0 +
                                      static_cast<double>(ms.experts) * 4.0;
       if (rank == 0)
         std::printf(
             "moe E%lld k%lld f%lld%s %-17s measured %8.0f bytes, formula %8.0f + "
-            "norms/mask %5.0f: ratio %.4f\n",
+            "norms %5.0f: ratio %.4f\n",
             static_cast<long long>(ms.experts), static_cast<long long>(ms.top_k),
             static_cast<long long>(ms.ffn), ms.shared ? " shared" : "", c.name, measured, formula,
             extra, measured / (formula + extra));
