@@ -22,6 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// How long a lock's holder on this host may take to end before the lock is refused.
+constexpr double kTeardownGraceS = 10.0;
+
 /// Field 22 of /proc/<pid>/stat (the start time), or 0 when it cannot be read.
 long long start_time(long long pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -33,6 +36,16 @@ long long start_time(long long pid) {
   for (int k = 3; k <= 22 && fields >> field; ++k)
     if (k == 22) return std::stoll(field);
   return 0;
+}
+
+/// Whether /proc/<pid>/stat shows the process ended but not yet reaped (a zombie, or dead).
+bool zombie(long long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t end_of_name = stat.rfind(')');
+  if (end_of_name == std::string::npos || end_of_name + 2 >= stat.size()) return false;
+  const char state = stat[end_of_name + 2];
+  return state == 'Z' || state == 'X';
 }
 
 std::string to_json(const LockHolder& h) {
@@ -64,8 +77,20 @@ bool stale(const LockHolder& h, const LockHolder& me) {
   if (!me.job.empty() && h.job == me.job) return true;
   if (h.host != me.host) return false;  // another host's process cannot be checked
   if (::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno != EPERM) return true;
+  if (zombie(h.pid)) return true;
   const long long start = start_time(h.pid);
   return h.start != 0 && start != 0 && start != h.start;  // the pid is another process's
+}
+
+/// Whether `h` ends within `seconds`: a job restarted at once after a crash may find its
+/// last ranks still being torn down by the launcher.
+bool ends_soon(const LockHolder& h, const LockHolder& me, double seconds) {
+  if (h.host != me.host) return stale(h, me);
+  for (double waited = 0; waited < seconds; waited += 0.1) {
+    if (stale(h, me)) return true;
+    ::usleep(100000);
+  }
+  return stale(h, me);
 }
 
 /// Writes `text` to a new file `path` and syncs it; throws InputError naming it.
@@ -98,9 +123,10 @@ LockHolder this_process() {
   return me;
 }
 
-CheckpointDirLock::CheckpointDirLock(const std::string& dir) : path_(dir + "/" + kLockFile) {
+CheckpointDirLock::CheckpointDirLock(const std::string& dir)
+    : dir_(dir), path_(dir + "/" + kLockFile) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  created_dir_ = fs::create_directories(dir, ec);
   if (ec)
     throw InputError("cannot create checkpoint.dir " + dir + ": " + ec.message() +
                      " (set checkpoint.dir to a writable path)");
@@ -124,7 +150,7 @@ CheckpointDirLock::CheckpointDirLock(const std::string& dir) : path_(dir + "/" +
     throw InputError("checkpoint.dir " + dir + " holds a lock file " + path_ +
                      " that names no run; if no run saves into " + dir + ", remove " + path_);
   }
-  if (stale(holder, me)) {
+  if (ends_soon(holder, me, kTeardownGraceS)) {
     fs::rename(mine, path_, ec);  // takes it over
     LockHolder now;
     if (!ec && read_holder(path_, now) && same(now, me)) {
@@ -145,6 +171,8 @@ CheckpointDirLock::CheckpointDirLock(const std::string& dir) : path_(dir + "/" +
 CheckpointDirLock::~CheckpointDirLock() {
   LockHolder holder;
   if (read_holder(path_, holder) && same(holder, this_process())) ::unlink(path_.c_str());
+  std::error_code ec;
+  if (created_dir_ && fs::is_empty(dir_, ec) && !ec) fs::remove(dir_, ec);  // only when empty
 }
 
 }  // namespace trident

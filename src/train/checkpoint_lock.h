@@ -30,7 +30,10 @@ LockHolder this_process();
 class CheckpointDirLock {
  public:
   explicit CheckpointDirLock(const std::string& dir);
-  ~CheckpointDirLock();  // removes the file while it still names this process
+  /// Removes the file while it still names this process, and the directory when this lock
+  /// created it and nothing else came into it (a run that failed before its first save
+  /// leaves nothing behind).
+  ~CheckpointDirLock();
   CheckpointDirLock(const CheckpointDirLock&) = delete;
   CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
 
@@ -38,8 +41,9 @@ class CheckpointDirLock {
   const std::string& taken_over() const { return taken_over_; }
 
  private:
-  std::string path_;
+  std::string dir_, path_;
   std::string taken_over_;
+  bool created_dir_ = false;
 };
 
 }  // namespace trident
