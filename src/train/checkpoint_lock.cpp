@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 /// How long a lock's holder on this host may take to end before the lock is refused.
-constexpr double kTeardownGraceS = 10.0;
+constexpr double kTeardownGraceS = 5.0;
 
 /// Field 22 of /proc/<pid>/stat (the start time), or 0 when it cannot be read.
 long long start_time(long long pid) {
