@@ -20,6 +20,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics
 import subprocess
 
@@ -29,12 +30,13 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 GPT = ["model.arch=gpt2", "model.hidden=768", "model.layers=4", "model.heads=12",
        "model.seq_len=256", "model.vocab=50257", "model.vocab_multiple=128",
        "train.micro_batch_size=4", "train.precision=fp32", "optimizer.warmup_steps=100",
-       "guard.enabled=false"]
+       "guard.enabled=false", "train.log_every=1"]
 LRS = (1e-3, 3e-3, 1e-2, 3e-2)  # the grid both optimizers choose from
 MUON_STEPS = (150, 300, 450, 600)  # run lengths Muon is tried at, shortest first
 
 
 def train(run_dir, ranks, sets, config="configs/tiny.toml", env=None):
+    shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run each time
     cmd = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none",
            os.path.join(ROOT, "build/trident"), "train", os.path.join(ROOT, config),
            "--set", "logging.run_dir=" + run_dir, "--set", "checkpoint.dir="]
